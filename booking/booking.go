@@ -1,0 +1,290 @@
+// Package booking owns screenings, seats and reservations in SQL, and the seat locks in Redis that keep
+// contention out of the database.
+//
+// Guarantees: a reservation needs a valid, unspent pass of an admission still holding its slot; all seats of
+// a request are locked at once or none; losers of a lock never reach SQL; the write is one transaction; and
+// the UNIQUE (screening, seat) constraint makes a double booking impossible even if a lock lease runs out.
+package booking
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/waitroom/waitroom/queue"
+)
+
+var (
+	// ErrUnknownScreening: no screening has that id.
+	ErrUnknownScreening = errors.New("unknown screening")
+	// ErrSoldOut: no seat of the screening is left.
+	ErrSoldOut = errors.New("sold out")
+	// ErrSeatLocked: another request holds a lock on a requested seat past lock_wait.
+	ErrSeatLocked = errors.New("seat locked by another reservation")
+	// ErrSeatTaken: a requested seat is already sold.
+	ErrSeatTaken = errors.New("seat already taken")
+	// ErrBadRequest: the seat list is empty, too long, repeats a seat, or names a seat that does not exist.
+	ErrBadRequest = errors.New("bad request")
+)
+
+// TakenError names the seats that were already sold.
+type TakenError struct{ Seats []string }
+
+func (e *TakenError) Error() string {
+	return fmt.Sprintf("booking: %s: %s", ErrSeatTaken, strings.Join(e.Seats, ", "))
+}
+
+// Is makes errors.Is(err, ErrSeatTaken) hold.
+func (e *TakenError) Is(target error) bool { return target == ErrSeatTaken }
+
+// LockedError names the seat whose lock could not be taken in time.
+type LockedError struct{ Seat string }
+
+func (e *LockedError) Error() string { return fmt.Sprintf("booking: %s: %s", ErrSeatLocked, e.Seat) }
+
+// Is makes errors.Is(err, ErrSeatLocked) hold.
+func (e *LockedError) Is(target error) bool { return target == ErrSeatLocked }
+
+// Admissions is what booking needs of the queue: who may reserve, and what a reservation ends.
+type Admissions interface {
+	CheckPass(ctx context.Context, c queue.Claims) error
+	Finish(ctx context.Context, c queue.Claims) error
+	Close(ctx context.Context, screening string) error
+}
+
+// PassVerifier checks a pass's signature, expiry and screening.
+type PassVerifier interface {
+	Verify(pass, screening string) (queue.Claims, error)
+}
+
+// Settings bounds a reservation.
+type Settings struct {
+	LockWait  time.Duration
+	LockLease time.Duration
+	MaxSeats  int
+}
+
+var (
+	//go:embed lua/lock.lua
+	lockLua string
+	//go:embed lua/unlock.lua
+	unlockLua    string
+	lockScript   = redis.NewScript(lockLua)
+	unlockScript = redis.NewScript(unlockLua)
+
+	seatRe = regexp.MustCompile(`^[A-Z]{1,3}[0-9]{1,4}$`)
+)
+
+// lockRetry bounds the pause between two tries for a held seat lock; the pause is jittered so waiters do
+// not retry in step.
+const (
+	lockRetryMin = 5 * time.Millisecond
+	lockRetryMax = 40 * time.Millisecond
+)
+
+// Booking reserves seats.
+type Booking struct {
+	store      *Store
+	rdb        redis.UniversalClient
+	prefix     string
+	admissions Admissions
+	passes     PassVerifier
+	settings   Settings
+
+	mu       sync.Mutex
+	catalogs map[string]map[string]bool // screening -> seat ids; seats never change once created
+}
+
+// New returns the reservation service over store, with seat locks in rdb under prefix.
+func New(store *Store, rdb redis.UniversalClient, prefix string, a Admissions, p PassVerifier, s Settings) *Booking {
+	return &Booking{store: store, rdb: rdb, prefix: prefix, admissions: a, passes: p, settings: s, catalogs: map[string]map[string]bool{}}
+}
+
+// ParseSeats checks a requested seat list against a screening's catalog: 1..max seats, each once, each
+// existing. It returns the ids sorted, the canonical order of a request.
+func (b *Booking) ParseSeats(ctx context.Context, screening string, seats []string) ([]string, error) {
+	if len(seats) == 0 {
+		return nil, fmt.Errorf("booking: %w: no seats requested", ErrBadRequest)
+	}
+	if len(seats) > b.settings.MaxSeats {
+		return nil, fmt.Errorf("booking: %w: %d seats requested, at most %d per reservation", ErrBadRequest, len(seats), b.settings.MaxSeats)
+	}
+	cat, err := b.catalog(ctx, screening)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(seats))
+	for _, s := range seats {
+		if !seatRe.MatchString(s) || !cat[s] {
+			return nil, fmt.Errorf("booking: %w: no seat %q in %s", ErrBadRequest, truncate(s, 16), screening)
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	if i := firstRepeat(out); i >= 0 {
+		return nil, fmt.Errorf("booking: %w: seat %s requested twice", ErrBadRequest, out[i])
+	}
+	return out, nil
+}
+
+func firstRepeat(sorted []string) int {
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return i
+		}
+	}
+	return -1
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func (b *Booking) catalog(ctx context.Context, screening string) (map[string]bool, error) {
+	b.mu.Lock()
+	cat, ok := b.catalogs[screening]
+	b.mu.Unlock()
+	if ok {
+		return cat, nil
+	}
+	cat, err := b.store.catalog(ctx, screening)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.catalogs[screening] = cat
+	b.mu.Unlock()
+	return cat, nil
+}
+
+// Reserve books seats of screening for the holder of pass: verify the pass and that its admission still
+// holds the slot; lock every seat at once (waiting up to lock_wait); write in one transaction; release the
+// locks after commit; spend the pass and free the slot; close the line if that was the last seat.
+func (b *Booking) Reserve(ctx context.Context, screening, pass string, seats []string) (Reservation, error) {
+	claims, err := b.passes.Verify(pass, screening)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("booking: %w", err)
+	}
+	seats, err = b.ParseSeats(ctx, screening, seats)
+	if err != nil {
+		return Reservation{}, err
+	}
+	if err := b.admissions.CheckPass(ctx, claims); err != nil {
+		return Reservation{}, fmt.Errorf("booking: %w", err)
+	}
+
+	owner := queue.NewToken()
+	lockKeys := make([]string, 0, len(seats)+1)
+	lockKeys = append(lockKeys, queue.Key(b.prefix, screening, "sold"))
+	for _, s := range seats {
+		lockKeys = append(lockKeys, queue.Key(b.prefix, screening, "seat:"+s))
+	}
+	if err := b.lock(ctx, lockKeys, owner, seats); err != nil {
+		return Reservation{}, err
+	}
+	defer func() {
+		// After commit or rollback; with a context of its own so a cancelled request still releases.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = unlockScript.Run(ctx, b.rdb, lockKeys[1:], owner).Err()
+	}()
+
+	r, err := b.store.insert(ctx, screening, claims.Token, claims.ID, seats)
+	var taken *TakenError
+	if errors.As(err, &taken) {
+		// Redis learns what SQL knew, so the next request for these seats is refused before any lock.
+		b.markSold(ctx, screening, taken.Seats)
+	}
+	if errors.Is(err, ErrSoldOut) {
+		if cerr := b.admissions.Close(ctx, screening); cerr != nil {
+			return Reservation{}, errors.Join(err, cerr)
+		}
+	}
+	if err != nil {
+		return Reservation{}, err
+	}
+	b.markSold(ctx, screening, r.Seats)
+	// The reservation is committed: what follows cannot undo it. A failure leaves the slot to expire by time.
+	var after []error
+	if err := b.admissions.Finish(ctx, claims); err != nil {
+		after = append(after, err)
+	}
+	if r.SeatsLeft == 0 {
+		if err := b.admissions.Close(ctx, screening); err != nil {
+			after = append(after, err)
+		}
+	}
+	if err := errors.Join(after...); err != nil {
+		return r, &AfterCommitError{Err: err}
+	}
+	return r, nil
+}
+
+// AfterCommitError reports a failure after the reservation was committed: the seats are booked; freeing the
+// slot or closing the line did not happen and will by time (active_ttl) or by the next reservation.
+type AfterCommitError struct{ Err error }
+
+func (e *AfterCommitError) Error() string {
+	return "booking: reserved, but afterwards: " + e.Err.Error()
+}
+
+func (e *AfterCommitError) Unwrap() error { return e.Err }
+
+func (b *Booking) markSold(ctx context.Context, screening string, seats []string) {
+	members := make([]any, len(seats))
+	for i, s := range seats {
+		members[i] = s
+	}
+	_ = b.rdb.SAdd(ctx, queue.Key(b.prefix, screening, "sold"), members...).Err() // a hint: SQL stays the guard
+}
+
+// lock takes every seat lock or none, retrying with jitter until lock_wait runs out.
+func (b *Booking) lock(ctx context.Context, keys []string, owner string, seats []string) error {
+	args := make([]any, 0, len(seats)+2)
+	args = append(args, owner, b.settings.LockLease.Milliseconds())
+	for _, s := range seats {
+		args = append(args, s)
+	}
+	deadline := time.Now().Add(b.settings.LockWait)
+	for {
+		res, err := lockScript.Run(ctx, b.rdb, keys, args...).Slice()
+		if err != nil {
+			return fmt.Errorf("booking: lock seats: %w", err)
+		}
+		switch res[0].(int64) {
+		case 1:
+			return nil
+		case -1:
+			return &TakenError{Seats: []string{res[1].(string)}}
+		}
+		pause := lockRetryMin + rand.N(lockRetryMax-lockRetryMin)
+		if time.Now().Add(pause).After(deadline) {
+			return &LockedError{Seat: res[1].(string)}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("booking: lock seats: %w", ctx.Err())
+		case <-time.After(pause):
+		}
+	}
+}
+
+// Exists reports ErrUnknownScreening for a screening that does not exist.
+func (b *Booking) Exists(ctx context.Context, screening string) error {
+	if !queue.ValidScreening(screening) {
+		return fmt.Errorf("booking: %q: %w", truncate(screening, 64), ErrUnknownScreening)
+	}
+	_, err := b.catalog(ctx, screening)
+	return err
+}

@@ -1,0 +1,347 @@
+package booking
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"github.com/waitroom/waitroom/queue"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+func init() {
+	// sqlx does not know modernc's driver name; it takes "?" placeholders.
+	sqlx.BindDriver("sqlite", sqlx.QUESTION)
+}
+
+// Open connects to url: a postgres:// URL (lib/pq), or "sqlite:PATH" / a bare file path (modernc SQLite).
+// An empty url opens dataDir/waitroom.db, the embedded default.
+func Open(ctx context.Context, url, dataDir string) (*sqlx.DB, error) {
+	driver, dsn := "postgres", url
+	switch {
+	case url == "":
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("booking: data dir: %w", err)
+		}
+		driver, dsn = "sqlite", filepath.Join(dataDir, "waitroom.db")
+	case strings.HasPrefix(url, "sqlite:"):
+		driver, dsn = "sqlite", strings.TrimPrefix(url, "sqlite:")
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+	default:
+		return nil, fmt.Errorf("booking: database.url %q: want postgres://… or sqlite:PATH", url)
+	}
+	if driver == "sqlite" {
+		// One writer at a time is SQLite's nature: a single connection serialises transactions in the pool
+		// instead of failing them with SQLITE_BUSY; WAL lets the file be read while it is written.
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		dsn += sep + "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_time_format=sqlite"
+	}
+	db, err := sqlx.Open(driver, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("booking: open: %w", err)
+	}
+	if driver == "sqlite" {
+		db.SetMaxOpenConns(1)
+	} else {
+		db.SetMaxOpenConns(30)
+		db.SetMaxIdleConns(30)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("booking: connect: %w", err)
+	}
+	return db, nil
+}
+
+// Migrate brings the schema up to date. On PostgreSQL an advisory lock lets several instances start at once.
+func Migrate(ctx context.Context, db *sqlx.DB) error {
+	dialect, dir := goose.DialectPostgres, "migrations/postgres"
+	var opts []goose.ProviderOption
+	if db.DriverName() == "sqlite" {
+		dialect, dir = goose.DialectSQLite3, "migrations/sqlite"
+	} else {
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return fmt.Errorf("booking: migrate: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	fsys, err := fs.Sub(migrations, dir)
+	if err != nil {
+		return fmt.Errorf("booking: migrate: %w", err)
+	}
+	p, err := goose.NewProvider(dialect, db.DB, fsys, opts...)
+	if err != nil {
+		return fmt.Errorf("booking: migrate: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("booking: migrate: %w", err)
+	}
+	return nil
+}
+
+// Screening is a show with its sale time.
+type Screening struct {
+	ID          string    `db:"id" json:"id"`
+	Name        string    `db:"name" json:"name"`
+	StartsAt    time.Time `db:"starts_at" json:"starts_at"`
+	SaleOpensAt time.Time `db:"sale_opens_at" json:"sale_opens_at"`
+}
+
+// Summary is a screening with its seat counts.
+type Summary struct {
+	Screening
+	SeatsTotal     int `db:"seats_total" json:"seats_total"`
+	SeatsAvailable int `db:"seats_available" json:"seats_available"`
+}
+
+// SeatStatus is one seat of the map.
+type SeatStatus struct {
+	ID     string `db:"seat_id" json:"id"`
+	Row    string `db:"row_label" json:"row"`
+	Number int    `db:"number" json:"number"`
+	Status string `db:"status" json:"status"`
+}
+
+// Store is the SQL side: screenings, seats, reservations.
+type Store struct {
+	db *sqlx.DB
+}
+
+// NewStore returns the store kept in db (migrated).
+func NewStore(db *sqlx.DB) *Store { return &Store{db: db} }
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("booking: ping: %w", err)
+	}
+	return nil
+}
+
+// EnsureScreening creates sc with the given seats unless a screening with its id exists; it reports whether
+// it created one. Seeding the demo calls it at every start, from any number of instances.
+func (s *Store) EnsureScreening(ctx context.Context, sc Screening, seats []Seat) (bool, error) {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("booking: ensure %s: %w", sc.ID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO screenings (id, name, starts_at, sale_opens_at)
+		VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`), sc.ID, sc.Name, sc.StartsAt.UTC(), sc.SaleOpensAt.UTC())
+	if err != nil {
+		return false, fmt.Errorf("booking: ensure %s: %w", sc.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	for _, seat := range seats {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO seats (screening_id, seat_id, row_label, number) VALUES (?, ?, ?, ?)`),
+			sc.ID, seat.ID, seat.Row, seat.Number); err != nil {
+			return false, fmt.Errorf("booking: ensure %s seat %s: %w", sc.ID, seat.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("booking: ensure %s: %w", sc.ID, err)
+	}
+	return true, nil
+}
+
+const summarySQL = `SELECT s.id, s.name, s.starts_at, s.sale_opens_at,
+	(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) AS seats_total,
+	(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) -
+	(SELECT COUNT(*) FROM reservation_seats r WHERE r.screening_id = s.id) AS seats_available
+	FROM screenings s`
+
+// Screenings lists every screening with its seat counts, by start time.
+func (s *Store) Screenings(ctx context.Context) ([]Summary, error) {
+	out := []Summary{}
+	if err := s.db.SelectContext(ctx, &out, summarySQL+` ORDER BY s.starts_at, s.id`); err != nil {
+		return nil, fmt.Errorf("booking: screenings: %w", err)
+	}
+	return out, nil
+}
+
+// Screening returns one screening with its seat counts, or ErrUnknownScreening.
+func (s *Store) Screening(ctx context.Context, id string) (Summary, error) {
+	var out Summary
+	err := s.db.GetContext(ctx, &out, s.db.Rebind(summarySQL+` WHERE s.id = ?`), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Summary{}, fmt.Errorf("booking: screening %q: %w", id, ErrUnknownScreening)
+	}
+	if err != nil {
+		return Summary{}, fmt.Errorf("booking: screening %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// OnSale returns the ids of the screenings whose sale has opened by now (the scheduler's list).
+func (s *Store) OnSale(ctx context.Context, now time.Time) ([]string, error) {
+	ids := []string{}
+	if err := s.db.SelectContext(ctx, &ids, s.db.Rebind(`SELECT id FROM screenings WHERE sale_opens_at <= ? ORDER BY id`), now.UTC()); err != nil {
+		return nil, fmt.Errorf("booking: on sale: %w", err)
+	}
+	return ids, nil
+}
+
+// Seats returns the seat map of a screening, in row and number order.
+func (s *Store) Seats(ctx context.Context, screening string) ([]SeatStatus, error) {
+	out := []SeatStatus{}
+	err := s.db.SelectContext(ctx, &out, s.db.Rebind(`SELECT t.seat_id, t.row_label, t.number,
+		CASE WHEN r.seat_id IS NULL THEN 'available' ELSE 'sold' END AS status
+		FROM seats t LEFT JOIN reservation_seats r ON r.screening_id = t.screening_id AND r.seat_id = t.seat_id
+		WHERE t.screening_id = ? ORDER BY t.row_label, t.number`), screening)
+	if err != nil {
+		return nil, fmt.Errorf("booking: seats of %s: %w", screening, err)
+	}
+	return out, nil
+}
+
+// catalog loads the seat ids of a screening (they never change once created).
+func (s *Store) catalog(ctx context.Context, screening string) (map[string]bool, error) {
+	var ids []string
+	if err := s.db.SelectContext(ctx, &ids, s.db.Rebind(`SELECT seat_id FROM seats WHERE screening_id = ?`), screening); err != nil {
+		return nil, fmt.Errorf("booking: catalog of %s: %w", screening, err)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("booking: catalog of %q: %w", screening, ErrUnknownScreening)
+	}
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return set, nil
+}
+
+// Reservation is a committed booking of one pass.
+type Reservation struct {
+	ID        int64     `json:"id"`
+	Screening string    `json:"screening"`
+	Seats     []string  `json:"seats"`
+	CreatedAt time.Time `json:"created_at"`
+	// SeatsLeft is how many seats of the screening are still available after this reservation.
+	SeatsLeft int `json:"seats_left"`
+}
+
+// insert writes a reservation of seats (sorted, known) for a pass in one transaction. Seats already sold are
+// ErrSeatTaken (found by a read, or by the UNIQUE constraint if a race slipped past the Redis locks), a pass
+// that already reserved is ErrPassSpent, and a screening with no seat left is ErrSoldOut.
+func (s *Store) insert(ctx context.Context, screening, holder, passID string, seats []string) (Reservation, error) {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
+	}
+	defer tx.Rollback()
+
+	var total, sold int
+	if err := tx.GetContext(ctx, &total, tx.Rebind(`SELECT COUNT(*) FROM seats WHERE screening_id = ?`), screening); err != nil {
+		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
+	}
+	if err := tx.GetContext(ctx, &sold, tx.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ?`), screening); err != nil {
+		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
+	}
+	if sold >= total {
+		return Reservation{}, fmt.Errorf("booking: reserve in %s: %w", screening, ErrSoldOut)
+	}
+	q, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, screening, seats)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
+	}
+	var taken []string
+	if err := tx.SelectContext(ctx, &taken, tx.Rebind(q), args...); err != nil {
+		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
+	}
+	if len(taken) > 0 {
+		sort.Strings(taken)
+		return Reservation{}, &TakenError{Seats: taken}
+	}
+
+	r := Reservation{Screening: screening, Seats: seats, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+	err = tx.GetContext(ctx, &r.ID, tx.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, created_at)
+		VALUES (?, ?, ?, ?) RETURNING id`), screening, holder, passID, r.CreatedAt)
+	if err != nil {
+		return Reservation{}, s.constraint(err, seats)
+	}
+	for _, seat := range seats {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO reservation_seats (reservation_id, screening_id, seat_id)
+			VALUES (?, ?, ?)`), r.ID, screening, seat); err != nil {
+			return Reservation{}, s.constraint(err, []string{seat})
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return Reservation{}, s.constraint(err, seats)
+	}
+	r.SeatsLeft = total - sold - len(seats)
+	return r, nil
+}
+
+// constraint turns a unique violation into the booking error it stands for.
+func (s *Store) constraint(err error, seats []string) error {
+	name := ""
+	var pqErr *pq.Error
+	var liteErr *sqlite.Error
+	switch {
+	case errors.As(err, &pqErr) && pqErr.Code == "23505":
+		name = pqErr.Constraint
+	case errors.As(err, &liteErr) && liteErr.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+		switch msg := liteErr.Error(); {
+		case strings.Contains(msg, "reservations.pass_id"):
+			name = "reservations_pass_once"
+		case strings.Contains(msg, "reservation_seats.screening_id"):
+			name = "reservation_seats_once"
+		}
+	}
+	switch name {
+	case "reservations_pass_once":
+		return fmt.Errorf("booking: reserve: %w", queue.ErrPassSpent)
+	case "reservation_seats_once":
+		return &TakenError{Seats: seats}
+	}
+	return fmt.Errorf("booking: reserve: %w", err)
+}
+
+// Seat is one seat of a screening's catalog.
+type Seat struct {
+	ID     string
+	Row    string
+	Number int
+}
+
+// Grid returns rows × perRow seats: rows A, B, … Z, AA, AB, …; seats numbered from 1 ("A1" … "J10").
+func Grid(rows, perRow int) []Seat {
+	seats := make([]Seat, 0, rows*perRow)
+	for r := 0; r < rows; r++ {
+		row := rowLabel(r)
+		for n := 1; n <= perRow; n++ {
+			seats = append(seats, Seat{ID: fmt.Sprintf("%s%d", row, n), Row: row, Number: n})
+		}
+	}
+	return seats
+}
+
+func rowLabel(i int) string {
+	label := ""
+	for i++; i > 0; i = (i - 1) / 26 {
+		label = string(rune('A'+(i-1)%26)) + label
+	}
+	return label
+}

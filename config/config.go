@@ -1,0 +1,203 @@
+// Package config owns the server's settings: the defaults (the seed's), config.yaml on top of them, and an
+// environment override for every key (key `a.b_c` is read from WAITROOM_A_B_C). It guarantees a Config that
+// passed Validate or an error that names the key at fault.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/structs"
+	"github.com/knadh/koanf/v2"
+)
+
+// EnvPrefix starts the name of every environment override.
+const EnvPrefix = "WAITROOM_"
+
+// Config is every setting of one server instance.
+type Config struct {
+	HTTP      HTTP      `koanf:"http"`
+	Redis     Redis     `koanf:"redis"`
+	Database  Database  `koanf:"database"`
+	Pass      Pass      `koanf:"pass"`
+	Admission Admission `koanf:"admission"`
+	Booking   Booking   `koanf:"booking"`
+	Demo      Demo      `koanf:"demo"`
+	Data      Data      `koanf:"data"`
+	Log       Log       `koanf:"log"`
+}
+
+// Log sets what the server logs (JSON lines on stdout).
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `koanf:"level"`
+}
+
+// HTTP is the listener and the browsers it accepts sockets from.
+type HTTP struct {
+	Addr string `koanf:"addr"`
+	// AllowedOrigins lists the extra origins (scheme://host[:port]) whose pages may open a socket; the
+	// server's own origin is always allowed. "*" allows any.
+	AllowedOrigins []string `koanf:"allowed_origins"`
+}
+
+// Redis selects the shared Redis. An empty Addr runs an in-process Redis (miniredis) for one instance.
+type Redis struct {
+	Addr string `koanf:"addr"`
+	// Prefix starts every key the server writes, so several deployments (or tests) share one Redis.
+	Prefix string `koanf:"prefix"`
+}
+
+// Database selects the SQL store. An empty URL uses an SQLite file under data.dir.
+type Database struct {
+	URL string `koanf:"url"`
+}
+
+// Pass holds the key that signs admission passes; every instance behind one Redis must share it.
+type Pass struct {
+	Secret string `koanf:"secret"`
+}
+
+// Admission is the pace the scheduler sets (the seed's defaults).
+type Admission struct {
+	Interval  time.Duration `koanf:"interval"`
+	BatchSize int           `koanf:"batch_size"`
+	MaxActive int           `koanf:"max_active"`
+	ActiveTTL time.Duration `koanf:"active_ttl"`
+	LockTTL   time.Duration `koanf:"lock_ttl"`
+}
+
+// Booking bounds a reservation.
+type Booking struct {
+	LockWait  time.Duration `koanf:"lock_wait"`
+	LockLease time.Duration `koanf:"lock_lease"`
+	MaxSeats  int           `koanf:"max_seats"`
+}
+
+// Demo seeds a screening a newcomer can try at once.
+type Demo struct {
+	Enabled bool `koanf:"enabled"`
+}
+
+// Data is where the embedded default keeps its SQLite file.
+type Data struct {
+	Dir string `koanf:"dir"`
+}
+
+// Default returns the seed's settings.
+func Default() Config {
+	return Config{
+		HTTP:      HTTP{Addr: ":8080", AllowedOrigins: []string{}},
+		Redis:     Redis{Prefix: "wr:"},
+		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
+		Booking:   Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4},
+		Demo:      Demo{Enabled: true},
+		Data:      Data{Dir: "data"},
+		Log:       Log{Level: "info"},
+	}
+}
+
+// Load reads the defaults, then path (skipped when path is empty, or is the default file and absent), then
+// the environment through getenv.
+func Load(path string, required bool, getenv func(string) string) (Config, error) {
+	k := koanf.New(".")
+	if err := k.Load(structs.Provider(Default(), "koanf"), nil); err != nil {
+		return Config{}, fmt.Errorf("config: defaults: %w", err)
+	}
+	if path != "" {
+		if _, err := os.Stat(path); err == nil || required {
+			if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+				return Config{}, fmt.Errorf("config: read %s: %w", path, err)
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return Config{}, fmt.Errorf("config: read %s: %w", path, err)
+		}
+	}
+	overrides := map[string]any{}
+	for _, key := range k.Keys() {
+		if v := getenv(EnvName(key)); v != "" {
+			overrides[key] = v
+		}
+	}
+	if err := k.Load(confmap.Provider(overrides, "."), nil); err != nil {
+		return Config{}, fmt.Errorf("config: environment: %w", err)
+	}
+	var c Config
+	err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			mapstructure.StringToTimeDurationHookFunc(),
+			mapstructure.StringToSliceHookFunc(","),
+		),
+		Metadata:         nil,
+		Result:           &c,
+		WeaklyTypedInput: true,
+		TagName:          "koanf",
+	}})
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	for i, o := range c.HTTP.AllowedOrigins {
+		c.HTTP.AllowedOrigins[i] = strings.TrimSpace(o)
+	}
+	return c, c.Validate()
+}
+
+// EnvName is the environment variable that overrides key: "admission.max_active" → WAITROOM_ADMISSION_MAX_ACTIVE.
+func EnvName(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// Embedded reports whether the server runs without outside services.
+func (c Config) Embedded() bool { return c.Redis.Addr == "" }
+
+// Validate names the first setting that cannot work.
+func (c Config) Validate() error {
+	var errs []error
+	positive := func(key string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", key, d))
+		}
+	}
+	atLeastOne := func(key string, n int) {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", key, n))
+		}
+	}
+	if c.HTTP.Addr == "" {
+		errs = append(errs, errors.New("http.addr is empty"))
+	}
+	if strings.ContainsAny(c.Redis.Prefix, "{}") {
+		errs = append(errs, fmt.Errorf("redis.prefix %q must not contain braces (they are the cluster hash tag)", c.Redis.Prefix))
+	}
+	positive("admission.interval", c.Admission.Interval)
+	positive("admission.active_ttl", c.Admission.ActiveTTL)
+	positive("admission.lock_ttl", c.Admission.LockTTL)
+	atLeastOne("admission.batch_size", c.Admission.BatchSize)
+	atLeastOne("admission.max_active", c.Admission.MaxActive)
+	positive("booking.lock_wait", c.Booking.LockWait)
+	positive("booking.lock_lease", c.Booking.LockLease)
+	atLeastOne("booking.max_seats", c.Booking.MaxSeats)
+	if !c.Embedded() && c.Pass.Secret == "" {
+		errs = append(errs, errors.New("pass.secret is required with a shared Redis (every instance must sign and check passes with the same key); set it or WAITROOM_PASS_SECRET"))
+	}
+	if c.Pass.Secret != "" && len(c.Pass.Secret) < 32 {
+		errs = append(errs, fmt.Errorf("pass.secret must be at least 32 characters, got %d", len(c.Pass.Secret)))
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log.level %q: want debug, info, warn or error", c.Log.Level))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}

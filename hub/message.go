@@ -1,0 +1,83 @@
+package hub
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/waitroom/waitroom/queue"
+)
+
+// The messages of docs/protocol.md, server to client. Ranks on the wire are 1-based.
+
+// Queued is the first message after registering.
+type Queued struct {
+	Type     string `json:"type"`
+	Token    string `json:"token"`
+	Rank     int64  `json:"rank"`
+	Total    int64  `json:"total"`
+	Inserted bool   `json:"inserted"`
+}
+
+// Position follows every admission tick that moved the line.
+type Position struct {
+	Type   string `json:"type"`
+	Rank   int64  `json:"rank"`
+	Total  int64  `json:"total"`
+	TickAt int64  `json:"tick_at"`
+}
+
+// Admitted carries the pass.
+type Admitted struct {
+	Type      string `json:"type"`
+	Token     string `json:"token"`
+	Pass      string `json:"pass"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// SoldOut ends the wait.
+type SoldOut struct {
+	Type string `json:"type"`
+}
+
+// Error explains a refusal.
+type Error struct {
+	Type    string `json:"type"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Inbound is a client message ({"type":"leave"}).
+type Inbound struct {
+	Type string `json:"type"`
+}
+
+// QueuedMessage is the first message for a waiting entry.
+func QueuedMessage(e queue.Entry) []byte {
+	return mustJSON(Queued{Type: "queued", Token: e.Token, Rank: e.ZeroBasedRank + 1, Total: e.Total, Inserted: e.Inserted})
+}
+
+// PositionMessage tells a waiting socket where it stands after the tick at tickAtMs.
+func PositionMessage(zeroBasedRank, total, tickAtMs int64) []byte {
+	return mustJSON(Position{Type: "position", Rank: zeroBasedRank + 1, Total: total, TickAt: tickAtMs})
+}
+
+// AdmittedMessage hands over a pass.
+func AdmittedMessage(token, pass string, expiresAt time.Time) []byte {
+	return mustJSON(Admitted{Type: "admitted", Token: token, Pass: pass, ExpiresAt: expiresAt.UTC().Format(time.RFC3339)})
+}
+
+// SoldOutMessage ends the wait.
+func SoldOutMessage() []byte { return mustJSON(SoldOut{Type: "sold_out"}) }
+
+// ErrorMessage explains a refusal with a stable code.
+func ErrorMessage(code, message string) []byte {
+	return mustJSON(Error{Type: "error", Code: code, Message: message})
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only fixed structs of strings and numbers are marshalled here
+	}
+	return b
+}

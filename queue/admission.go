@@ -1,0 +1,162 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// SkipReason says why a tick admitted nobody (the seed's four reasons).
+type SkipReason string
+
+// The reasons a tick admits nobody.
+const (
+	// NoValidScreening: the screening is closed (sold out) or no longer on sale.
+	NoValidScreening SkipReason = "NO_VALID_SCREENING"
+	// LockNotAcquired: another instance holds this screening's lock or has already run this tick.
+	LockNotAcquired SkipReason = "LOCK_NOT_ACQUIRED"
+	// ActiveCapacityReached: max_active users already hold a slot.
+	ActiveCapacityReached SkipReason = "ACTIVE_CAPACITY_REACHED"
+	// QueueEmpty: nobody is waiting.
+	QueueEmpty SkipReason = "QUEUE_EMPTY"
+)
+
+// Settings is the pace of one screening's admission.
+type Settings struct {
+	Interval  time.Duration
+	BatchSize int
+	MaxActive int
+	ActiveTTL time.Duration
+	LockTTL   time.Duration
+}
+
+// TickResult is what one admission tick did.
+type TickResult struct {
+	Screening string
+	TickAt    time.Time
+	// Skip is empty when somebody was admitted.
+	Skip SkipReason
+	// Admitted are the tokens activated, earliest first.
+	Admitted []string
+	// ExpiresAt is when the admitted tokens' slots (and passes) lapse.
+	ExpiresAt time.Time
+	// Active and Waiting are the counts right after the tick (not set on a lock miss).
+	Active, Waiting int64
+}
+
+// Admit runs one admission step for the screening at now, atomically: expired slots are dropped, and
+// min(batch_size, max_active − active) of the earliest waiting tokens are popped and activated with expiry
+// now + active_ttl. It takes no lock; the Scheduler calls it under one.
+func (q *Queue) Admit(ctx context.Context, screening string, now time.Time, s Settings) (TickResult, error) {
+	k := q.keys(screening)
+	res, err := admitScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.spent, k.closed},
+		now.UnixMilli(), s.BatchSize, s.MaxActive, ExpiryOf(now, s.ActiveTTL).UnixMilli()).Slice()
+	if err != nil {
+		return TickResult{}, fmt.Errorf("queue: admit %s: %w", screening, err)
+	}
+	r := TickResult{
+		Screening: screening, TickAt: now, Skip: SkipReason(res[0].(string)),
+		Active: res[2].(int64), Waiting: res[3].(int64),
+	}
+	if r.Skip != "" {
+		return r, nil
+	}
+	r.ExpiresAt = time.UnixMilli(res[1].(int64))
+	r.Admitted = make([]string, 0, len(res)-4)
+	for _, t := range res[4:] {
+		r.Admitted = append(r.Admitted, t.(string))
+	}
+	return r, nil
+}
+
+// ExpiryOf is when an admission at now lapses: now + ttl, down to the whole second, because a pass's exp
+// claim is in whole seconds and the pass must name its admission exactly.
+func ExpiryOf(now time.Time, ttl time.Duration) time.Time {
+	return now.Add(ttl).Truncate(time.Second)
+}
+
+// TryLock takes the screening's admission lock for tick number tick (now / interval). It fails when another
+// owner holds the lock, or when any owner already took this tick.
+func (q *Queue) TryLock(ctx context.Context, screening, owner string, tick int64, ttl time.Duration) (bool, error) {
+	k := q.keys(screening)
+	n, err := lockScript.Run(ctx, q.rdb, []string{k.lock, k.lastTick}, owner, ttl.Milliseconds(), tick).Int()
+	if err != nil {
+		return false, fmt.Errorf("queue: lock %s: %w", screening, err)
+	}
+	return n == 1, nil
+}
+
+// Unlock releases the screening's admission lock if owner still holds it.
+func (q *Queue) Unlock(ctx context.Context, screening, owner string) (bool, error) {
+	n, err := unlockScript.Run(ctx, q.rdb, []string{q.keys(screening).lock}, owner).Int()
+	if err != nil {
+		return false, fmt.Errorf("queue: unlock %s: %w", screening, err)
+	}
+	return n == 1, nil
+}
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// The events instances tell each other.
+const (
+	// EventTick: an admission tick admitted someone; the line moved.
+	EventTick EventKind = "tick"
+	// EventSoldOut: the screening closed.
+	EventSoldOut EventKind = "sold_out"
+)
+
+// Event travels over Redis pub/sub from the instance that changed a screening to every instance, which
+// tells its own sockets.
+type Event struct {
+	Kind      EventKind `json:"kind"`
+	Screening string    `json:"screening"`
+	// TickAtMs is the tick's time, Unix ms.
+	TickAtMs int64 `json:"tick_at"`
+	// Admitted and ExpiresAtMs are set on EventTick.
+	Admitted    []string `json:"admitted,omitempty"`
+	ExpiresAtMs int64    `json:"expires_at,omitempty"`
+	// Total is the line's length right after the tick.
+	Total int64 `json:"total"`
+}
+
+func (q *Queue) publish(ctx context.Context, screening string, ev Event) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("queue: publish %s: %w", screening, err)
+	}
+	if err := q.rdb.Publish(ctx, q.keys(screening).events, b).Err(); err != nil {
+		return fmt.Errorf("queue: publish %s: %w", screening, err)
+	}
+	return nil
+}
+
+// Listen delivers every screening's events to fn until ctx ends. It returns nil when ctx ends and an error
+// when it cannot subscribe. fn runs on Listen's goroutine, one event at a time, in publish order.
+func (q *Queue) Listen(ctx context.Context, fn func(context.Context, Event)) error {
+	ps := q.rdb.PSubscribe(ctx, q.prefix+"{*}:events")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("queue: subscribe: %w", err)
+	}
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			var ev Event
+			if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
+				continue // not ours to read; nothing we publish fails to decode
+			}
+			fn(ctx, ev)
+		}
+	}
+}

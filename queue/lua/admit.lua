@@ -1,0 +1,44 @@
+-- admit.lua: one admission tick of one screening, all or nothing. Drops expired admissions, computes
+-- room = min(batch_size, max_active - active), pops the earliest `room` waiting tokens and adds each to the
+-- active set with its expiry, in one script: nobody can be popped without being activated.
+--
+-- KEYS[1] waiting  ZSET token -> sequence number
+-- KEYS[2] active   ZSET token -> admission expiry (Unix ms)
+-- KEYS[3] spent    ZSET pass id -> pass expiry (Unix ms)
+-- KEYS[4] closed   STRING present once the screening is sold out
+-- ARGV[1] now, Unix ms
+-- ARGV[2] batch_size
+-- ARGV[3] max_active
+-- ARGV[4] the admitted tokens' expiry, Unix ms (now + active_ttl, whole seconds: a pass's exp has no ms)
+--
+-- Returns {skipReason ("" when someone was admitted), expiresAtMs, activeAfter, waitingAfter, token...}
+local now = tonumber(ARGV[1])
+local batch = tonumber(ARGV[2])
+local maxActive = tonumber(ARGV[3])
+local expires = tonumber(ARGV[4])
+
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+
+local active = redis.call('ZCARD', KEYS[2])
+local waiting = redis.call('ZCARD', KEYS[1])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  return {'NO_VALID_SCREENING', 0, active, waiting}
+end
+if waiting == 0 then
+  return {'QUEUE_EMPTY', 0, active, waiting}
+end
+local room = math.min(batch, maxActive - active)
+if room <= 0 then
+  return {'ACTIVE_CAPACITY_REACHED', 0, active, waiting}
+end
+
+local popped = redis.call('ZPOPMIN', KEYS[1], room)
+local out = {'', expires, 0, 0}
+for i = 1, #popped, 2 do
+  redis.call('ZADD', KEYS[2], expires, popped[i])
+  out[#out + 1] = popped[i]
+end
+out[3] = active + (#popped / 2)
+out[4] = waiting - (#popped / 2)
+return out

@@ -1,0 +1,43 @@
+package queue
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics counts what the scheduler does (the seed's counters, plus skips by reason, line and active gauges
+// and tick duration). Each server registers its own, so tests can run several servers in one process.
+type Metrics struct {
+	Runs         *prometheus.CounterVec
+	Admitted     *prometheus.CounterVec
+	Failures     *prometheus.CounterVec
+	LockMisses   *prometheus.CounterVec
+	CapacityHits *prometheus.CounterVec
+	Skips        *prometheus.CounterVec
+	Waiting      *prometheus.GaugeVec
+	Active       *prometheus.GaugeVec
+	TickSeconds  *prometheus.HistogramVec
+}
+
+// NewMetrics makes the scheduler's metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "admission", Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "waitroom", Subsystem: "queue", Name: name, Help: help}, []string{"screening"})
+	}
+	m := &Metrics{
+		Runs:         counter("runs_total", "Admission ticks attempted.", "screening"),
+		Admitted:     counter("admitted_total", "Users admitted (successful activations).", "screening"),
+		Failures:     counter("failures_total", "Admission ticks that failed with an error.", "screening"),
+		LockMisses:   counter("lock_misses_total", "Ticks skipped because another instance held the lock or ran the tick.", "screening"),
+		CapacityHits: counter("capacity_hits_total", "Ticks that admitted nobody because max_active users held a slot.", "screening"),
+		Skips:        counter("skips_total", "Ticks that admitted nobody, by reason.", "screening", "reason"),
+		Waiting:      gauge("waiting", "Users waiting in line after the last tick."),
+		Active:       gauge("active", "Admitted users holding a slot after the last tick."),
+		TickSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "waitroom", Subsystem: "admission", Name: "tick_duration_seconds",
+			Help: "Time one admission tick took, lock to publish.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"screening"}),
+	}
+	reg.MustRegister(m.Runs, m.Admitted, m.Failures, m.LockMisses, m.CapacityHits, m.Skips, m.Waiting, m.Active, m.TickSeconds)
+	return m
+}

@@ -1,0 +1,289 @@
+// Package queue owns the waiting line in Redis: registration (idempotent, first come first served), position,
+// atomic admission, the active set, the per-screening admission lock, the scheduler that sets the pace, and
+// the signed passes admission hands out.
+//
+// Guarantees: a registered token is always in exactly one of waiting, active, or (after leave/expiry/close)
+// gone by a documented step; an admission tick pops and activates in one Lua script, so nobody is popped and
+// lost; at most batch_size are admitted per tick and never more than max_active at once. All keys of one
+// screening share the hash tag {screening}, so every script runs on one Redis Cluster slot.
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	// ErrClosed means the screening is sold out: its line is closed.
+	ErrClosed = errors.New("queue closed: sold out")
+	// ErrBadToken means a client sent a token that is not one this package hands out.
+	ErrBadToken = errors.New("malformed token")
+	// ErrBadScreening means a screening id that cannot name keys.
+	ErrBadScreening = errors.New("malformed screening id")
+)
+
+var (
+	//go:embed lua/register.lua
+	registerLua string
+	//go:embed lua/admit.lua
+	admitLua string
+	//go:embed lua/lock.lua
+	lockLua string
+	//go:embed lua/unlock.lua
+	unlockLua string
+	//go:embed lua/finish.lua
+	finishLua string
+	//go:embed lua/leave.lua
+	leaveLua string
+	//go:embed lua/close.lua
+	closeLua string
+
+	registerScript = redis.NewScript(registerLua)
+	admitScript    = redis.NewScript(admitLua)
+	lockScript     = redis.NewScript(lockLua)
+	unlockScript   = redis.NewScript(unlockLua)
+	finishScript   = redis.NewScript(finishLua)
+	leaveScript    = redis.NewScript(leaveLua)
+	closeScript    = redis.NewScript(closeLua)
+)
+
+var (
+	screeningRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	tokenRe     = regexp.MustCompile(`^[0-9a-f]{32}$`)
+)
+
+// ValidScreening reports whether id can name a screening's keys.
+func ValidScreening(id string) bool { return screeningRe.MatchString(id) }
+
+// ValidToken reports whether t has the form of a token this package hands out (128 random bits, hex).
+func ValidToken(t string) bool { return tokenRe.MatchString(t) }
+
+// NewToken returns a fresh random 128-bit token.
+func NewToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux (Go ≥ 1.24 it panics instead).
+	return hex.EncodeToString(b[:])
+}
+
+// Key names the key `name` of a screening under prefix: "<prefix>{<screening>}:<name>". The braces are the
+// Redis Cluster hash tag, so every key of a screening lives in one slot. Other packages that keep
+// per-screening state in Redis (booking's seat locks) use it too, so their scripts can touch queue keys.
+func Key(prefix, screening, name string) string {
+	return prefix + "{" + screening + "}:" + name
+}
+
+type keys struct{ waiting, active, seq, closed, spent, lock, lastTick, events string }
+
+// Queue is the waiting line of every screening, in one Redis.
+type Queue struct {
+	rdb    redis.UniversalClient
+	prefix string
+	now    func() time.Time
+}
+
+// New returns the queue kept in rdb under prefix.
+func New(rdb redis.UniversalClient, prefix string) *Queue {
+	return &Queue{rdb: rdb, prefix: prefix, now: time.Now}
+}
+
+// Prefix is the key prefix this queue writes under.
+func (q *Queue) Prefix() string { return q.prefix }
+
+func (q *Queue) keys(screening string) keys {
+	k := func(name string) string { return Key(q.prefix, screening, name) }
+	return keys{
+		waiting: k("waiting"), active: k("active"), seq: k("seq"), closed: k("closed"), spent: k("spent"),
+		lock: k("lock"), lastTick: k("tick"), events: k("events"),
+	}
+}
+
+// State says where a token stands in one screening.
+type State string
+
+// The states a token can be in.
+const (
+	Waiting  State = "waiting"
+	Admitted State = "admitted"
+	Unknown  State = "unknown"
+	Closed   State = "closed"
+)
+
+// Entry is a token's standing after Register or Status.
+type Entry struct {
+	Token string
+	State State
+	// Inserted is true when Register put the token in line now, false when it was already there.
+	Inserted bool
+	// ZeroBasedRank is the token's ZRANK in the line (0 = next to be admitted); the wire shows it + 1.
+	ZeroBasedRank int64
+	// Total is the line's length (ZCARD).
+	Total int64
+	// ExpiresAt is when an admitted token's slot (and its pass) lapses.
+	ExpiresAt time.Time
+}
+
+func (q *Queue) check(screening, token string) error {
+	if !ValidScreening(screening) {
+		return fmt.Errorf("queue: %q: %w", screening, ErrBadScreening)
+	}
+	if !ValidToken(token) {
+		return fmt.Errorf("queue: %w", ErrBadToken)
+	}
+	return nil
+}
+
+// Register puts token in the screening's line, or reports where it already stands: waiting (keeping its
+// original place), admitted (with the expiry of its slot), or closed (sold out: ErrClosed). An empty token
+// gets a new random one.
+func (q *Queue) Register(ctx context.Context, screening, token string) (Entry, error) {
+	if token == "" {
+		token = NewToken()
+	}
+	if err := q.check(screening, token); err != nil {
+		return Entry{}, err
+	}
+	k := q.keys(screening)
+	res, err := registerScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.seq, k.closed}, token, q.now().UnixMilli()).Slice()
+	if err != nil {
+		return Entry{}, fmt.Errorf("queue: register in %s: %w", screening, err)
+	}
+	e := Entry{Token: token}
+	switch res[0] {
+	case "closed":
+		e.State = Closed
+		return e, fmt.Errorf("queue: register in %s: %w", screening, ErrClosed)
+	case "admitted":
+		e.State = Admitted
+		e.ExpiresAt, err = unixMilli(res[1])
+	case "waiting":
+		e.State = Waiting
+		e.ZeroBasedRank, e.Total = res[1].(int64), res[2].(int64)
+		e.Inserted = res[3].(int64) == 1
+	default:
+		err = fmt.Errorf("unexpected reply %v", res)
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("queue: register in %s: %w", screening, err)
+	}
+	return e, nil
+}
+
+// Status reports where token stands without changing anything.
+func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, error) {
+	if err := q.check(screening, token); err != nil {
+		return Entry{}, err
+	}
+	k := q.keys(screening)
+	pipe := q.rdb.Pipeline()
+	closed := pipe.Exists(ctx, k.closed)
+	rank := pipe.ZRank(ctx, k.waiting, token)
+	total := pipe.ZCard(ctx, k.waiting)
+	active := pipe.ZScore(ctx, k.active, token)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return Entry{}, fmt.Errorf("queue: status in %s: %w", screening, err)
+	}
+	e := Entry{Token: token, State: Unknown, Total: total.Val()}
+	switch {
+	case active.Err() == nil && int64(active.Val()) > q.now().UnixMilli():
+		e.State, e.ExpiresAt = Admitted, time.UnixMilli(int64(active.Val()))
+	case rank.Err() == nil:
+		e.State, e.ZeroBasedRank = Waiting, rank.Val()
+	case closed.Val() == 1:
+		e.State = Closed
+	}
+	return e, nil
+}
+
+// Ranks returns the zero-based rank of each token (-1 for one not waiting) and the line's length, in one
+// round trip. The hub calls it after a tick for the sockets it holds.
+func (q *Queue) Ranks(ctx context.Context, screening string, tokens []string) ([]int64, int64, error) {
+	k := q.keys(screening)
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(tokens))
+	for i, t := range tokens {
+		cmds[i] = pipe.ZRank(ctx, k.waiting, t)
+	}
+	total := pipe.ZCard(ctx, k.waiting)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, 0, fmt.Errorf("queue: ranks in %s: %w", screening, err)
+	}
+	ranks := make([]int64, len(tokens))
+	for i, c := range cmds {
+		ranks[i] = -1
+		if c.Err() == nil {
+			ranks[i] = c.Val()
+		}
+	}
+	return ranks, total.Val(), nil
+}
+
+// Counts returns the line's length and the number of admitted users holding a slot now.
+func (q *Queue) Counts(ctx context.Context, screening string) (waiting, active int64, err error) {
+	k := q.keys(screening)
+	pipe := q.rdb.Pipeline()
+	w := pipe.ZCard(ctx, k.waiting)
+	a := pipe.ZCount(ctx, k.active, "("+strconv.FormatInt(q.now().UnixMilli(), 10), "+inf")
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, 0, fmt.Errorf("queue: counts in %s: %w", screening, err)
+	}
+	return w.Val(), a.Val(), nil
+}
+
+// Leave takes token out of the screening: out of the line, and its admission slot freed if it had one.
+// It reports whether the token was anywhere.
+func (q *Queue) Leave(ctx context.Context, screening, token string) (bool, error) {
+	if err := q.check(screening, token); err != nil {
+		return false, err
+	}
+	k := q.keys(screening)
+	res, err := leaveScript.Run(ctx, q.rdb, []string{k.waiting, k.active}, token).Int64Slice()
+	if err != nil {
+		return false, fmt.Errorf("queue: leave %s: %w", screening, err)
+	}
+	return res[0]+res[1] > 0, nil
+}
+
+// Close marks the screening sold out: registration is refused from now on, the waiting line is dropped, and
+// every instance is told (an EventSoldOut) so it can tell its sockets at once.
+func (q *Queue) Close(ctx context.Context, screening string) error {
+	k := q.keys(screening)
+	if err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed}).Err(); err != nil {
+		return fmt.Errorf("queue: close %s: %w", screening, err)
+	}
+	return q.publish(ctx, screening, Event{Kind: EventSoldOut, Screening: screening, TickAtMs: q.now().UnixMilli()})
+}
+
+// Closed reports whether the screening is sold out.
+func (q *Queue) Closed(ctx context.Context, screening string) (bool, error) {
+	n, err := q.rdb.Exists(ctx, q.keys(screening).closed).Result()
+	if err != nil {
+		return false, fmt.Errorf("queue: closed %s: %w", screening, err)
+	}
+	return n == 1, nil
+}
+
+func unixMilli(v any) (time.Time, error) {
+	var ms float64
+	switch x := v.(type) {
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		if err != nil {
+			return time.Time{}, err
+		}
+		ms = f
+	case int64:
+		ms = float64(x)
+	default:
+		return time.Time{}, fmt.Errorf("unexpected time %T %v", v, v)
+	}
+	return time.UnixMilli(int64(ms)), nil
+}

@@ -1,0 +1,95 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// apiError is the JSON body of every error: {"error":{"code":"SEAT_TAKEN","message":"..."}}.
+type apiError struct {
+	Error apiErrorBody `json:"error"`
+}
+
+type apiErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Seats names the seats at fault, on SEAT_TAKEN and SEAT_LOCKED.
+	Seats []string `json:"seats,omitempty"`
+}
+
+// classify maps a package error to its HTTP status and stable code. Only server/ knows HTTP.
+func classify(err error) (int, apiErrorBody) {
+	var taken *booking.TakenError
+	var locked *booking.LockedError
+	var he *echo.HTTPError
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &taken):
+		return http.StatusConflict, apiErrorBody{Code: "SEAT_TAKEN", Message: "a requested seat is already sold", Seats: taken.Seats}
+	case errors.As(err, &locked):
+		return http.StatusConflict, apiErrorBody{Code: "SEAT_LOCKED", Message: "a requested seat is being reserved by someone else; pick another or retry", Seats: []string{locked.Seat}}
+	case errors.Is(err, booking.ErrSoldOut):
+		return http.StatusConflict, apiErrorBody{Code: "SOLD_OUT", Message: "no seat is left"}
+	case errors.Is(err, queue.ErrPassSpent):
+		return http.StatusGone, apiErrorBody{Code: "PASS_SPENT", Message: "this pass has already reserved"}
+	case errors.Is(err, queue.ErrInvalidPass):
+		return http.StatusUnauthorized, apiErrorBody{Code: "INVALID_PASS", Message: "the pass is missing, forged, expired or for another screening"}
+	case errors.Is(err, queue.ErrNotActive):
+		return http.StatusUnauthorized, apiErrorBody{Code: "INVALID_PASS", Message: "the admission of this pass is over (it expired or was left)"}
+	case errors.Is(err, booking.ErrUnknownScreening), errors.Is(err, queue.ErrBadScreening):
+		return http.StatusNotFound, apiErrorBody{Code: "UNKNOWN_SCREENING", Message: "no such screening"}
+	case errors.Is(err, queue.ErrBadToken):
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_TOKEN", Message: "the token is not one this server hands out (32 hex digits)"}
+	case errors.Is(err, booking.ErrBadRequest):
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: unwrapMessage(err)}
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "BODY_TOO_LARGE", Message: "request body too large"}
+	case errors.As(err, &syntax), errors.As(err, &typeErr), errors.Is(err, errBadBody):
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: `the body must be {"seats":["A1",...]}`}
+	case errors.As(err, &he):
+		code := "HTTP_ERROR"
+		switch he.Code {
+		case http.StatusNotFound:
+			code = "NOT_FOUND"
+		case http.StatusMethodNotAllowed:
+			code = "METHOD_NOT_ALLOWED"
+		}
+		return he.Code, apiErrorBody{Code: code, Message: http.StatusText(he.Code)}
+	}
+	return http.StatusInternalServerError, apiErrorBody{Code: "INTERNAL", Message: "internal error"}
+}
+
+var errBadBody = errors.New("bad body")
+
+// unwrapMessage is the message of a booking error without its package prefix.
+func unwrapMessage(err error) string {
+	msg := err.Error()
+	const prefix = "booking: "
+	for len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
+		msg = msg[len(prefix):]
+	}
+	return msg
+}
+
+// errorHandler is echo's HTTPErrorHandler: every error leaves as the JSON body above; internal errors reach
+// the log in full and the user as "internal error".
+func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		status, body := classify(err)
+		if status >= 500 {
+			log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+		}
+		_ = c.JSON(status, apiError{Error: body})
+	}
+}

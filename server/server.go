@@ -1,0 +1,311 @@
+// Package server owns the HTTP surface: echo routes, REST and WebSocket handlers, the origin check, and the
+// mapping of package errors to HTTP statuses and JSON bodies.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/queue"
+)
+
+const (
+	// maxBodyBytes bounds a reservation body: four seat ids need a few dozen bytes.
+	maxBodyBytes = 4 << 10
+	// readyTimeout bounds each dependency check of /readyz.
+	readyTimeout = 2 * time.Second
+)
+
+// Deps is what the server serves.
+type Deps struct {
+	Queue          *queue.Queue
+	Store          *booking.Store
+	Booking        *booking.Booking
+	Hub            *hub.Hub
+	Redis          redis.UniversalClient
+	Gatherer       prometheus.Gatherer
+	AllowedOrigins []string
+	Log            *slog.Logger
+}
+
+// Server is the echo app.
+type Server struct {
+	Deps
+	e        *echo.Echo
+	upgrader websocket.Upgrader
+}
+
+// New builds the routes.
+func New(d Deps) *Server {
+	s := &Server{Deps: d, e: echo.New()}
+	s.upgrader = websocket.Upgrader{
+		ReadBufferSize: 1024, WriteBufferSize: 1024, HandshakeTimeout: 10 * time.Second,
+		CheckOrigin: s.checkOrigin,
+	}
+	s.e.HideBanner, s.e.HidePort = true, true
+	s.e.HTTPErrorHandler = errorHandler(d.Log)
+	s.e.Use(middleware.Recover())
+	s.routes()
+	return s
+}
+
+// Handler is the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.e }
+
+func (s *Server) routes() {
+	s.e.GET("/healthz", s.healthz)
+	s.e.GET("/readyz", s.readyz)
+	s.e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{})))
+	api := s.e.Group("/api")
+	api.GET("/screenings", s.listScreenings)
+	api.GET("/screenings/:id", s.getScreening)
+	api.GET("/screenings/:id/seats", s.getSeats)
+	api.GET("/screenings/:id/queue/:token", s.getQueueStatus)
+	api.POST("/screenings/:id/reservations", s.reserve)
+	s.e.GET("/ws/screenings/:id", s.socket)
+}
+
+// checkOrigin allows a socket from the server's own origin, from http.allowed_origins ("*" for any), and
+// from clients that send no Origin (not browsers: the swarm, scripts).
+func (s *Server) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	return slices.ContainsFunc(s.AllowedOrigins, func(a string) bool {
+		return a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin)
+	})
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), readyTimeout)
+	defer cancel()
+	checks := map[string]string{"redis": "ok", "database": "ok"}
+	status := http.StatusOK
+	if err := s.Redis.Ping(ctx).Err(); err != nil {
+		checks["redis"], status = err.Error(), http.StatusServiceUnavailable
+	}
+	if err := s.Store.Ping(ctx); err != nil {
+		checks["database"], status = err.Error(), http.StatusServiceUnavailable
+	}
+	return c.JSON(status, checks)
+}
+
+// screeningView is a screening as the API shows it.
+type screeningView struct {
+	booking.Summary
+	// State is "upcoming" before the sale opens, "on_sale", or "sold_out".
+	State   string `json:"state"`
+	Waiting *int64 `json:"waiting,omitempty"`
+	Active  *int64 `json:"active,omitempty"`
+}
+
+func state(sum booking.Summary, now time.Time) string {
+	switch {
+	case sum.SeatsAvailable <= 0:
+		return "sold_out"
+	case now.Before(sum.SaleOpensAt):
+		return "upcoming"
+	}
+	return "on_sale"
+}
+
+func (s *Server) listScreenings(c echo.Context) error {
+	list, err := s.Store.Screenings(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	out := make([]screeningView, len(list))
+	for i, sum := range list {
+		out[i] = screeningView{Summary: sum, State: state(sum, now)}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) getScreening(c echo.Context) error {
+	ctx := c.Request().Context()
+	sum, err := s.Store.Screening(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	waiting, active, err := s.Queue.Counts(ctx, sum.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, screeningView{Summary: sum, State: state(sum, time.Now()), Waiting: &waiting, Active: &active})
+}
+
+func (s *Server) getSeats(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if err := s.Booking.Exists(ctx, id); err != nil {
+		return err
+	}
+	seats, err := s.Store.Seats(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, seats)
+}
+
+// queueStatus is GET /api/screenings/{id}/queue/{token}.
+type queueStatus struct {
+	Status    string `json:"status"`
+	Rank      int64  `json:"rank,omitempty"`
+	Total     int64  `json:"total"`
+	ExpiresAt string `json:"expires_at,omitempty"`
+}
+
+func (s *Server) getQueueStatus(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if err := s.Booking.Exists(ctx, id); err != nil {
+		return err
+	}
+	e, err := s.Queue.Status(ctx, id, c.Param("token"))
+	if err != nil {
+		return err
+	}
+	out := queueStatus{Status: string(e.State), Total: e.Total}
+	switch e.State {
+	case queue.Waiting:
+		out.Rank = e.ZeroBasedRank + 1
+	case queue.Admitted:
+		out.ExpiresAt = e.ExpiresAt.UTC().Format(time.RFC3339)
+	case queue.Closed:
+		out.Status = "sold_out"
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// reserveBody is POST /api/screenings/{id}/reservations.
+type reserveBody struct {
+	Seats []string `json:"seats"`
+}
+
+func (s *Server) reserve(c echo.Context) error {
+	ctx := c.Request().Context()
+	pass, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+	if !ok || pass == "" {
+		return queue.ErrInvalidPass
+	}
+	var body reserveBody
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errBadBody
+		}
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return err
+		}
+		return errors.Join(errBadBody, err)
+	}
+	if dec.More() {
+		return errBadBody
+	}
+	r, err := s.Booking.Reserve(ctx, c.Param("id"), pass, body.Seats)
+	var after *booking.AfterCommitError
+	if errors.As(err, &after) {
+		s.Log.Warn("reserve: committed, follow-up failed", "screening", c.Param("id"), "err", err)
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, r)
+}
+
+// socket is the waiting room: register (or find) the token, say where it stands, then push.
+func (s *Server) socket(c echo.Context) error {
+	ctx := c.Request().Context()
+	id, token := c.Param("id"), c.QueryParam("token")
+	conn, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
+	if err != nil {
+		return nil // the upgrader has answered (403 on a foreign origin, 400 on a bad handshake)
+	}
+	if err := s.Booking.Exists(ctx, id); err != nil {
+		status, body := classify(err)
+		if status == http.StatusNotFound {
+			hub.Reject(conn, hub.ErrorMessage(body.Code, body.Message), websocket.ClosePolicyViolation, body.Code)
+		} else {
+			s.Log.Error("socket: screening", "screening", id, "err", err)
+			hub.Reject(conn, hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), websocket.CloseInternalServerErr, "UNAVAILABLE")
+		}
+		return nil
+	}
+	if token != "" && !queue.ValidToken(token) {
+		hub.Reject(conn, hub.ErrorMessage("BAD_TOKEN", "the token is not one this server hands out; connect without one to get a new place"), websocket.ClosePolicyViolation, "BAD_TOKEN")
+		return nil
+	}
+	e, err := s.Queue.Register(ctx, id, token)
+	switch {
+	case errors.Is(err, queue.ErrClosed):
+		hub.Reject(conn, hub.SoldOutMessage(), websocket.CloseNormalClosure, "sold out")
+		return nil
+	case err != nil:
+		s.Log.Error("socket: register", "screening", id, "err", err)
+		hub.Reject(conn, hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), hub.CloseTryAgainLater, "UNAVAILABLE")
+		return nil
+	}
+	var first []byte
+	if e.State == queue.Waiting {
+		first = hub.QueuedMessage(e)
+	}
+	cl := s.Hub.Join(conn, id, e.Token, first)
+	if cl == nil {
+		return nil
+	}
+	s.catchUp(ctx, cl, id, e)
+	s.Hub.Serve(ctx, cl)
+	return nil
+}
+
+// catchUp closes the gap between registering and joining the hub: a tick in that gap was not pushed to
+// this socket, so it reads the entry again and sends what changed.
+func (s *Server) catchUp(ctx context.Context, cl *hub.Client, screening string, e queue.Entry) {
+	if e.State == queue.Admitted {
+		cl.Admit(e.ExpiresAt)
+		return
+	}
+	now, err := s.Queue.Status(ctx, screening, e.Token)
+	if err != nil {
+		s.Log.Warn("socket: catch up", "screening", screening, "err", err)
+		return
+	}
+	switch {
+	case now.State == queue.Admitted:
+		cl.Admit(now.ExpiresAt)
+	case now.State == queue.Waiting && (now.ZeroBasedRank != e.ZeroBasedRank || now.Total != e.Total):
+		cl.Send(hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli()))
+	}
+}
