@@ -134,7 +134,9 @@ func (q *Queue) publish(ctx context.Context, screening string, ev Event) error {
 
 // Listen delivers every screening's events to fn until ctx ends. It returns nil when ctx ends and an error
 // when it cannot subscribe. fn runs on Listen's goroutine, one event at a time, in publish order.
-func (q *Queue) Listen(ctx context.Context, fn func(context.Context, Event)) error {
+// subscribed, when not nil, is called once the subscription is in place: no event published after that
+// is missed.
+func (q *Queue) Listen(ctx context.Context, fn func(context.Context, Event), subscribed func()) error {
 	ps := q.rdb.PSubscribe(ctx, q.prefix+"{*}:events")
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
@@ -142,6 +144,9 @@ func (q *Queue) Listen(ctx context.Context, fn func(context.Context, Event)) err
 			return nil
 		}
 		return fmt.Errorf("queue: subscribe: %w", err)
+	}
+	if subscribed != nil {
+		subscribed()
 	}
 	ch := ps.Channel()
 	for {

@@ -64,7 +64,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 						defer wg.Done()
 						s.loop(loopCtx, id)
 					}()
-					s.log.Info("admission: started", "screening", id, "interval", s.settings.Interval)
+					s.log.Info("admission: started", "screening", id, "interval", s.settings.Interval.String())
 				}
 			}
 			for id, stop := range loops {

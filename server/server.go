@@ -291,7 +291,7 @@ func (s *Server) socket(c echo.Context) error {
 }
 
 // catchUp closes the gap between registering and joining the hub: a tick in that gap was not pushed to
-// this socket, so it reads the entry again and sends what changed.
+// this socket, so it reads the entry again and sends what the tick changed (an admission, or a new rank).
 func (s *Server) catchUp(ctx context.Context, cl *hub.Client, screening string, e queue.Entry) {
 	if e.State == queue.Admitted {
 		cl.Admit(e.ExpiresAt)
@@ -305,7 +305,7 @@ func (s *Server) catchUp(ctx context.Context, cl *hub.Client, screening string, 
 	switch {
 	case now.State == queue.Admitted:
 		cl.Admit(now.ExpiresAt)
-	case now.State == queue.Waiting && (now.ZeroBasedRank != e.ZeroBasedRank || now.Total != e.Total):
+	case now.State == queue.Waiting && now.ZeroBasedRank != e.ZeroBasedRank:
 		cl.Send(hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli()))
 	}
 }

@@ -126,7 +126,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	bg, bgCtx := errgroup.WithContext(context.WithoutCancel(ctx))
 	bgCtx, stopBg := context.WithCancel(bgCtx)
 	defer stopBg()
-	bg.Go(func() error { return q.Listen(bgCtx, h.Dispatch) })
+	bg.Go(func() error { return q.Listen(bgCtx, h.Dispatch, nil) })
 	bg.Go(func() error { return sched.Run(bgCtx) })
 
 	serveErr := make(chan error, 1)

@@ -1,0 +1,360 @@
+package hub_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/server"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// rig is a server on real backends with the tick driven by the test.
+type rig struct {
+	q      *queue.Queue
+	passes *queue.Passes
+	hub    *hub.Hub
+	sched  *queue.Scheduler
+	url    string
+	reg    *prometheus.Registry
+}
+
+func newRig(t *testing.T, env *testenv.Env, settings queue.Settings) *rig {
+	t.Helper()
+	r := &rig{q: queue.New(env.Redis, env.Prefix), passes: queue.NewPasses([]byte(strings.Repeat("k", 32))), reg: prometheus.NewRegistry()}
+	store := booking.NewStore(env.DB)
+	book := booking.New(store, env.Redis, env.Prefix, r.q, r.passes, booking.Settings{LockWait: time.Second, LockLease: time.Second, MaxSeats: 4})
+	r.hub = hub.New(r.q, r.passes, r.q, r.reg, quiet)
+	r.sched = queue.NewScheduler(r.q, store, settings, "test", queue.NewMetrics(r.reg), quiet)
+	srv := httptest.NewServer(server.New(server.Deps{Queue: r.q, Store: store, Booking: book, Hub: r.hub, Redis: env.Redis, Gatherer: r.reg, Log: quiet}).Handler())
+	r.url = srv.URL
+
+	ctx, cancel := context.WithCancel(context.Background())
+	subscribed := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.q.Listen(ctx, r.hub.Dispatch, func() { close(subscribed) }); err != nil {
+			t.Errorf("Listen = %v", err)
+		}
+	}()
+	select {
+	case <-subscribed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Listen never subscribed")
+	}
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		if err := r.hub.Shutdown(sctx); err != nil {
+			t.Errorf("hub.Shutdown = %v", err)
+		}
+		srv.Close()
+		cancel()
+		<-done
+	})
+	return r
+}
+
+type wsClient struct {
+	conn  *websocket.Conn
+	token string
+}
+
+func (r *rig) dial(t *testing.T, screening, token string) *wsClient {
+	t.Helper()
+	u := strings.Replace(r.url, "http://", "ws://", 1) + "/ws/screenings/" + screening
+	if token != "" {
+		u += "?token=" + token
+	}
+	conn, resp, err := websocket.DefaultDialer.Dial(u, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	resp.Body.Close()
+	t.Cleanup(func() { conn.Close() })
+	return &wsClient{conn: conn, token: token}
+}
+
+type message struct {
+	Type   string `json:"type"`
+	Token  string `json:"token"`
+	Rank   int64  `json:"rank"`
+	Total  int64  `json:"total"`
+	TickAt int64  `json:"tick_at"`
+	Pass   string `json:"pass"`
+}
+
+func (c *wsClient) read(t *testing.T) message {
+	t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var m message
+	if err := c.conn.ReadJSON(&m); err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return m
+}
+
+// TestPushedRankEqualsZRankAfterTick: after each tick every waiting socket is pushed exactly its ZRANK+1 and
+// the line's ZCARD, and every admitted socket its pass.
+func TestPushedRankEqualsZRankAfterTick(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		env.Demo(t, "s1", 10, 10)
+		settings := queue.Settings{Interval: time.Second, BatchSize: 7, MaxActive: 1000, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
+		r := newRig(t, env, settings)
+
+		const n = 40
+		clients := make([]*wsClient, n)
+		for i := range clients {
+			clients[i] = r.dial(t, "s1", "")
+			m := clients[i].read(t)
+			if m.Type != "queued" || m.Rank != int64(i+1) || m.Total != int64(i+1) {
+				t.Fatalf("client %d first message = %+v, want queued rank %d of %d", i, m, i+1, i+1)
+			}
+			clients[i].token = m.Token
+		}
+		waitingKey := queue.Key(env.Prefix, "s1", "waiting")
+		admitted := map[string]bool{}
+		base := time.Now()
+		for tick := 0; tick < 3; tick++ {
+			// Someone in the middle leaves between ticks: ranks behind them move by one more.
+			leaver := clients[20+tick]
+			if err := leaver.conn.WriteJSON(map[string]string{"type": "leave"}); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, env, waitingKey, leaver.token)
+			leaver.token = ""
+
+			res, err := r.sched.Tick(context.Background(), "s1", base.Add(time.Duration(tick)*time.Second))
+			if err != nil || len(res.Admitted) != settings.BatchSize {
+				t.Fatalf("tick %d: %+v, %v; want %d admitted", tick, res, err, settings.BatchSize)
+			}
+			for _, tok := range res.Admitted {
+				admitted[tok] = true
+			}
+			total := env.Redis.ZCard(context.Background(), waitingKey).Val()
+			for i, c := range clients {
+				if c.token == "" || (admitted[c.token] && tick > 0 && !contains(res.Admitted, c.token)) {
+					continue // left, or admitted at an earlier tick: nothing more is pushed
+				}
+				m := c.read(t)
+				if admitted[c.token] {
+					if m.Type != "admitted" || m.Pass == "" {
+						t.Fatalf("tick %d client %d = %+v, want admitted with a pass", tick, i, m)
+					}
+					if _, err := r.passes.Verify(m.Pass, "s1"); err != nil {
+						t.Fatalf("pushed pass does not verify: %v", err)
+					}
+					continue
+				}
+				zrank, err := env.Redis.ZRank(context.Background(), waitingKey, c.token).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Type != "position" || m.Rank != zrank+1 || m.Total != total {
+					t.Fatalf("tick %d client %d pushed %+v, want position rank %d (ZRANK+1) of %d", tick, i, m, zrank+1, total)
+				}
+				if m.TickAt != base.Add(time.Duration(tick)*time.Second).UnixMilli() {
+					t.Errorf("tick_at = %d, want the tick's time %d", m.TickAt, base.Add(time.Duration(tick)*time.Second).UnixMilli())
+				}
+			}
+		}
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func waitGone(t *testing.T, env *testenv.Env, key, token string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := env.Redis.ZRank(context.Background(), key, token).Err(); err != nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("token %s still waiting after leave", token)
+}
+
+// TestSlowClientIsDisconnectedNotWaitedOn: a socket that does not read is dropped once its send buffer is
+// full; Send never blocks the sender.
+func TestSlowClientIsDisconnectedNotWaitedOn(t *testing.T) {
+	env := testenv.New(t, testenv.Embedded)
+	q := queue.New(env.Redis, env.Prefix)
+	reg := prometheus.NewRegistry()
+	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, reg, quiet)
+	joined := make(chan *hub.Client, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
+		if err != nil {
+			return
+		}
+		c := h.Join(conn, "s1", queue.NewToken(), nil)
+		joined <- c
+		h.Serve(req.Context(), c)
+	}))
+	defer srv.Close()
+	conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	defer conn.Close()
+	c := <-joined
+
+	big := []byte(`"` + strings.Repeat("x", 256<<10) + `"`)
+	start := time.Now()
+	dropped := false
+	for i := 0; i < 10_000 && !dropped; i++ {
+		dropped = !c.Send(big)
+	}
+	if !dropped {
+		t.Fatal("Send accepted 10,000 large messages to a socket that never reads; want it dropped")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("filling a slow client's buffer took %s: Send must never wait on the socket", took)
+	}
+	if c.Send([]byte(`"after"`)) {
+		t.Error("Send after the drop = true, want false")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	conn.Close()
+	if err := h.Shutdown(sctx); err != nil {
+		t.Fatalf("Shutdown = %v", err)
+	}
+	if got := testutil.ToFloat64(gauge(t, reg, "waitroom_hub_sockets")); got != 0 {
+		t.Errorf("sockets gauge = %v after the drop, want 0", got)
+	}
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name})
+			g.Set(mf.GetMetric()[0].GetGauge().GetValue())
+			return g
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return nil
+}
+
+// TestShutdownClosesSocketsWithServiceRestart: draining tells every socket 1012 so clients reconnect
+// elsewhere with their token, and refuses new sockets.
+func TestShutdownClosesSocketsWithServiceRestart(t *testing.T) {
+	env := testenv.New(t, testenv.Embedded)
+	env.Demo(t, "s1", 1, 5)
+	r := newRig(t, env, queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1, ActiveTTL: time.Minute, LockTTL: time.Second})
+	var wg sync.WaitGroup
+	codes := make(chan int, 3)
+	for i := 0; i < 3; i++ {
+		c := r.dial(t, "s1", "")
+		c.read(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if _, _, err := c.conn.ReadMessage(); err != nil {
+					var ce *websocket.CloseError
+					if ok := asClose(err, &ce); ok {
+						codes <- ce.Code
+					} else {
+						codes <- -1
+					}
+					return
+				}
+			}
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.hub.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		if code != hub.CloseServiceRestart {
+			t.Errorf("close code = %d, want %d", code, hub.CloseServiceRestart)
+		}
+	}
+	// A socket arriving while draining is turned away with the same code.
+	c := r.dial(t, "s1", "")
+	_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		if _, _, err := c.conn.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if !asClose(err, &ce) || ce.Code != hub.CloseServiceRestart {
+				t.Errorf("socket while draining: %v, want close %d", err, hub.CloseServiceRestart)
+			}
+			break
+		}
+	}
+}
+
+func asClose(err error, target **websocket.CloseError) bool {
+	ce, ok := err.(*websocket.CloseError)
+	if ok {
+		*target = ce
+	}
+	return ok
+}
+
+// TestBadClientMessageGetsAnError: anything but {"type":"leave"} is answered with BAD_MESSAGE and the socket
+// stays open.
+func TestBadClientMessageGetsAnError(t *testing.T) {
+	env := testenv.New(t, testenv.Embedded)
+	env.Demo(t, "s1", 1, 5)
+	r := newRig(t, env, queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1, ActiveTTL: time.Minute, LockTTL: time.Second})
+	c := r.dial(t, "s1", "")
+	q := c.read(t)
+	for _, bad := range []string{`nonsense`, `{"type":"dance"}`, `[]`} {
+		if err := c.conn.WriteMessage(websocket.TextMessage, []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if err := c.conn.ReadJSON(&m); err != nil {
+			t.Fatalf("after %q: %v", bad, err)
+		}
+		if m["type"] != "error" || m["code"] != "BAD_MESSAGE" {
+			t.Errorf("after %q got %v, want error BAD_MESSAGE", bad, m)
+		}
+	}
+	// Still in line.
+	e, err := r.q.Status(context.Background(), "s1", q.Token)
+	if err != nil || e.State != queue.Waiting {
+		t.Errorf("Status after bad messages = %+v, %v; want waiting", e, err)
+	}
+}
