@@ -43,6 +43,9 @@ type TickResult struct {
 	ExpiresAt time.Time
 	// Active and Waiting are the counts right after the tick (not set on a lock miss).
 	Active, Waiting int64
+	// Moved is true when the line changed since the last tick (admissions, joins or leaves): the waiting
+	// must be told their new rank and total.
+	Moved bool
 }
 
 // Admit runs one admission step for the screening at now, atomically: expired slots are dropped, and
@@ -50,30 +53,29 @@ type TickResult struct {
 // now + active_ttl. It takes no lock; the Scheduler calls it under one.
 func (q *Queue) Admit(ctx context.Context, screening string, now time.Time, s Settings) (TickResult, error) {
 	k := q.keys(screening)
-	res, err := admitScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.spent, k.closed},
+	res, err := admitScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.spent, k.closed, k.changed},
 		now.UnixMilli(), s.BatchSize, s.MaxActive, ExpiryOf(now, s.ActiveTTL).UnixMilli()).Slice()
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: admit %s: %w", screening, err)
 	}
 	r := TickResult{
 		Screening: screening, TickAt: now, Skip: SkipReason(res[0].(string)),
-		Active: res[2].(int64), Waiting: res[3].(int64),
+		Active: res[2].(int64), Waiting: res[3].(int64), Moved: res[4].(int64) == 1,
 	}
 	if r.Skip != "" {
 		return r, nil
 	}
 	r.ExpiresAt = time.UnixMilli(res[1].(int64))
-	r.Admitted = make([]string, 0, len(res)-4)
-	for _, t := range res[4:] {
+	r.Admitted = make([]string, 0, len(res)-5)
+	for _, t := range res[5:] {
 		r.Admitted = append(r.Admitted, t.(string))
 	}
 	return r, nil
 }
 
-// ExpiryOf is when an admission at now lapses: now + ttl, down to the whole second, because a pass's exp
-// claim is in whole seconds and the pass must name its admission exactly.
+// ExpiryOf is when an admission at now lapses: now + ttl, to the millisecond (the active set's unit).
 func ExpiryOf(now time.Time, ttl time.Duration) time.Time {
-	return now.Add(ttl).Truncate(time.Second)
+	return time.UnixMilli(now.Add(ttl).UnixMilli())
 }
 
 // TryLock takes the screening's admission lock for tick number tick (now / interval). It fails when another
@@ -101,7 +103,8 @@ type EventKind string
 
 // The events instances tell each other.
 const (
-	// EventTick: an admission tick admitted someone; the line moved.
+	// EventTick: an admission tick found the line changed (it admitted someone, or people joined or left):
+	// the admitted get their pass, the waiting their rank and the total.
 	EventTick EventKind = "tick"
 	// EventSoldOut: the screening closed.
 	EventSoldOut EventKind = "sold_out"

@@ -33,7 +33,9 @@ type Claims struct {
 }
 
 // Passes signs and checks admission passes: HS256 JWTs with sub = queue token, aud = screening,
-// exp = the admission's expiry, jti = the admission's id.
+// adm = the admission's expiry in Unix ms (it names the admission: no two admissions of a token share it),
+// exp = adm up to the whole second (JWT's precision; the slot, checked by CheckPass, is the authority on the
+// last fraction of a second), jti = the admission's id, derived from screening, token and adm.
 type Passes struct {
 	secret []byte
 }
@@ -43,21 +45,31 @@ func NewPasses(secret []byte) *Passes {
 	return &Passes{secret: secret}
 }
 
-// PassID names one admission of token to screening: a reconnecting user gets the same pass id again, and a
-// later admission of the same token gets another.
+// PassID names one admission of token to screening by its exact expiry: a reconnecting user gets the same
+// pass id again, and a later admission of the same token (a later tick, so a later expiry) gets another.
 func PassID(screening, token string, expiresAt time.Time) string {
 	sum := sha256.Sum256([]byte(screening + "\x00" + token + "\x00" + strconv.FormatInt(expiresAt.UnixMilli(), 10)))
 	return hex.EncodeToString(sum[:16])
 }
 
+// passClaims is a pass's JWT payload.
+type passClaims struct {
+	jwt.RegisteredClaims
+	// AdmissionMs is the admission's expiry in Unix ms, exactly as the active set holds it.
+	AdmissionMs int64 `json:"adm"`
+}
+
 // Issue signs the pass of token's admission to screening, valid until expiresAt.
 func (p *Passes) Issue(screening, token string, expiresAt time.Time) (string, error) {
-	claims := jwt.RegisteredClaims{
-		Subject:   token,
-		Audience:  jwt.ClaimStrings{screening},
-		ExpiresAt: jwt.NewNumericDate(expiresAt),
-		IssuedAt:  jwt.NewNumericDate(time.Now()),
-		ID:        PassID(screening, token, expiresAt),
+	claims := passClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject:   token,
+			Audience:  jwt.ClaimStrings{screening},
+			ExpiresAt: jwt.NewNumericDate(ceilSecond(expiresAt)),
+			IssuedAt:  jwt.NewNumericDate(time.Now()),
+			ID:        PassID(screening, token, expiresAt),
+		},
+		AdmissionMs: expiresAt.UnixMilli(),
 	}
 	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(p.secret)
 	if err != nil {
@@ -66,21 +78,29 @@ func (p *Passes) Issue(screening, token string, expiresAt time.Time) (string, er
 	return s, nil
 }
 
+// ceilSecond rounds t up to the whole second.
+func ceilSecond(t time.Time) time.Time {
+	if down := t.Truncate(time.Second); !down.Equal(t) {
+		return down.Add(time.Second)
+	}
+	return t
+}
+
 // Verify checks pass's signature, algorithm, expiry and audience (it must be for screening) and returns its
 // claims, or an error wrapping ErrInvalidPass.
 func (p *Passes) Verify(pass, screening string) (Claims, error) {
-	var rc jwt.RegisteredClaims
+	var pc passClaims
 	parser := jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(), jwt.WithAudience(screening))
-	_, err := parser.ParseWithClaims(pass, &rc, func(*jwt.Token) (any, error) { return p.secret, nil })
+	_, err := parser.ParseWithClaims(pass, &pc, func(*jwt.Token) (any, error) { return p.secret, nil })
 	if err != nil {
 		return Claims{}, fmt.Errorf("queue: %w: %v", ErrInvalidPass, err)
 	}
-	exp := rc.ExpiresAt.Time
-	if !ValidToken(rc.Subject) || rc.ID != PassID(screening, rc.Subject, exp) {
+	adm := time.UnixMilli(pc.AdmissionMs)
+	if !ValidToken(pc.Subject) || pc.ID != PassID(screening, pc.Subject, adm) || !pc.ExpiresAt.Equal(ceilSecond(adm)) {
 		return Claims{}, fmt.Errorf("queue: %w: malformed claims", ErrInvalidPass)
 	}
-	return Claims{ID: rc.ID, Token: rc.Subject, Screening: screening, ExpiresAt: exp}, nil
+	return Claims{ID: pc.ID, Token: pc.Subject, Screening: screening, ExpiresAt: adm}, nil
 }
 
 // CheckPass tells whether a verified pass may reserve now: its admission must still hold the slot
@@ -96,7 +116,7 @@ func (q *Queue) CheckPass(ctx context.Context, c Claims) error {
 	if spent.Err() == nil {
 		return fmt.Errorf("queue: check pass: %w", ErrPassSpent)
 	}
-	if held.Err() != nil || int64(held.Val()) != c.ExpiresAt.UnixMilli() || c.ExpiresAt.Before(q.now()) {
+	if held.Err() != nil || int64(held.Val()) != c.ExpiresAt.UnixMilli() || !c.ExpiresAt.After(q.now()) {
 		return fmt.Errorf("queue: check pass: %w", ErrNotActive)
 	}
 	return nil

@@ -81,7 +81,11 @@ func Key(prefix, screening, name string) string {
 	return prefix + "{" + screening + "}:" + name
 }
 
-type keys struct{ waiting, active, seq, closed, spent, lock, lastTick, events string }
+// ClosedKey is the key whose presence means the screening is sold out; booking's seat-lock script reads it
+// so a request after the last seat is refused before any lock.
+func ClosedKey(prefix, screening string) string { return Key(prefix, screening, "closed") }
+
+type keys struct{ waiting, active, seq, closed, changed, spent, lock, lastTick, events string }
 
 // Queue is the waiting line of every screening, in one Redis.
 type Queue struct {
@@ -101,7 +105,7 @@ func (q *Queue) Prefix() string { return q.prefix }
 func (q *Queue) keys(screening string) keys {
 	k := func(name string) string { return Key(q.prefix, screening, name) }
 	return keys{
-		waiting: k("waiting"), active: k("active"), seq: k("seq"), closed: k("closed"), spent: k("spent"),
+		waiting: k("waiting"), active: k("active"), seq: k("seq"), closed: ClosedKey(q.prefix, screening), changed: k("changed"), spent: k("spent"),
 		lock: k("lock"), lastTick: k("tick"), events: k("events"),
 	}
 }
@@ -152,7 +156,7 @@ func (q *Queue) Register(ctx context.Context, screening, token string) (Entry, e
 		return Entry{}, err
 	}
 	k := q.keys(screening)
-	res, err := registerScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.seq, k.closed}, token, q.now().UnixMilli()).Slice()
+	res, err := registerScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.seq, k.closed, k.changed}, token, q.now().UnixMilli()).Slice()
 	if err != nil {
 		return Entry{}, fmt.Errorf("queue: register in %s: %w", screening, err)
 	}
@@ -245,7 +249,7 @@ func (q *Queue) Leave(ctx context.Context, screening, token string) (bool, error
 		return false, err
 	}
 	k := q.keys(screening)
-	res, err := leaveScript.Run(ctx, q.rdb, []string{k.waiting, k.active}, token).Int64Slice()
+	res, err := leaveScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.changed}, token).Int64Slice()
 	if err != nil {
 		return false, fmt.Errorf("queue: leave %s: %w", screening, err)
 	}

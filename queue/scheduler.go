@@ -155,11 +155,13 @@ func (s *Scheduler) tick(ctx context.Context, screening string, now time.Time) (
 	if err != nil {
 		return res, err
 	}
-	if res.Skip == "" {
-		ev := Event{Kind: EventTick, Screening: screening, TickAtMs: now.UnixMilli(), Admitted: res.Admitted,
-			ExpiresAtMs: res.ExpiresAt.UnixMilli(), Total: res.Waiting}
+	if res.Moved {
+		ev := Event{Kind: EventTick, Screening: screening, TickAtMs: now.UnixMilli(), Admitted: res.Admitted, Total: res.Waiting}
+		if len(res.Admitted) > 0 {
+			ev.ExpiresAtMs = res.ExpiresAt.UnixMilli()
+		}
 		if err := s.q.publish(ctx, screening, ev); err != nil {
-			// The admitted still hold their slots: a reconnect or the status call hands them their pass.
+			// The admitted still hold their slots: a reconnect with the token hands them their pass.
 			return res, fmt.Errorf("queue: tick %s admitted %d but could not tell them: %w", screening, len(res.Admitted), err)
 		}
 	}

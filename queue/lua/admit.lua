@@ -6,12 +6,15 @@
 -- KEYS[2] active   ZSET token -> admission expiry (Unix ms)
 -- KEYS[3] spent    ZSET pass id -> pass expiry (Unix ms)
 -- KEYS[4] closed   STRING present once the screening is sold out
+-- KEYS[5] changed  STRING set when the line changed since the last tick (joins, leaves); cleared here
 -- ARGV[1] now, Unix ms
 -- ARGV[2] batch_size
 -- ARGV[3] max_active
--- ARGV[4] the admitted tokens' expiry, Unix ms (now + active_ttl, whole seconds: a pass's exp has no ms)
+-- ARGV[4] the admitted tokens' expiry, Unix ms (now + active_ttl)
 --
--- Returns {skipReason ("" when someone was admitted), expiresAtMs, activeAfter, waitingAfter, token...}
+-- Returns {skipReason ("" when someone was admitted), expiresAtMs, activeAfter, waitingAfter, moved, token...}
+-- where moved is 1 when the line changed since the last tick (this tick's admissions included), so the
+-- waiting must be told their new rank and total.
 local now = tonumber(ARGV[1])
 local batch = tonumber(ARGV[2])
 local maxActive = tonumber(ARGV[3])
@@ -23,18 +26,19 @@ redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local active = redis.call('ZCARD', KEYS[2])
 local waiting = redis.call('ZCARD', KEYS[1])
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  return {'NO_VALID_SCREENING', 0, active, waiting}
+  return {'NO_VALID_SCREENING', 0, active, waiting, 0}
 end
+local moved = redis.call('DEL', KEYS[5])
 if waiting == 0 then
-  return {'QUEUE_EMPTY', 0, active, waiting}
+  return {'QUEUE_EMPTY', 0, active, waiting, moved}
 end
 local room = math.min(batch, maxActive - active)
 if room <= 0 then
-  return {'ACTIVE_CAPACITY_REACHED', 0, active, waiting}
+  return {'ACTIVE_CAPACITY_REACHED', 0, active, waiting, moved}
 end
 
 local popped = redis.call('ZPOPMIN', KEYS[1], room)
-local out = {'', expires, 0, 0}
+local out = {'', expires, 0, 0, 1}
 for i = 1, #popped, 2 do
   redis.call('ZADD', KEYS[2], expires, popped[i])
   out[#out + 1] = popped[i]

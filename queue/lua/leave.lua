@@ -2,7 +2,12 @@
 --
 -- KEYS[1] waiting  ZSET token -> sequence number
 -- KEYS[2] active   ZSET token -> admission expiry (Unix ms)
+-- KEYS[3] changed  STRING set when the line changed since the last tick (the next tick pushes positions)
 -- ARGV[1] token
 --
 -- Returns {removedFromWaiting (0|1), removedFromActive (0|1)}
-return {redis.call('ZREM', KEYS[1], ARGV[1]), redis.call('ZREM', KEYS[2], ARGV[1])}
+local waiting = redis.call('ZREM', KEYS[1], ARGV[1])
+if waiting == 1 then
+  redis.call('SET', KEYS[3], '1')
+end
+return {waiting, redis.call('ZREM', KEYS[2], ARGV[1])}

@@ -6,6 +6,7 @@
 -- KEYS[2] active   ZSET token -> admission expiry (Unix ms)
 -- KEYS[3] seq      STRING the last sequence number handed out
 -- KEYS[4] closed   STRING present once the screening is sold out
+-- KEYS[5] changed  STRING set when the line changed since the last tick (the next tick pushes positions)
 -- ARGV[1] token
 -- ARGV[2] now, Unix ms
 --
@@ -33,6 +34,7 @@ local inserted = 0
 if not redis.call('ZSCORE', KEYS[1], token) then
   local seq = redis.call('INCR', KEYS[3])
   redis.call('ZADD', KEYS[1], 'NX', seq, token)
+  redis.call('SET', KEYS[5], '1')
   inserted = 1
 end
 return {'waiting', redis.call('ZRANK', KEYS[1], token), redis.call('ZCARD', KEYS[1]), inserted}
