@@ -168,10 +168,13 @@ func (b *Booking) catalog(ctx context.Context, screening string) (map[string]boo
 	return cat, nil
 }
 
-// Reserve books seats of screening for the holder of pass: verify the pass and that its admission still
+// Reserve books seats of screening for the holder of pass: check the screening exists, verify the pass and that its admission still
 // holds the slot; lock every seat at once (waiting up to lock_wait); write in one transaction; release the
 // locks after commit; spend the pass and free the slot; close the line if that was the last seat.
 func (b *Booking) Reserve(ctx context.Context, screening, pass string, seats []string) (Reservation, error) {
+	if err := b.Exists(ctx, screening); err != nil {
+		return Reservation{}, err
+	}
 	claims, err := b.passes.Verify(pass, screening)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("booking: %w", err)
@@ -185,8 +188,8 @@ func (b *Booking) Reserve(ctx context.Context, screening, pass string, seats []s
 	}
 
 	owner := queue.NewToken()
-	lockKeys := make([]string, 0, len(seats)+1)
-	lockKeys = append(lockKeys, queue.Key(b.prefix, screening, "sold"))
+	lockKeys := make([]string, 0, len(seats)+2)
+	lockKeys = append(lockKeys, queue.ClosedKey(b.prefix, screening), queue.Key(b.prefix, screening, "sold"))
 	for _, s := range seats {
 		lockKeys = append(lockKeys, queue.Key(b.prefix, screening, "seat:"+s))
 	}
@@ -197,10 +200,15 @@ func (b *Booking) Reserve(ctx context.Context, screening, pass string, seats []s
 		// After commit or rollback; with a context of its own so a cancelled request still releases.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
-		_ = unlockScript.Run(ctx, b.rdb, lockKeys[1:], owner).Err()
+		_ = unlockScript.Run(ctx, b.rdb, lockKeys[2:], owner).Err()
 	}()
 
 	r, err := b.store.insert(ctx, screening, claims.Token, claims.ID, seats)
+	var after []error
+	var committed *AfterCommitError
+	if errors.As(err, &committed) {
+		after, err = append(after, committed.Err), nil
+	}
 	var taken *TakenError
 	if errors.As(err, &taken) {
 		// Redis learns what SQL knew, so the next request for these seats is refused before any lock.
@@ -216,7 +224,6 @@ func (b *Booking) Reserve(ctx context.Context, screening, pass string, seats []s
 	}
 	b.markSold(ctx, screening, r.Seats)
 	// The reservation is committed: what follows cannot undo it. A failure leaves the slot to expire by time.
-	var after []error
 	if err := b.admissions.Finish(ctx, claims); err != nil {
 		after = append(after, err)
 	}
@@ -266,7 +273,13 @@ func (b *Booking) lock(ctx context.Context, keys []string, owner string, seats [
 		case 1:
 			return nil
 		case -1:
-			return &TakenError{Seats: []string{res[1].(string)}}
+			taken := make([]string, 0, len(res)-1)
+			for _, s := range res[1:] {
+				taken = append(taken, s.(string))
+			}
+			return &TakenError{Seats: taken}
+		case -2:
+			return fmt.Errorf("booking: reserve: %w", ErrSoldOut)
 		}
 		pause := lockRetryMin + rand.N(lockRetryMax-lockRetryMin)
 		if time.Now().Add(pause).After(deadline) {
@@ -279,6 +292,9 @@ func (b *Booking) lock(ctx context.Context, keys []string, owner string, seats [
 		}
 	}
 }
+
+// MaxSeats is the most seats one reservation may take.
+func (b *Booking) MaxSeats() int { return b.settings.MaxSeats }
 
 // Exists reports ErrUnknownScreening for a screening that does not exist.
 func (b *Booking) Exists(ctx context.Context, screening string) error {

@@ -209,7 +209,7 @@ func (s *Store) Seats(ctx context.Context, screening string) ([]SeatStatus, erro
 	err := s.db.SelectContext(ctx, &out, s.db.Rebind(`SELECT t.seat_id, t.row_label, t.number,
 		CASE WHEN r.seat_id IS NULL THEN 'available' ELSE 'sold' END AS status
 		FROM seats t LEFT JOIN reservation_seats r ON r.screening_id = t.screening_id AND r.seat_id = t.seat_id
-		WHERE t.screening_id = ? ORDER BY t.row_label, t.number`), screening)
+		WHERE t.screening_id = ? ORDER BY LENGTH(t.row_label), t.row_label, t.number`), screening)
 	if err != nil {
 		return nil, fmt.Errorf("booking: seats of %s: %w", screening, err)
 	}
@@ -238,7 +238,8 @@ type Reservation struct {
 	Screening string    `json:"screening"`
 	Seats     []string  `json:"seats"`
 	CreatedAt time.Time `json:"created_at"`
-	// SeatsLeft is how many seats of the screening are still available after this reservation.
+	// SeatsLeft is how many seats of the screening are still available after this reservation (-1 when the
+	// count failed after commit).
 	SeatsLeft int `json:"seats_left"`
 }
 
@@ -290,7 +291,14 @@ func (s *Store) insert(ctx context.Context, screening, holder, passID string, se
 	if err := tx.Commit(); err != nil {
 		return Reservation{}, s.constraint(err, seats)
 	}
-	r.SeatsLeft = total - sold - len(seats)
+	// Counted after commit, not inside the transaction: two reservations committing side by side each see
+	// only their own insert in there, and neither would notice it sold the last seat. After commit, the
+	// later of them sees both.
+	if err := s.db.GetContext(ctx, &sold, s.db.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ?`), screening); err != nil {
+		r.SeatsLeft = -1
+		return r, &AfterCommitError{Err: fmt.Errorf("booking: reserve: count after commit: %w", err)}
+	}
+	r.SeatsLeft = total - sold
 	return r, nil
 }
 

@@ -1,25 +1,35 @@
 -- lock.lua: take the locks of every seat of one request, all or nothing. The seats of a screening share its
 -- hash tag, so this runs on one slot; no partial hold exists, so no lock-ordering deadlock can either.
--- A seat Redis already knows is sold answers at once, before any lock, so a loser never reaches SQL.
+-- A seat Redis already knows is sold answers at once, before any lock, so a loser never reaches SQL; so
+-- does every request once the screening is sold out.
 --
--- KEYS[1]      sold  SET of the screening's sold seat ids
--- KEYS[2..n+1] one lock key per seat, in the same order as ARGV[3..n+2]
+-- KEYS[1]      closed  STRING present once the screening is sold out (the queue's)
+-- KEYS[2]      sold    SET of the screening's sold seat ids
+-- KEYS[3..n+2] one lock key per seat, in the same order as ARGV[3..n+2]
 -- ARGV[1]      owner id
 -- ARGV[2]      lease, ms
 -- ARGV[3..]    seat ids
 --
--- Returns {1} when every lock is taken; {-1, seat} when a seat is sold; {0, seat} when a seat is locked.
+-- Returns {1} when every lock is taken; {-2} when sold out; {-1, seat...} naming every requested seat that
+-- is sold; {0, seat} naming a seat that is locked.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {-2}
+end
+local sold = {-1}
 for i = 3, #ARGV do
-  if redis.call('SISMEMBER', KEYS[1], ARGV[i]) == 1 then
-    return {-1, ARGV[i]}
+  if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 1 then
+    sold[#sold + 1] = ARGV[i]
   end
 end
-for i = 2, #KEYS do
+if #sold > 1 then
+  return sold
+end
+for i = 3, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 then
-    return {0, ARGV[i + 1]}
+    return {0, ARGV[i]}
   end
 end
-for i = 2, #KEYS do
+for i = 3, #KEYS do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
 end
 return {1}

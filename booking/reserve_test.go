@@ -1,0 +1,614 @@
+package booking_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+func TestSameSeatTwiceOneWinner(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		n := 50
+		if env.Kind == testenv.Real {
+			n = 200
+		}
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		users := f.admit(t, "s1", n)
+
+		var o outcomes
+		together(t, n, 30*time.Second, func(i int) {
+			o.add(f.book.Reserve(context.Background(), "s1", users[i].pass, []string{"A1"}))
+		})
+
+		if len(o.won) != 1 || o.taken+o.locked != n-1 {
+			t.Errorf("%d users reserving A1 at once: %s; want 1 won, the rest taken or locked", n, &o)
+		}
+		if got := soldRows(t, env, "s1", "A1"); got != 1 {
+			t.Errorf("reservation_seats rows for A1 = %d, want 1", got)
+		}
+	})
+}
+
+// With a lease shorter than the time a request needs, the Redis locks protect nothing: every request may
+// reach SQL at once. The UNIQUE (screening, seat) constraint must still let exactly one through.
+func TestDoubleBookingImpossibleWhenLocksLapse(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		n := 30
+		if env.Kind == testenv.Real {
+			n = 100
+		}
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, booking.Settings{LockWait: 2 * time.Second, LockLease: time.Millisecond, MaxSeats: 4})
+		users := f.admit(t, "s1", n)
+
+		var o outcomes
+		together(t, n, 30*time.Second, func(i int) {
+			o.add(f.book.Reserve(context.Background(), "s1", users[i].pass, []string{"A1", "B1"}))
+		})
+
+		if len(o.won) != 1 || o.taken+o.locked != n-1 {
+			t.Errorf("%d users reserving A1+B1 with a 1ms lease: %s; want 1 won, the rest taken or locked", n, &o)
+		}
+		for _, seat := range []string{"A1", "B1"} {
+			if got := soldRows(t, env, "s1", seat); got != 1 {
+				t.Errorf("reservation_seats rows for %s = %d, want 1", seat, got)
+			}
+		}
+		if got := reservationCount(t, env, "s1"); got != 1 {
+			t.Errorf("reservations = %d, want 1 (a loser must not leave a reservation without seats)", got)
+		}
+	})
+}
+
+func TestMultiSeatRequestLocksNoneWhenOneIsHeld(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		const wait = 200 * time.Millisecond
+		f := newFixture(t, env, env.Prefix, booking.Settings{LockWait: wait, LockLease: 10 * time.Second, MaxSeats: 4})
+		users := f.admit(t, "s1", 2)
+		// Another request holds A2 for longer than this one will wait.
+		if err := env.Redis.Set(ctx, queue.Key(env.Prefix, "s1", "seat:A2"), "someone-else", 30*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+
+		began := time.Now()
+		_, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A1", "A2"})
+		waited := time.Since(began)
+
+		var locked *booking.LockedError
+		if !errors.As(err, &locked) || !errors.Is(err, booking.ErrSeatLocked) {
+			t.Fatalf("Reserve(A1+A2) with A2 held = %v, want ErrSeatLocked", err)
+		}
+		if locked.Seat != "A2" {
+			t.Errorf("LockedError.Seat = %q, want A2", locked.Seat)
+		}
+		// The loop gives up when its next jittered pause (at most 40ms) would overrun lock_wait.
+		if min := wait - 40*time.Millisecond; waited < min {
+			t.Errorf("Reserve gave up after %v, want at least %v (lock_wait %v)", waited, min, wait)
+		}
+		if f.seatLocked(t, "s1", "A1") {
+			t.Errorf("A1 locked after a refused A1+A2 request, want no lock left behind")
+		}
+		if got := soldRows(t, env, "s1", "A1"); got != 0 {
+			t.Errorf("reservation_seats rows for A1 = %d, want 0", got)
+		}
+		if err := f.q.CheckPass(ctx, f.claims(t, "s1", users[0].pass)); err != nil {
+			t.Errorf("CheckPass after a refused request = %v, want nil (the pass is not spent)", err)
+		}
+		if _, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"A1"}); err != nil {
+			t.Errorf("Reserve(A1) by another user = %v, want nil", err)
+		}
+		if got, err := env.Redis.Get(ctx, queue.Key(env.Prefix, "s1", "seat:A2")).Result(); got != "someone-else" {
+			t.Errorf("A2's lock = %q (%v), want the other owner's lock left alone", got, err)
+		}
+	})
+}
+
+func TestMultiSeatRequestWaitsForALockReleasedInTime(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		u := f.admit(t, "s1", 1)[0]
+		key := queue.Key(env.Prefix, "s1", "seat:A2")
+		if err := env.Redis.Set(ctx, key, "someone-else", 30*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+		released := make(chan error, 1)
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			released <- env.Redis.Del(ctx, key).Err()
+		}()
+
+		r, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A2", "A1"})
+		if rerr := <-released; rerr != nil {
+			t.Fatal(rerr)
+		}
+		if err != nil {
+			t.Fatalf("Reserve(A2+A1) with A2 released after 100ms of a 2s lock_wait = %v, want nil", err)
+		}
+		if want := []string{"A1", "A2"}; !slices.Equal(r.Seats, want) {
+			t.Errorf("Reservation.Seats = %v, want %v", r.Seats, want)
+		}
+		for _, seat := range r.Seats {
+			if f.seatLocked(t, "s1", seat) {
+				t.Errorf("%s still locked after commit, want released", seat)
+			}
+		}
+	})
+}
+
+// Overlapping multi-seat requests, listed in opposite orders: with locks holding (no request reaches SQL
+// with a seat another holds) and with locks lapsing (SQL transactions race for the same seats).
+func TestOverlappingRequestsNeverDeadlockOrPartiallyBook(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		n := 40
+		if env.Kind == testenv.Real {
+			n = 120
+		}
+		for _, lease := range []time.Duration{10 * time.Second, time.Millisecond} {
+			t.Run(fmt.Sprintf("lease %v", lease), func(t *testing.T) {
+				id := fmt.Sprintf("lease%d", lease.Milliseconds())
+				env.Demo(t, id, 1, 9)
+				f := newFixture(t, env, env.Prefix, booking.Settings{LockWait: 300 * time.Millisecond, LockLease: lease, MaxSeats: 4})
+				users := f.admit(t, id, n)
+				// Request i wants a run of two or three neighbours, every other pair of them listed backwards:
+				// chains of overlaps in opposite orders, the shape that deadlocks seat-by-seat locking.
+				requests := make([][]string, n)
+				for i := range requests {
+					width := 2 + i%2
+					start := i % (10 - width)
+					var seats []string
+					for k := range width {
+						seats = append(seats, fmt.Sprintf("A%d", start+1+k))
+					}
+					if i%4 >= 2 {
+						slices.Reverse(seats)
+					}
+					requests[i] = seats
+				}
+
+				var o outcomes
+				together(t, n, 30*time.Second, func(i int) {
+					o.add(f.book.Reserve(context.Background(), id, users[i].pass, requests[i]))
+				})
+
+				if len(o.won) == 0 || len(o.won)+o.taken+o.locked+o.soldOut != n {
+					t.Errorf("%d overlapping requests: %s; want at least 1 won, the rest taken, locked or sold out", n, &o)
+				}
+				// Every winner holds all its seats in SQL, and nothing else is booked.
+				got := bookedSeats(t, env, id)
+				want := map[int64][]string{}
+				for _, r := range o.won {
+					want[r.ID] = r.Seats
+				}
+				if len(got) != len(want) {
+					t.Errorf("database holds %d reservations with seats %v, want the %d winners %v", len(got), got, len(want), want)
+				}
+				for rid, seats := range want {
+					if !slices.Equal(got[rid], seats) {
+						t.Errorf("reservation %d holds %v in SQL, want %v", rid, got[rid], seats)
+					}
+				}
+				if got := reservationCount(t, env, id); got != len(o.won) {
+					t.Errorf("reservations = %d, want %d (one per winner)", got, len(o.won))
+				}
+				if lease < time.Second {
+					return // lapsed locks vanish by themselves
+				}
+				locks, err := env.Redis.Keys(context.Background(), queue.Key(env.Prefix, id, "seat:*")).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(locks) != 0 {
+					t.Errorf("seat locks left after every request returned: %v, want none", locks)
+				}
+			})
+		}
+	})
+}
+
+func TestSeatSoldElsewhereIsTakenAndRedisLearnsIt(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		// Another deployment over the same database, with its own Redis keys: this one's Redis never hears
+		// of its sales.
+		other := newFixture(t, env, env.Prefix+"other:", defaults)
+		if _, err := other.book.Reserve(ctx, "s1", other.admit(t, "s1", 1)[0].pass, []string{"A1", "A3"}); err != nil {
+			t.Fatal(err)
+		}
+		f := newFixture(t, env, env.Prefix, defaults)
+		u := f.admit(t, "s1", 1)[0]
+		if f.soldInRedis(t, "s1", "A1") {
+			t.Fatal("A1 in this prefix's sold set before any request here; the test needs Redis not to know")
+		}
+
+		_, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A3", "A2", "A1"})
+
+		var taken *booking.TakenError
+		if !errors.As(err, &taken) || !errors.Is(err, booking.ErrSeatTaken) {
+			t.Fatalf("Reserve(A1+A2+A3) with A1, A3 sold only in SQL = %v, want ErrSeatTaken", err)
+		}
+		if want := []string{"A1", "A3"}; !slices.Equal(taken.Seats, want) {
+			t.Errorf("TakenError.Seats = %v, want %v (every sold seat SQL found)", taken.Seats, want)
+		}
+		for _, seat := range []string{"A1", "A3"} {
+			if !f.soldInRedis(t, "s1", seat) {
+				t.Errorf("%s not in the sold set after SQL refused it, want Redis to learn it", seat)
+			}
+		}
+		if f.soldInRedis(t, "s1", "A2") || soldRows(t, env, "s1", "A2") != 0 || f.seatLocked(t, "s1", "A2") {
+			t.Errorf("A2 marked, sold or locked after a refused A1+A2+A3 request, want it untouched")
+		}
+		// The loser keeps its admission and can pick another seat.
+		if _, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A2"}); err != nil {
+			t.Errorf("Reserve(A2) with the loser's pass = %v, want nil", err)
+		}
+	})
+}
+
+func TestTakenNamesEverySoldSeat(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		users := f.admit(t, "s1", 2)
+		if _, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A1", "A3"}); err != nil {
+			t.Fatal(err)
+		}
+
+		_, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"A3", "A2", "A1"})
+
+		var taken *booking.TakenError
+		if !errors.As(err, &taken) {
+			t.Fatalf("Reserve(A1+A2+A3) with A1, A3 sold = %v, want ErrSeatTaken", err)
+		}
+		if want := []string{"A1", "A3"}; !slices.Equal(taken.Seats, want) {
+			t.Errorf("TakenError.Seats = %v, want %v", taken.Seats, want)
+		}
+		if f.seatLocked(t, "s1", "A2") || soldRows(t, env, "s1", "A2") != 0 {
+			t.Errorf("A2 locked or sold after a refused request, want it untouched")
+		}
+	})
+}
+
+func TestSeatForgottenByRedisIsTakenAndRedisRelearnsIt(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		users := f.admit(t, "s1", 2)
+		if _, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"B3"}); err != nil {
+			t.Fatal(err)
+		}
+		if !f.soldInRedis(t, "s1", "B3") {
+			t.Fatalf("B3 not in the sold set after its reservation, want it there")
+		}
+		if err := env.Redis.Del(ctx, queue.Key(env.Prefix, "s1", "sold")).Err(); err != nil {
+			t.Fatal(err)
+		}
+
+		_, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"B3"})
+
+		if !errors.Is(err, booking.ErrSeatTaken) {
+			t.Fatalf("Reserve(B3) after Redis forgot it was sold = %v, want ErrSeatTaken", err)
+		}
+		if !f.soldInRedis(t, "s1", "B3") {
+			t.Errorf("B3 not in the sold set after SQL refused it, want Redis to relearn it")
+		}
+		if got := soldRows(t, env, "s1", "B3"); got != 1 {
+			t.Errorf("reservation_seats rows for B3 = %d, want 1", got)
+		}
+	})
+}
+
+func TestInvalidPassesAreRefused(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		u := f.admit(t, "s1", 1)[0]
+		sign := func(p *queue.Passes, screening, token string, exp time.Time) string {
+			t.Helper()
+			s, err := p.Issue(screening, token, exp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		passes := map[string]string{
+			"forged":           sign(queue.NewPasses([]byte("not-the-secret-0123456789abcdef")), "s1", u.token, u.expiresAt),
+			"expired":          sign(f.passes, "s1", u.token, time.Now().Add(-time.Minute).Truncate(time.Second)),
+			"other screening":  sign(f.passes, "s2", u.token, u.expiresAt),
+			"garbage":          "not-a-pass",
+			"empty":            "",
+			"tampered payload": tampered(u.pass, sign(f.passes, "s1", queue.NewToken(), u.expiresAt)),
+			"unsigned (none)":  unsignedPass(t, u),
+			"malformed token":  sign(f.passes, "s1", "NOT-A-TOKEN", u.expiresAt),
+		}
+		for name, pass := range passes {
+			t.Run(name, func(t *testing.T) {
+				_, err := f.book.Reserve(ctx, "s1", pass, []string{"A1"})
+				if !errors.Is(err, queue.ErrInvalidPass) {
+					t.Errorf("Reserve with a %s pass = %v, want ErrInvalidPass", name, err)
+				}
+			})
+		}
+		if got := soldRows(t, env, "s1", "A1"); got != 0 {
+			t.Errorf("reservation_seats rows for A1 = %d, want 0", got)
+		}
+		if _, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A1"}); err != nil {
+			t.Errorf("Reserve with the real pass afterwards = %v, want nil", err)
+		}
+	})
+}
+
+func TestPassOfAnAdmissionThatEndedIsNotActive(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		u := f.admit(t, "s1", 1)[0]
+		if left, err := f.q.Leave(ctx, "s1", u.token); err != nil || !left {
+			t.Fatalf("Leave = %v, %v; want true, nil", left, err)
+		}
+		_, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A1"})
+		if !errors.Is(err, queue.ErrNotActive) {
+			t.Errorf("Reserve with the pass of a left admission = %v, want ErrNotActive", err)
+		}
+
+		// A well-signed pass for a token that was never admitted.
+		never, err := f.passes.Issue("s1", queue.NewToken(), time.Now().Add(time.Minute).Truncate(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.book.Reserve(ctx, "s1", never, []string{"A1"})
+		if !errors.Is(err, queue.ErrNotActive) {
+			t.Errorf("Reserve with the pass of a token never admitted = %v, want ErrNotActive", err)
+		}
+		if got := soldRows(t, env, "s1", "A1"); got != 0 {
+			t.Errorf("reservation_seats rows for A1 = %d, want 0", got)
+		}
+	})
+}
+
+func TestPassReservesOnce(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		u := f.admit(t, "s1", 1)[0]
+		if _, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A1"}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A2"})
+		if !errors.Is(err, queue.ErrPassSpent) {
+			t.Errorf("second Reserve with one pass = %v, want ErrPassSpent", err)
+		}
+		if got := soldRows(t, env, "s1", "A2"); got != 0 {
+			t.Errorf("reservation_seats rows for A2 = %d, want 0", got)
+		}
+	})
+}
+
+func TestSamePassConcurrentlyReservesOnce(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		const pairs = 20
+		env.Demo(t, "s1", 2, pairs)
+		f := newFixture(t, env, env.Prefix, defaults)
+		users := f.admit(t, "s1", pairs)
+		results := make([]outcomes, pairs)
+
+		// Request 2i and 2i+1 use user i's pass for different seats.
+		together(t, 2*pairs, 30*time.Second, func(i int) {
+			seat := fmt.Sprintf("%c%d", 'A'+i%2, i/2+1)
+			results[i/2].add(f.book.Reserve(context.Background(), "s1", users[i/2].pass, []string{seat}))
+		})
+
+		for i := range results {
+			o := &results[i]
+			if len(o.won) != 1 || o.spent != 1 {
+				t.Errorf("pair %d: two requests with one pass: %s; want 1 won, 1 spent", i, o)
+			}
+		}
+		if got := reservationCount(t, env, "s1"); got != pairs {
+			t.Errorf("reservations = %d, want %d (one per pass)", got, pairs)
+		}
+		booked := 0
+		for _, seats := range bookedSeats(t, env, "s1") {
+			booked += len(seats)
+		}
+		if booked != pairs {
+			t.Errorf("seats booked = %d, want %d", booked, pairs)
+		}
+	})
+}
+
+// Redis forgot that a pass was spent (here: it was spent through another prefix over the same database);
+// the UNIQUE pass constraint still refuses it, and the seat it asked for stays free.
+func TestPassSpentInSQLButUnknownToRedisIsSpent(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		other := newFixture(t, env, env.Prefix+"other:", defaults)
+		tok, now := queue.NewToken(), time.Now()
+		u := f.admitTokens(t, "s1", now, tok)[0]
+		// Same screening, token and expiry: the same admission id, so u's pass is valid in both prefixes.
+		if o := other.admitTokens(t, "s1", now, tok)[0]; !o.expiresAt.Equal(u.expiresAt) {
+			t.Fatalf("the two admissions expire at %v and %v; the test needs the same", o.expiresAt, u.expiresAt)
+		}
+		if _, err := other.book.Reserve(ctx, "s1", u.pass, []string{"A1"}); err != nil {
+			t.Fatal(err)
+		}
+
+		_, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A2"})
+
+		if !errors.Is(err, queue.ErrPassSpent) {
+			t.Fatalf("Reserve with a pass spent only in SQL = %v, want ErrPassSpent", err)
+		}
+		if got := soldRows(t, env, "s1", "A2"); got != 0 {
+			t.Errorf("reservation_seats rows for A2 = %d, want 0", got)
+		}
+		if f.seatLocked(t, "s1", "A2") {
+			t.Errorf("A2 still locked after the refused request, want released")
+		}
+		if _, err := f.book.Reserve(ctx, "s1", f.admit(t, "s1", 1)[0].pass, []string{"A2"}); err != nil {
+			t.Errorf("Reserve(A2) by another user = %v, want nil", err)
+		}
+	})
+}
+
+func TestReservationFreesTheSlotAndSpendsThePass(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		u := f.admit(t, "s1", 1)[0]
+		if _, active, _ := f.q.Counts(ctx, "s1"); active != 1 {
+			t.Fatalf("active before = %d, want 1", active)
+		}
+
+		before := time.Now()
+		r, err := f.book.Reserve(ctx, "s1", u.pass, []string{"B2", "A3"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if r.ID <= 0 || r.Screening != "s1" || !slices.Equal(r.Seats, []string{"A3", "B2"}) || r.SeatsLeft != 8 {
+			t.Errorf("Reservation = %+v, want an id, screening s1, seats [A3 B2], 8 seats left", r)
+		}
+		if r.CreatedAt.Before(before.Add(-time.Second)) || r.CreatedAt.After(time.Now().Add(time.Second)) {
+			t.Errorf("Reservation.CreatedAt = %v, want about %v", r.CreatedAt, before)
+		}
+		if _, active, err := f.q.Counts(ctx, "s1"); err != nil || active != 0 {
+			t.Errorf("active after the reservation = %d (%v), want 0", active, err)
+		}
+		if err := f.q.CheckPass(ctx, f.claims(t, "s1", u.pass)); !errors.Is(err, queue.ErrPassSpent) {
+			t.Errorf("CheckPass after the reservation = %v, want ErrPassSpent", err)
+		}
+		if e, err := f.q.Status(ctx, "s1", u.token); err != nil || e.State != queue.Unknown {
+			t.Errorf("Status after the reservation = %v (%v), want %v", e.State, err, queue.Unknown)
+		}
+		for _, seat := range r.Seats {
+			if got := soldRows(t, env, "s1", seat); got != 1 {
+				t.Errorf("reservation_seats rows for %s = %d, want 1", seat, got)
+			}
+			if !f.soldInRedis(t, "s1", seat) {
+				t.Errorf("%s not in the sold set after its reservation", seat)
+			}
+		}
+	})
+}
+
+func TestLastSeatClosesTheLine(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 1, 3)
+		f := newFixture(t, env, env.Prefix, defaults)
+		users := f.admit(t, "s1", 3)
+		if _, err := f.q.Register(ctx, "s1", queue.NewToken()); err != nil {
+			t.Fatal(err)
+		}
+
+		r, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A1"})
+		if err != nil || r.SeatsLeft != 2 {
+			t.Fatalf("Reserve(A1) = %d left, %v; want 2, nil", r.SeatsLeft, err)
+		}
+		if closed, _ := f.q.Closed(ctx, "s1"); closed {
+			t.Fatalf("line closed with 2 seats left, want open")
+		}
+		r, err = f.book.Reserve(ctx, "s1", users[1].pass, []string{"A3", "A2"})
+		if err != nil || r.SeatsLeft != 0 {
+			t.Fatalf("Reserve(A2+A3) = %d left, %v; want 0, nil", r.SeatsLeft, err)
+		}
+
+		if closed, err := f.q.Closed(ctx, "s1"); err != nil || !closed {
+			t.Errorf("Closed after the last seat = %v (%v), want true", closed, err)
+		}
+		if waiting, _, _ := f.q.Counts(ctx, "s1"); waiting != 0 {
+			t.Errorf("waiting after the last seat = %d, want 0 (the line is dispersed)", waiting)
+		}
+		if _, err := f.q.Register(ctx, "s1", ""); !errors.Is(err, queue.ErrClosed) {
+			t.Errorf("Register after the last seat = %v, want ErrClosed", err)
+		}
+		// A latecomer admitted before the close is told the screening is sold out, not merely that its seat
+		// is taken (every seat is).
+		_, err = f.book.Reserve(ctx, "s1", users[2].pass, []string{"A1"})
+		if !errors.Is(err, booking.ErrSoldOut) {
+			t.Errorf("Reserve after the last seat = %v, want ErrSoldOut", err)
+		}
+	})
+}
+
+// When SQL knows the screening is sold out but Redis does not (its sold set and closed flag are gone), a
+// request is refused with ErrSoldOut and the line is closed then.
+func TestSoldOutInSQLIsSoldOutAndClosesTheLine(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 1, 2)
+		other := newFixture(t, env, env.Prefix+"other:", defaults)
+		if _, err := other.book.Reserve(ctx, "s1", other.admit(t, "s1", 1)[0].pass, []string{"A1", "A2"}); err != nil {
+			t.Fatal(err)
+		}
+		f := newFixture(t, env, env.Prefix, defaults)
+		users := f.admit(t, "s1", 2)
+
+		_, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A2"})
+
+		if !errors.Is(err, booking.ErrSoldOut) {
+			t.Fatalf("Reserve(A2) with every seat sold only in SQL = %v, want ErrSoldOut", err)
+		}
+		if closed, err := f.q.Closed(ctx, "s1"); err != nil || !closed {
+			t.Errorf("Closed after ErrSoldOut = %v (%v), want true", closed, err)
+		}
+		if _, err := f.q.Register(ctx, "s1", ""); !errors.Is(err, queue.ErrClosed) {
+			t.Errorf("Register after ErrSoldOut = %v, want ErrClosed", err)
+		}
+	})
+}
+
+// Reservations racing for the last seats must still close the line: some reservation has to see that no
+// seat is left. Several screenings, because one race may happen to run in sequence.
+func TestConcurrentLastSeatsCloseTheLine(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		const seats, rounds = 20, 5
+		f := newFixture(t, env, env.Prefix, defaults)
+		for round := range rounds {
+			id := fmt.Sprintf("s%d", round)
+			env.Demo(t, id, 1, seats)
+			users := f.admit(t, id, seats)
+
+			var o outcomes
+			together(t, seats, 30*time.Second, func(i int) {
+				o.add(f.book.Reserve(ctx, id, users[i].pass, []string{fmt.Sprintf("A%d", i+1)}))
+			})
+			if len(o.won) != seats {
+				t.Fatalf("%s: %d users each reserving their own seat: %s; want all %d won", id, seats, &o, seats)
+			}
+
+			left := make([]int, 0, seats)
+			for _, r := range o.won {
+				left = append(left, r.SeatsLeft)
+			}
+			slices.Sort(left)
+			if left[0] != 0 {
+				t.Errorf("%s: SeatsLeft of the %d reservations = %v, want one to report 0", id, seats, left)
+			}
+			if closed, err := f.q.Closed(ctx, id); err != nil || !closed {
+				t.Errorf("%s: Closed after every seat was sold concurrently = %v (%v), want true", id, closed, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,279 @@
+package booking_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+func TestParseSeatsRefusesBadLists(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		bad := map[string][]string{
+			"nil":               nil,
+			"empty":             {},
+			"more than max":     {"A1", "A2", "A3", "A4", "A5"},
+			"duplicate":         {"A1", "B2", "A1"},
+			"unknown row":       {"Z1"},
+			"unknown number":    {"A6"},
+			"lower case":        {"a1"},
+			"empty id":          {""},
+			"garbage":           {"A1'; DROP TABLE seats; --"},
+			"padded":            {" A1"},
+			"long":              {strings.Repeat("A", 5000)},
+			"one good one bad":  {"A1", "B9"},
+			"leading zero":      {"A01"},
+			"valid shape, none": {"AAA9999"},
+		}
+		for name, seats := range bad {
+			t.Run(name, func(t *testing.T) {
+				got, err := f.book.ParseSeats(ctx, "s1", seats)
+				if !errors.Is(err, booking.ErrBadRequest) {
+					t.Errorf("ParseSeats(%.40q) = %v, %v; want ErrBadRequest", seats, got, err)
+				}
+				if err != nil && len(err.Error()) > 200 {
+					t.Errorf("ParseSeats error is %d bytes long, want the bad id truncated", len(err.Error()))
+				}
+			})
+		}
+	})
+}
+
+func TestParseSeatsReturnsSeatsSorted(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		in := []string{"B1", "A2", "B5", "A1"}
+		got, err := f.book.ParseSeats(ctx, "s1", in)
+		if want := []string{"A1", "A2", "B1", "B5"}; err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseSeats(%v) = %v, %v; want %v, nil", in, got, err, want)
+		}
+		if _, err := f.book.ParseSeats(ctx, "nope", []string{"A1"}); !errors.Is(err, booking.ErrUnknownScreening) {
+			t.Errorf("ParseSeats(unknown screening) = %v, want ErrUnknownScreening", err)
+		}
+	})
+}
+
+func TestBadSeatListDoesNotSpendThePass(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		u := f.admit(t, "s1", 1)[0]
+		if _, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A1", "A1"}); !errors.Is(err, booking.ErrBadRequest) {
+			t.Fatalf("Reserve(A1, A1) = %v, want ErrBadRequest", err)
+		}
+		if f.seatLocked(t, "s1", "A1") {
+			t.Errorf("A1 locked after a bad request, want no lock")
+		}
+		if _, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A1"}); err != nil {
+			t.Errorf("Reserve(A1) after a bad request = %v, want nil", err)
+		}
+	})
+}
+
+func TestExistsKnowsScreenings(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 1, 1)
+		f := newFixture(t, env, env.Prefix, defaults)
+		if err := f.book.Exists(ctx, "s1"); err != nil {
+			t.Errorf("Exists(s1) = %v, want nil", err)
+		}
+		for _, id := range []string{"nope", "", "bad id", "s1}:x", strings.Repeat("x", 65)} {
+			if err := f.book.Exists(ctx, id); !errors.Is(err, booking.ErrUnknownScreening) {
+				t.Errorf("Exists(%.20q) = %v, want ErrUnknownScreening", id, err)
+			}
+		}
+	})
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 1, 2) // testenv migrated once already; data must survive more runs
+		for i := range 2 {
+			if err := booking.Migrate(ctx, env.DB); err != nil {
+				t.Fatalf("Migrate run %d = %v, want nil", i+2, err)
+			}
+		}
+		sum, err := booking.NewStore(env.DB).Screening(ctx, "s1")
+		if err != nil || sum.SeatsTotal != 2 {
+			t.Errorf("Screening(s1) after migrating again = %d seats, %v; want 2, nil", sum.SeatsTotal, err)
+		}
+	})
+}
+
+func TestEnsureScreeningIsIdempotent(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		store := booking.NewStore(env.DB)
+		now := time.Now().UTC().Truncate(time.Second)
+		sc := booking.Screening{ID: "s1", Name: "First", StartsAt: now.Add(time.Hour), SaleOpensAt: now}
+		created, err := store.EnsureScreening(ctx, sc, booking.Grid(2, 3))
+		if err != nil || !created {
+			t.Fatalf("first EnsureScreening = %v, %v; want true, nil", created, err)
+		}
+		again := booking.Screening{ID: "s1", Name: "Second", StartsAt: now.Add(2 * time.Hour), SaleOpensAt: now}
+		created, err = store.EnsureScreening(ctx, again, booking.Grid(5, 5))
+		if err != nil || created {
+			t.Errorf("second EnsureScreening = %v, %v; want false, nil", created, err)
+		}
+		seats, err := store.Seats(ctx, "s1")
+		if err != nil || len(seats) != 6 {
+			t.Errorf("Seats(s1) after a second EnsureScreening = %d seats, %v; want 6, nil", len(seats), err)
+		}
+		sum, err := store.Screening(ctx, "s1")
+		if err != nil || sum.Name != "First" || !sum.StartsAt.Equal(sc.StartsAt) {
+			t.Errorf("Screening(s1) = %q at %v, %v; want %q at %v", sum.Name, sum.StartsAt, err, "First", sc.StartsAt)
+		}
+	})
+}
+
+func TestConcurrentEnsureScreeningCreatesOnce(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		store := booking.NewStore(env.DB)
+		now := time.Now().UTC().Truncate(time.Second)
+		const n = 8
+		results := make([]bool, n)
+		errs := make([]error, n)
+		together(t, n, 30*time.Second, func(i int) {
+			results[i], errs[i] = store.EnsureScreening(ctx, booking.Screening{ID: "s1", Name: "S", StartsAt: now, SaleOpensAt: now}, booking.Grid(3, 3))
+		})
+		created := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Errorf("EnsureScreening #%d = %v, want nil", i, errs[i])
+			}
+			if results[i] {
+				created++
+			}
+		}
+		if created != 1 {
+			t.Errorf("%d concurrent EnsureScreening created %d, want 1", n, created)
+		}
+		if seats, err := store.Seats(ctx, "s1"); err != nil || len(seats) != 9 {
+			t.Errorf("Seats(s1) = %d, %v; want 9, nil", len(seats), err)
+		}
+	})
+}
+
+func TestStoreCountsSeats(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Second)
+		store := booking.NewStore(env.DB)
+		later := booking.Screening{ID: "later", Name: "Later", StartsAt: now.Add(3 * time.Hour), SaleOpensAt: now.Add(time.Hour)}
+		if _, err := store.EnsureScreening(ctx, later, booking.Grid(1, 4)); err != nil {
+			t.Fatal(err)
+		}
+		env.Demo(t, "s1", 2, 12) // starts in an hour: listed before "later"
+		f := newFixture(t, env, env.Prefix, defaults)
+		if _, err := f.book.Reserve(ctx, "s1", f.admit(t, "s1", 1)[0].pass, []string{"B10", "A2"}); err != nil {
+			t.Fatal(err)
+		}
+
+		list, err := store.Screenings(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type counts struct {
+			id               string
+			total, available int
+		}
+		var got []counts
+		for _, s := range list {
+			got = append(got, counts{s.ID, s.SeatsTotal, s.SeatsAvailable})
+		}
+		if want := []counts{{"s1", 24, 22}, {"later", 4, 4}}; !slices.Equal(got, want) {
+			t.Errorf("Screenings() = %+v, want %+v", got, want)
+		}
+		if len(list) == 2 && (!list[1].StartsAt.Equal(later.StartsAt) || !list[1].SaleOpensAt.Equal(later.SaleOpensAt)) {
+			t.Errorf("Screenings()[1] times = %v, %v; want %v, %v", list[1].StartsAt, list[1].SaleOpensAt, later.StartsAt, later.SaleOpensAt)
+		}
+
+		sum, err := store.Screening(ctx, "s1")
+		if err != nil || sum.SeatsTotal != 24 || sum.SeatsAvailable != 22 {
+			t.Errorf("Screening(s1) = %d total, %d available, %v; want 24, 22, nil", sum.SeatsTotal, sum.SeatsAvailable, err)
+		}
+		if _, err := store.Screening(ctx, "nope"); !errors.Is(err, booking.ErrUnknownScreening) {
+			t.Errorf("Screening(nope) = %v, want ErrUnknownScreening", err)
+		}
+
+		onSale, err := store.OnSale(ctx, now)
+		if want := []string{"s1"}; err != nil || !slices.Equal(onSale, want) {
+			t.Errorf("OnSale(now) = %v, %v; want %v, nil", onSale, err, want)
+		}
+		onSale, err = store.OnSale(ctx, now.Add(2*time.Hour))
+		if want := []string{"later", "s1"}; err != nil || !slices.Equal(onSale, want) {
+			t.Errorf("OnSale(now+2h) = %v, %v; want %v, nil", onSale, err, want)
+		}
+
+		seats, err := store.Seats(ctx, "s1")
+		if err != nil || len(seats) != 24 {
+			t.Fatalf("Seats(s1) = %d seats, %v; want 24, nil", len(seats), err)
+		}
+		// Row, then number as a number: A1 … A12, B1 … B12.
+		if seats[0].ID != "A1" || seats[9].ID != "A10" || seats[11].ID != "A12" || seats[12].ID != "B1" {
+			t.Errorf("Seats(s1) order starts %v, … %v, want A1 … A10, A11, A12, B1", seats[0].ID, []string{seats[9].ID, seats[10].ID, seats[11].ID, seats[12].ID})
+		}
+		var sold []string
+		for _, s := range seats {
+			if s.Status == "sold" {
+				sold = append(sold, s.ID)
+			} else if s.Status != "available" {
+				t.Errorf("Seats(s1) %s status %q, want sold or available", s.ID, s.Status)
+			}
+		}
+		if want := []string{"A2", "B10"}; !slices.Equal(sold, want) {
+			t.Errorf("sold seats = %v, want %v", sold, want)
+		}
+		if seats[1].Row != "A" || seats[1].Number != 2 {
+			t.Errorf("Seats(s1)[1] = row %q number %d, want A 2", seats[1].Row, seats[1].Number)
+		}
+		if empty, err := store.Seats(ctx, "nope"); err != nil || len(empty) != 0 {
+			t.Errorf("Seats(nope) = %v, %v; want [], nil", empty, err)
+		}
+	})
+}
+
+func TestGridNamesRowsLikeASpreadsheet(t *testing.T) {
+	seats := booking.Grid(28, 2)
+	if len(seats) != 56 {
+		t.Fatalf("len(Grid(28, 2)) = %d, want 56", len(seats))
+	}
+	for _, c := range []struct {
+		i    int
+		want booking.Seat
+	}{
+		{0, booking.Seat{ID: "A1", Row: "A", Number: 1}},
+		{1, booking.Seat{ID: "A2", Row: "A", Number: 2}},
+		{51, booking.Seat{ID: "Z2", Row: "Z", Number: 2}},
+		{52, booking.Seat{ID: "AA1", Row: "AA", Number: 1}},
+		{55, booking.Seat{ID: "AB2", Row: "AB", Number: 2}},
+	} {
+		if seats[c.i] != c.want {
+			t.Errorf("Grid(28, 2)[%d] = %+v, want %+v", c.i, seats[c.i], c.want)
+		}
+	}
+}
+
+func TestOpenRefusesUnknownURLs(t *testing.T) {
+	for _, url := range []string{"mysql://x", "redis://127.0.0.1:6379", "http://example.com"} {
+		db, err := booking.Open(context.Background(), url, t.TempDir())
+		if err == nil {
+			db.Close()
+			t.Errorf("Open(%q) = nil error, want an error naming the accepted forms", url)
+		}
+	}
+}
