@@ -2,8 +2,9 @@
 // deadlines, and the fan-out of admission ticks (positions and passes) to the sockets of this instance.
 //
 // Guarantees: only a client's write pump writes to its connection; a client that cannot keep up is
-// disconnected with a reason, never waited on; after each tick every waiting socket of the screening is sent
-// its rank and the line's length, and each admitted one its pass, once per admission.
+// disconnected with a reason, never waited on; after each tick that changed the line (admissions, joins,
+// leaves) every waiting socket of the screening is sent its rank and the line's length, and each admitted
+// one its pass, once per admission.
 package hub
 
 import (
@@ -92,7 +93,8 @@ type Client struct {
 	closed     bool
 	closeCode  int
 	closeText  string
-	admittedMs int64 // expiry of the admission whose pass was sent; 0 while waiting
+	admittedMs int64  // expiry of the admission whose pass was sent; 0 while waiting
+	ticks      uint64 // tick messages (positions, passes) queued so far
 }
 
 // Token is the queue token the client holds.
@@ -183,6 +185,35 @@ func (h *Hub) leave(c *Client) {
 func (c *Client) Send(msg []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.sendLocked(msg)
+}
+
+// Mark stamps the tick messages queued so far, for SendUnlessTicked.
+func (c *Client) Mark() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ticks
+}
+
+// SendUnlessTicked queues msg only if no tick message was queued since mark: a catch-up computed before a
+// tick must not arrive after that tick's newer news.
+func (c *Client) SendUnlessTicked(mark uint64, msg []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ticks != mark {
+		return false
+	}
+	return c.sendLocked(msg)
+}
+
+func (c *Client) sendTick(msg []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ticks++
+	return c.sendLocked(msg)
+}
+
+func (c *Client) sendLocked(msg []byte) bool {
 	if c.closed {
 		return false
 	}
@@ -225,7 +256,7 @@ func (c *Client) Admit(expiresAt time.Time) {
 		c.Send(ErrorMessage("INTERNAL", "internal error"))
 		return
 	}
-	c.Send(AdmittedMessage(c.token, pass, expiresAt))
+	c.sendTick(AdmittedMessage(c.token, pass, expiresAt))
 }
 
 func (c *Client) admitted() bool {
@@ -326,7 +357,7 @@ func (h *Hub) pushRanks(ctx context.Context, screening string, waiting []*Client
 	}
 	for i, c := range waiting {
 		if ranks[i] >= 0 {
-			c.Send(PositionMessage(ranks[i], total, tickAtMs))
+			c.sendTick(PositionMessage(ranks[i], total, tickAtMs))
 		}
 	}
 }

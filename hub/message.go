@@ -61,9 +61,13 @@ func PositionMessage(zeroBasedRank, total, tickAtMs int64) []byte {
 	return mustJSON(Position{Type: "position", Rank: zeroBasedRank + 1, Total: total, TickAt: tickAtMs})
 }
 
+// TimeFormat is how times travel on the wire: RFC 3339 in UTC with milliseconds, the precision of an
+// admission's expiry, so a client's countdown ends when the server's does.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
 // AdmittedMessage hands over a pass.
 func AdmittedMessage(token, pass string, expiresAt time.Time) []byte {
-	return mustJSON(Admitted{Type: "admitted", Token: token, Pass: pass, ExpiresAt: expiresAt.UTC().Format(time.RFC3339)})
+	return mustJSON(Admitted{Type: "admitted", Token: token, Pass: pass, ExpiresAt: expiresAt.UTC().Format(TimeFormat)})
 }
 
 // SoldOutMessage ends the wait.

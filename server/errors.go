@@ -47,7 +47,7 @@ func classify(err error) (int, apiErrorBody) {
 	case errors.Is(err, booking.ErrUnknownScreening), errors.Is(err, queue.ErrBadScreening):
 		return http.StatusNotFound, apiErrorBody{Code: "UNKNOWN_SCREENING", Message: "no such screening"}
 	case errors.Is(err, queue.ErrBadToken):
-		return http.StatusBadRequest, apiErrorBody{Code: "BAD_TOKEN", Message: "the token is not one this server hands out (32 hex digits)"}
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_TOKEN", Message: "a token is 32 lowercase hex digits"}
 	case errors.Is(err, booking.ErrBadRequest):
 		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: unwrapMessage(err)}
 	case errors.As(err, &tooBig):

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -23,6 +24,7 @@ import (
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/web"
 )
 
 const (
@@ -57,10 +59,26 @@ func New(d Deps) *Server {
 	s.upgrader = websocket.Upgrader{
 		ReadBufferSize: 1024, WriteBufferSize: 1024, HandshakeTimeout: 10 * time.Second,
 		CheckOrigin: s.checkOrigin,
+		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+			code := "BAD_HANDSHAKE"
+			if status == http.StatusForbidden {
+				code = "FORBIDDEN_ORIGIN"
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_ = json.NewEncoder(w).Encode(apiError{Error: apiErrorBody{Code: code, Message: reason.Error()}})
+		},
 	}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = errorHandler(d.Log)
 	s.e.Use(middleware.Recover())
+	s.e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
+		ContentTypeNosniff: "nosniff",
+		XFrameOptions:      "DENY",
+		ReferrerPolicy:     "same-origin",
+		// The pages carry their own full policy in a meta tag; only a header can forbid framing.
+		ContentSecurityPolicy: "frame-ancestors 'none'",
+	}))
 	s.routes()
 	return s
 }
@@ -73,12 +91,46 @@ func (s *Server) routes() {
 	s.e.GET("/readyz", s.readyz)
 	s.e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{})))
 	api := s.e.Group("/api")
+	if len(s.AllowedOrigins) > 0 {
+		// Pages on the allowed origins may call the API from the browser too (the same list as the sockets).
+		// Only when the list is set: echo's CORS with an empty list would allow every origin.
+		api.Use(middleware.CORSWithConfig(middleware.CORSConfig{
+			AllowOrigins: s.AllowedOrigins,
+			AllowMethods: []string{http.MethodGet, http.MethodPost},
+			AllowHeaders: []string{"Authorization", "Content-Type", "Idempotency-Key"},
+		}))
+	}
 	api.GET("/screenings", s.listScreenings)
 	api.GET("/screenings/:id", s.getScreening)
 	api.GET("/screenings/:id/seats", s.getSeats)
 	api.GET("/screenings/:id/queue/:token", s.getQueueStatus)
 	api.POST("/screenings/:id/reservations", s.reserve)
 	s.e.GET("/ws/screenings/:id", s.socket)
+
+	// The pages: the list of screenings, the waiting room of one, and their assets.
+	s.e.GET("/", s.page("index.html"))
+	s.e.GET("/s/:id", s.page("room.html"))
+	// Revalidate the assets on every load, so a deploy never pairs new HTML with an old cached script.
+	s.e.Group("/static", noCache).StaticFS("/", web.FS)
+}
+
+func noCache(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "no-cache")
+		return next(c)
+	}
+}
+
+// page serves one embedded HTML page; the page reads its screening id from the URL itself.
+func (s *Server) page(name string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		b, err := fs.ReadFile(web.FS, name)
+		if err != nil {
+			return err
+		}
+		c.Response().Header().Set("Cache-Control", "no-cache")
+		return c.HTMLBlob(http.StatusOK, b)
+	}
 }
 
 // checkOrigin allows a socket from the server's own origin, from http.allowed_origins ("*" for any), and
@@ -122,9 +174,11 @@ func (s *Server) readyz(c echo.Context) error {
 type screeningView struct {
 	booking.Summary
 	// State is "upcoming" before the sale opens, "on_sale", or "sold_out".
-	State   string `json:"state"`
-	Waiting *int64 `json:"waiting,omitempty"`
-	Active  *int64 `json:"active,omitempty"`
+	State string `json:"state"`
+	// MaxSeats is the most seats one reservation may take.
+	MaxSeats int    `json:"max_seats"`
+	Waiting  *int64 `json:"waiting,omitempty"`
+	Active   *int64 `json:"active,omitempty"`
 }
 
 func state(sum booking.Summary, now time.Time) string {
@@ -145,7 +199,7 @@ func (s *Server) listScreenings(c echo.Context) error {
 	now := time.Now()
 	out := make([]screeningView, len(list))
 	for i, sum := range list {
-		out[i] = screeningView{Summary: sum, State: state(sum, now)}
+		out[i] = screeningView{Summary: sum, State: state(sum, now), MaxSeats: s.Booking.MaxSeats()}
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -160,7 +214,7 @@ func (s *Server) getScreening(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, screeningView{Summary: sum, State: state(sum, time.Now()), Waiting: &waiting, Active: &active})
+	return c.JSON(http.StatusOK, screeningView{Summary: sum, State: state(sum, time.Now()), MaxSeats: s.Booking.MaxSeats(), Waiting: &waiting, Active: &active})
 }
 
 func (s *Server) getSeats(c echo.Context) error {
@@ -199,7 +253,7 @@ func (s *Server) getQueueStatus(c echo.Context) error {
 	case queue.Waiting:
 		out.Rank = e.ZeroBasedRank + 1
 	case queue.Admitted:
-		out.ExpiresAt = e.ExpiresAt.UTC().Format(time.RFC3339)
+		out.ExpiresAt = e.ExpiresAt.UTC().Format(hub.TimeFormat)
 	case queue.Closed:
 		out.Status = "sold_out"
 	}
@@ -230,7 +284,8 @@ func (s *Server) reserve(c echo.Context) error {
 		}
 		return errors.Join(errBadBody, err)
 	}
-	if dec.More() {
+	// Exactly one object: anything after it, even a stray "}" (which dec.More does not see), is refused.
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
 		return errBadBody
 	}
 	r, err := s.Booking.Reserve(ctx, c.Param("id"), pass, body.Seats)
@@ -259,12 +314,12 @@ func (s *Server) socket(c echo.Context) error {
 			hub.Reject(conn, hub.ErrorMessage(body.Code, body.Message), websocket.ClosePolicyViolation, body.Code)
 		} else {
 			s.Log.Error("socket: screening", "screening", id, "err", err)
-			hub.Reject(conn, hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), websocket.CloseInternalServerErr, "UNAVAILABLE")
+			hub.Reject(conn, hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), hub.CloseTryAgainLater, "UNAVAILABLE")
 		}
 		return nil
 	}
 	if token != "" && !queue.ValidToken(token) {
-		hub.Reject(conn, hub.ErrorMessage("BAD_TOKEN", "the token is not one this server hands out; connect without one to get a new place"), websocket.ClosePolicyViolation, "BAD_TOKEN")
+		hub.Reject(conn, hub.ErrorMessage("BAD_TOKEN", "a token is 32 lowercase hex digits; connect without one to get a new place"), websocket.ClosePolicyViolation, "BAD_TOKEN")
 		return nil
 	}
 	e, err := s.Queue.Register(ctx, id, token)
@@ -297,15 +352,19 @@ func (s *Server) catchUp(ctx context.Context, cl *hub.Client, screening string, 
 		cl.Admit(e.ExpiresAt)
 		return
 	}
+	mark := cl.Mark()
 	now, err := s.Queue.Status(ctx, screening, e.Token)
 	if err != nil {
 		s.Log.Warn("socket: catch up", "screening", screening, "err", err)
 		return
 	}
 	switch {
+	case now.State == queue.Closed:
+		cl.Send(hub.SoldOutMessage())
+		cl.Close(websocket.CloseNormalClosure, "sold out")
 	case now.State == queue.Admitted:
 		cl.Admit(now.ExpiresAt)
 	case now.State == queue.Waiting && now.ZeroBasedRank != e.ZeroBasedRank:
-		cl.Send(hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli()))
+		cl.SendUnlessTicked(mark, hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli()))
 	}
 }

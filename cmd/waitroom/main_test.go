@@ -65,7 +65,9 @@ func start(t *testing.T, env *testenv.Env, settings map[string]string) *testServ
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"waitroom", "-config", ""}, func(k string) string { return vars[k] }, out) }()
+	go func() {
+		done <- run(ctx, []string{"waitroom", "-config", ""}, func(k string) string { return vars[k] }, out)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -201,6 +203,7 @@ func errorCode(body map[string]any) string {
 // a forged pass and a spent one.
 func TestRegisterReconnectAdmitReserve(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		env.Demo(t, "other", 1, 2)
 		srv := start(t, env, map[string]string{
 			"WAITROOM_ADMISSION_INTERVAL":   "300ms",
 			"WAITROOM_ADMISSION_BATCH_SIZE": "1",
@@ -255,8 +258,11 @@ func TestRegisterReconnectAdmitReserve(t *testing.T) {
 		if code, body := srv.reserve(t, "demo", admA.Pass+"x", "A1"); code != http.StatusUnauthorized || errorCode(body) != "INVALID_PASS" {
 			t.Fatalf("forged pass: %d %v, want 401 INVALID_PASS", code, body)
 		}
-		if code, body := srv.reserve(t, "other", admA.Pass, "A1"); code != http.StatusUnauthorized {
-			t.Fatalf("pass of another screening: %d %v, want 401", code, body)
+		if code, body := srv.reserve(t, "other", admA.Pass, "A1"); code != http.StatusUnauthorized || errorCode(body) != "INVALID_PASS" {
+			t.Fatalf("pass of another screening: %d %v, want 401 INVALID_PASS", code, body)
+		}
+		if code, body := srv.reserve(t, "nope", admA.Pass, "A1"); code != http.StatusNotFound || errorCode(body) != "UNKNOWN_SCREENING" {
+			t.Fatalf("unknown screening: %d %v, want 404 UNKNOWN_SCREENING", code, body)
 		}
 		if code, body := srv.reserve(t, "demo", admA.Pass, "Z99"); code != http.StatusBadRequest || errorCode(body) != "BAD_REQUEST" {
 			t.Fatalf("unknown seat: %d %v, want 400 BAD_REQUEST", code, body)

@@ -1,0 +1,225 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/server"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+var secret = []byte("test-secret-0123456789abcdef0123456789")
+
+// syncBuffer is the server's log: handlers write it while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// app is a server over one env, served by httptest, with the queue a test admits users from.
+type app struct {
+	env    *testenv.Env
+	q      *queue.Queue
+	passes *queue.Passes
+	store  *booking.Store
+	book   *booking.Booking
+	hub    *hub.Hub
+	ts     *httptest.Server
+	client *http.Client
+	log    *syncBuffer
+}
+
+// newApp serves screening s1 (2 rows of 5) over env; edit changes the dependencies before the server is built.
+func newApp(t *testing.T, env *testenv.Env, edit func(*server.Deps)) *app {
+	t.Helper()
+	env.Demo(t, "s1", 2, 5)
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	q := queue.New(env.Redis, env.Prefix)
+	passes := queue.NewPasses(secret)
+	store := booking.NewStore(env.DB)
+	book := booking.New(store, env.Redis, env.Prefix, q, passes, booking.Settings{
+		LockWait: 200 * time.Millisecond, LockLease: 10 * time.Second, MaxSeats: 4,
+	})
+	reg := prometheus.NewRegistry()
+	h := hub.New(q, passes, q, reg, log)
+	d := server.Deps{Queue: q, Store: store, Booking: book, Hub: h, Redis: env.Redis, Gatherer: reg, Log: log}
+	if edit != nil {
+		edit(&d)
+	}
+	ts := httptest.NewServer(server.New(d).Handler())
+	t.Cleanup(ts.Close)
+	// Runs before ts.Close: sockets are hijacked, so the hub must end them for their handlers to return.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Errorf("hub.Shutdown = %v, want nil", err)
+		}
+	})
+	return &app{env: env, q: q, passes: passes, store: store, book: book, hub: h, ts: ts, client: ts.Client(), log: logs}
+}
+
+// admit puts n fresh tokens in the screening's line, admits them in one tick and returns their passes.
+func (a *app) admit(t *testing.T, screening string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	for range n {
+		if _, err := a.q.Register(ctx, screening, ""); err != nil {
+			t.Fatalf("Register(%s) = %v", screening, err)
+		}
+	}
+	_, active, err := a.q.Counts(ctx, screening)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.q.Admit(ctx, screening, time.Now(), queue.Settings{
+		BatchSize: n, MaxActive: int(active) + n, ActiveTTL: time.Minute, LockTTL: time.Second, Interval: time.Second,
+	})
+	if err != nil || len(res.Admitted) != n {
+		t.Fatalf("Admit(%s) = %d admitted (skip %q), %v; want %d", screening, len(res.Admitted), res.Skip, err, n)
+	}
+	passes := make([]string, n)
+	for i, tok := range res.Admitted {
+		if passes[i], err = a.passes.Issue(screening, tok, res.ExpiresAt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return passes
+}
+
+// response is what a request got back.
+type response struct {
+	status int
+	body   []byte
+}
+
+func (r response) String() string { return string(r.body) }
+
+// do sends a request and reads the whole answer. It is safe from any goroutine.
+func (a *app) do(method, path, auth, body string) (response, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, a.ts.URL+path, rd)
+	if err != nil {
+		return response{}, err
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := a.client.Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return response{status: res.StatusCode, body: b}, err
+}
+
+func (a *app) get(t *testing.T, path string) response {
+	t.Helper()
+	r, err := a.do(http.MethodGet, path, "", "")
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return r
+}
+
+// reserve posts body to s1's reservations with the pass as a bearer token ("" sends no Authorization).
+func (a *app) reserve(t *testing.T, screening, pass, body string) response {
+	t.Helper()
+	auth := ""
+	if pass != "" {
+		auth = "Bearer " + pass
+	}
+	r, err := a.do(http.MethodPost, "/api/screenings/"+screening+"/reservations", auth, body)
+	if err != nil {
+		t.Fatalf("POST reservation: %v", err)
+	}
+	return r
+}
+
+// apiError is the documented error body.
+type apiError struct {
+	Error struct {
+		Code    string   `json:"code"`
+		Message string   `json:"message"`
+		Seats   []string `json:"seats"`
+	} `json:"error"`
+}
+
+// errorOf decodes an error body strictly: only {"error":{...}}, with a code and a message.
+func errorOf(t *testing.T, r response) apiError {
+	t.Helper()
+	var e apiError
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		t.Fatalf("error body %s: %v, want {\"error\":{\"code\":…,\"message\":…}}", r, err)
+	}
+	if e.Error.Code == "" || e.Error.Message == "" {
+		t.Errorf("error body %s has an empty code or message", r)
+	}
+	return e
+}
+
+// wantError checks a response's status and error code.
+func wantError(t *testing.T, what string, r response, status int, code string) apiError {
+	t.Helper()
+	if r.status != status {
+		t.Errorf("%s = %d %s, want %d %s", what, r.status, r, status, code)
+		return apiError{}
+	}
+	e := errorOf(t, r)
+	if e.Error.Code != code {
+		t.Errorf("%s code = %q (%s), want %q", what, e.Error.Code, r, code)
+	}
+	return e
+}
+
+// decode unmarshals a 200 body into v.
+func decode(t *testing.T, what string, r response, v any) {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("%s = %d %s, want 200", what, r.status, r)
+	}
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("%s body %s: %v", what, r, err)
+	}
+}

@@ -1,0 +1,210 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/server"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+// dial opens a socket to path with the given Origin header ("" sends none).
+func (a *app) dial(path, origin string) (*websocket.Conn, *http.Response, error) {
+	h := http.Header{}
+	if origin != "" {
+		h.Set("Origin", origin)
+	}
+	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	return d.Dial("ws"+strings.TrimPrefix(a.ts.URL, "http")+path, h)
+}
+
+// message is any server-to-client message.
+type message struct {
+	Type    string `json:"type"`
+	Token   string `json:"token"`
+	Rank    int64  `json:"rank"`
+	Total   int64  `json:"total"`
+	Pass    string `json:"pass"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// read returns the next text message, failing the test after 5s.
+func read(t *testing.T, conn *websocket.Conn) message {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, data, err := conn.ReadMessage()
+	if err != nil {
+		t.Fatalf("reading the socket: %v", err)
+	}
+	var m message
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("socket message %s: %v", data, err)
+	}
+	return m
+}
+
+// readClose reads until the server's close frame and returns its code.
+func readClose(t *testing.T, conn *websocket.Conn) int {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, data, err := conn.ReadMessage()
+		var ce *websocket.CloseError
+		if errors.As(err, &ce) {
+			return ce.Code
+		}
+		if err != nil {
+			t.Fatalf("reading the socket until close: %v, want a close frame", err)
+		}
+		t.Logf("message before close: %s", data)
+	}
+}
+
+func TestSocketOriginCheck(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(d *server.Deps) {
+			d.AllowedOrigins = []string{"http://app.example/", "https://partner.example"}
+		})
+		for _, c := range []struct {
+			name   string
+			origin string
+			allow  bool
+		}{
+			{"foreign origin", "http://evil.example", false},
+			{"lookalike of an allowed origin", "http://app.example.evil.example", false},
+			{"opaque origin", "null", false},
+			{"same origin", a.ts.URL, true},
+			{"allowed origin (listed with a slash)", "http://app.example", true},
+			{"allowed origin, other case", "HTTPS://PARTNER.EXAMPLE", true},
+			{"no Origin", "", true},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				conn, res, err := a.dial("/ws/screenings/s1", c.origin)
+				if !c.allow {
+					if err == nil {
+						conn.Close()
+						t.Fatalf("socket with Origin %q opened, want HTTP 403", c.origin)
+					}
+					if res == nil || res.StatusCode != http.StatusForbidden {
+						t.Errorf("socket with Origin %q = %v (%v), want HTTP 403", c.origin, status(res), err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("socket with Origin %q = %v (%v), want it open", c.origin, status(res), err)
+				}
+				defer conn.Close()
+				if m := read(t, conn); m.Type != "queued" || !queue.ValidToken(m.Token) || m.Rank < 1 {
+					t.Errorf("first message with Origin %q = %+v, want queued with a token and a rank", c.origin, m)
+				}
+			})
+		}
+	})
+}
+
+func status(res *http.Response) any {
+	if res == nil {
+		return "no response"
+	}
+	return res.StatusCode
+}
+
+func TestSocketWithoutUpgradeIsBadRequest(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, nil)
+		if r := a.get(t, "/ws/screenings/s1"); r.status != http.StatusBadRequest {
+			t.Errorf("plain GET /ws/screenings/s1 = %d %s, want 400", r.status, r)
+		}
+	})
+}
+
+func TestSocketAnyOriginWhenAllowedOriginsHasStar(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(d *server.Deps) { d.AllowedOrigins = []string{"*"} })
+		conn, res, err := a.dial("/ws/screenings/s1", "http://evil.example")
+		if err != nil {
+			t.Fatalf("socket with any Origin under \"*\" = %v (%v), want it open", status(res), err)
+		}
+		defer conn.Close()
+		if m := read(t, conn); m.Type != "queued" {
+			t.Errorf("first message = %+v, want queued", m)
+		}
+	})
+}
+
+func TestSocketRefusals(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, nil)
+		env.Demo(t, "gone", 1, 1)
+		if err := a.q.Close(context.Background(), "gone"); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name, path string
+			want       message
+			closeCode  int
+		}{
+			{"unknown screening", "/ws/screenings/nope", message{Type: "error", Code: "UNKNOWN_SCREENING"}, websocket.ClosePolicyViolation},
+			{"malformed token", "/ws/screenings/s1?token=xyz", message{Type: "error", Code: "BAD_TOKEN"}, websocket.ClosePolicyViolation},
+			{"sold out", "/ws/screenings/gone", message{Type: "sold_out"}, websocket.CloseNormalClosure},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				conn, res, err := a.dial(c.path, "")
+				if err != nil {
+					t.Fatalf("socket %s = %v (%v), want it open, then refused", c.path, status(res), err)
+				}
+				defer conn.Close()
+				if m := read(t, conn); m.Type != c.want.Type || m.Code != c.want.Code {
+					t.Errorf("message on %s = %+v, want type %q code %q", c.path, m, c.want.Type, c.want.Code)
+				}
+				if code := readClose(t, conn); code != c.closeCode {
+					t.Errorf("close code on %s = %d, want %d", c.path, code, c.closeCode)
+				}
+			})
+		}
+	})
+}
+
+// The whole path through the server: a socket waits, is admitted, gets its pass, and the pass reserves.
+func TestSocketPassReservesOverHTTP(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		a := newApp(t, env, nil)
+		conn, res, err := a.dial("/ws/screenings/s1", a.ts.URL)
+		if err != nil {
+			t.Fatalf("socket = %v (%v), want it open", status(res), err)
+		}
+		defer conn.Close()
+		queued := read(t, conn)
+		if queued.Type != "queued" || queued.Rank != 1 || queued.Total != 1 {
+			t.Fatalf("first message = %+v, want queued, rank 1 of 1", queued)
+		}
+		if r := a.get(t, "/metrics"); !strings.Contains(r.String(), "waitroom_hub_sockets 1") {
+			t.Errorf("GET /metrics with one socket open lacks waitroom_hub_sockets 1")
+		}
+
+		tick, err := a.q.Admit(ctx, "s1", time.Now(), queue.Settings{BatchSize: 1, MaxActive: 1, ActiveTTL: time.Minute})
+		if err != nil || len(tick.Admitted) != 1 || tick.Admitted[0] != queued.Token {
+			t.Fatalf("Admit = %v, %v; want the socket's token", tick.Admitted, err)
+		}
+		a.hub.Dispatch(ctx, queue.Event{Kind: queue.EventTick, Screening: "s1", TickAtMs: tick.TickAt.UnixMilli(),
+			Admitted: tick.Admitted, ExpiresAtMs: tick.ExpiresAt.UnixMilli()})
+		admitted := read(t, conn)
+		if admitted.Type != "admitted" || admitted.Pass == "" {
+			t.Fatalf("message after admission = %+v, want admitted with a pass", admitted)
+		}
+
+		if r := a.reserve(t, "s1", admitted.Pass, `{"seats":["A1"]}`); r.status != http.StatusCreated {
+			t.Errorf("reservation with the socket's pass = %d %s, want 201", r.status, r)
+		}
+	})
+}
