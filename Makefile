@@ -9,9 +9,13 @@ run:
 	WAITROOM_ADMISSION_INTERVAL=$${WAITROOM_ADMISSION_INTERVAL:-1s} $(GO) run ./cmd/waitroom
 
 # Every test, with the race detector: the embedded backends always, the real Redis and PostgreSQL when they
-# answer (with CI set, a missing service fails the run).
+# answer (with CI set, a missing service fails the run). Tests keep their artifacts (the browser test's
+# screenshots) under testdata/artifacts/.
+ARTIFACTS := $(CURDIR)/testdata/artifacts
+
 test:
-	$(GO) test -race -count=1 ./...
+	mkdir -p $(ARTIFACTS)
+	$(GO) test -race -count=1 -artifacts -outputdir=$(ARTIFACTS) ./...
 
 lint:
 	$(GO) vet ./...

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/waitroom/waitroom/testenv"
+)
+
+const (
+	// browserStepTimeout bounds each wait of the browser scenario.
+	browserStepTimeout = 30 * time.Second
+	// aheadTimeout bounds how long a client ahead in line may take to be admitted and to reserve.
+	aheadTimeout = 60 * time.Second
+)
+
+// chromium returns the path of the browser, skipping the test when there is none (failing it under CI).
+func chromium(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("CI is set and chromium is not installed (apt-get install -y chromium)")
+	}
+	t.Skip("chromium is not installed (apt-get install -y chromium); skipping the browser test")
+	return ""
+}
+
+// newTab starts a headless Chromium with a fresh profile and returns the context of its first tab. The
+// browser and its goroutines stop when the test ends. JavaScript exceptions and console errors on the page
+// fail the test.
+func newTab(t *testing.T, path string) context.Context {
+	t.Helper()
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("lang", "en-US"),
+		chromedp.Flag("accept-lang", "en-US"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1000),
+	)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	// The first Run starts the browser and binds it to ctx, which has no deadline.
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		cancelAlloc()
+		t.Fatalf("start chromium %s: %v", path, err)
+	}
+	var (
+		mu       sync.Mutex
+		problems []string
+	)
+	messages := chromedp.Console(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError {
+				mu.Lock()
+				problems = append(problems, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel() // closes the tab and the browser
+		cancelAlloc()
+		<-watched
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range problems {
+			t.Errorf("browser console: %s", p)
+		}
+	})
+	return ctx
+}
+
+// step runs actions with a timeout of their own; the browser outlives it.
+func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
+	defer cancel()
+	if err := chromedp.Do(sctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// value runs one action that returns a value, with a timeout of its own.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(sctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// screenshot saves a full-page PNG in the test's artifact directory (kept with go test -artifacts).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	path := filepath.Join(t.ArtifactDir(), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// admitThenReserve is a client ahead of the browser: it waits for its pass, says so on admitted, waits for
+// the gate, then reserves seat. It runs in its own goroutine, so it returns errors instead of failing the test.
+func admitThenReserve(ctx context.Context, c *client, baseURL, seat string, admitted chan<- struct{}, gate <-chan struct{}) error {
+	deadline := time.Now().Add(aheadTimeout)
+	var pass string
+	for pass == "" {
+		_ = c.conn.SetReadDeadline(deadline)
+		var m msg
+		if err := c.conn.ReadJSON(&m); err != nil {
+			return fmt.Errorf("waiting for admission: %w", err)
+		}
+		switch m.Type {
+		case "admitted":
+			pass = m.Pass
+			admitted <- struct{}{}
+		case "sold_out", "error":
+			return fmt.Errorf("waiting for admission: got %+v", m)
+		}
+	}
+	select {
+	case <-gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	body, _ := json.Marshal(map[string][]string{"seats": {seat}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/api/screenings/demo/reservations", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+pass)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reserve %s: %w", seat, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return fmt.Errorf("reserve %s: %d %v, want 201", seat, resp.StatusCode, out)
+	}
+	return nil
+}
+
+// TestBrowserWaitsSeesTheLineMoveAndBooks drives the real page in Chromium: it joins a line behind two
+// clients, shows a rank that falls as they book, is admitted to the seat map with their seats shown as
+// sold, and books an available seat.
+func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
+	path := chromium(t)
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		srv := start(t, env, map[string]string{
+			"WAITROOM_ADMISSION_INTERVAL":   "500ms",
+			"WAITROOM_ADMISSION_BATCH_SIZE": "1",
+			"WAITROOM_ADMISSION_MAX_ACTIVE": "1",
+		})
+		// The browser starts before the line forms, so its start-up time does not race the admission ticks.
+		tab := newTab(t, path)
+
+		// Two clients ahead in line. Each reserves as soon as it is admitted and the browser has been seen
+		// waiting (the gate), so the browser is sure to see its rank fall rather than skip past it.
+		gate := make(chan struct{})
+		admitted := make(chan struct{}, 2)
+		aheadCtx, stopAhead := context.WithCancel(context.Background())
+		results := make(chan error, 2)
+		var ahead sync.WaitGroup
+		t.Cleanup(func() { // runs after the clients' sockets are closed (cleanups run last first)
+			stopAhead()
+			ahead.Wait()
+		})
+		sold := []string{"A1", "A2"}
+		for _, seat := range sold {
+			c := srv.dial(t, "demo", "")
+			if q := c.next(5 * time.Second); q.Type != "queued" {
+				t.Fatalf("client for %s: first message %+v, want queued", seat, q)
+			}
+			ahead.Add(1)
+			go func() {
+				defer ahead.Done()
+				results <- admitThenReserve(aheadCtx, c, srv.URL, seat, admitted, gate)
+			}()
+		}
+		// The first client holds the only active slot until the gate opens, so the browser joins behind
+		// the second at rank 2 and stays there until then.
+		select {
+		case <-admitted:
+		case <-time.After(aheadTimeout):
+			t.Fatal("the first client was not admitted")
+		}
+
+		// The waiting room on a 375-px-wide phone.
+		step(t, tab, "open the waiting room",
+			chromedp.EmulateViewport(375, 800),
+			chromedp.Navigate(srv.URL+"/s/demo"),
+		)
+		if lang := value(t, tab, "page language", chromedp.Evaluate[string](`document.documentElement.lang`)); lang != "en" {
+			t.Fatalf("page language = %q, want en (the browser runs with --lang=en-US)", lang)
+		}
+		const firstRank = 2
+		step(t, tab, "rank shown", chromedp.Poll[chromedp.Void](
+			`document.querySelector('[data-testid="rank"]').dataset.rank !== ''`,
+			chromedp.WithPollingTimeout(browserStepTimeout)))
+		step(t, tab, "connection shown as live", chromedp.WaitVisible(chromedp.CSS(`[data-testid="status"][data-conn="open"]`)))
+		type place struct{ Rank, Total, RankText, TotalText string }
+		got := value(t, tab, "place in line", chromedp.Evaluate[place](`(() => {
+			const r = document.querySelector('[data-testid="rank"]'), n = document.querySelector('[data-testid="total"]');
+			return {Rank: r.dataset.rank, Total: n.dataset.total, RankText: r.textContent, TotalText: n.textContent};
+		})()`))
+		if want := (place{"2", "2", "2nd", "2"}); got != want {
+			t.Errorf("place in line = %+v, want %+v (one client admitted, one waiting ahead)", got, want)
+		}
+		screenshot(t, tab, "room-waiting-375.png")
+
+		// The line moves: the clients ahead book, and the rank falls.
+		step(t, tab, "desktop viewport", chromedp.EmulateViewport(1280, 1000))
+		close(gate)
+		lower := value(t, tab, "rank falls", chromedp.Poll[int](
+			fmt.Sprintf(`(() => { const r = Number(document.querySelector('[data-testid="rank"]').dataset.rank); return r > 0 && r < %d ? r : 0; })()`, firstRank),
+			chromedp.WithPollingTimeout(aheadTimeout)))
+		t.Logf("rank went from %d to %d", firstRank, lower)
+
+		// Admitted: the seat map, with the seats the clients booked shown as sold.
+		step(t, tab, "seat map", chromedp.WaitVisible(chromedp.CSS(`[data-seat="A1"]`)))
+		for range sold {
+			select {
+			case err := <-results:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(aheadTimeout):
+				t.Fatal("a client ahead did not finish")
+			}
+		}
+		for _, seat := range sold {
+			disabled := value(t, tab, "seat "+seat, chromedp.Evaluate[bool](
+				fmt.Sprintf(`document.querySelector('[data-seat=%q]').disabled`, seat)))
+			if !disabled {
+				t.Errorf("seat %s (sold) is not disabled", seat)
+			}
+		}
+		seat := value(t, tab, "an available seat", chromedp.Evaluate[string](
+			`document.querySelector('[data-seat]:not([disabled])').dataset.seat`))
+		if seat == "A1" || seat == "A2" {
+			t.Fatalf("available seat = %s, which was sold", seat)
+		}
+		step(t, tab, "choose "+seat,
+			chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-seat=%q]`, seat))),
+			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`[data-seat=%q][aria-pressed="true"]`, seat))),
+			chromedp.WaitEnabled(chromedp.CSS(`[data-testid="reserve"]`)),
+		)
+		screenshot(t, tab, "room-seatmap.png")
+
+		// Book it.
+		step(t, tab, "reserve",
+			chromedp.Click(chromedp.CSS(`[data-testid="reserve"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirmation"]`)),
+		)
+		confirmation := value(t, tab, "confirmation", chromedp.Text(chromedp.CSS(`[data-testid="confirmation"]`)))
+		if !strings.Contains(confirmation, seat) {
+			t.Errorf("confirmation = %q, want it to name %s", confirmation, seat)
+		}
+		screenshot(t, tab, "room-confirmation.png")
+
+		var seats []map[string]any
+		srv.getJSON(t, "/api/screenings/demo/seats", &seats)
+		for _, s := range seats {
+			if s["id"] == seat && s["status"] != "sold" {
+				t.Errorf("seat %s after booking in the browser: %v, want sold", seat, s["status"])
+			}
+		}
+	})
+}
