@@ -1,0 +1,102 @@
+// Command swarm is the load test: it sends virtual users through the whole waiting-room flow of a running
+// server and prints what happened. Wiring and flags only; package swarm does the work.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/waitroom/waitroom/swarm"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "swarm:", err)
+		os.Exit(1)
+	}
+}
+
+// errVerification makes the exit status say the seats sold did not match the tickets. A run stopped early
+// (by -timeout or a signal) exits non-zero too; error outcomes alone do not, the report counts them.
+var errVerification = errors.New("verification failed: see the report")
+
+// run parses the flags, runs the swarm with its progress line on stderr, and prints the report on stdout
+// (on stderr when -json is "-", so stdout carries only the JSON). $WAITROOM_SWARM_URL, when set, is the
+// default of -url.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	defaultURL := "http://localhost:8080"
+	if u := getenv("WAITROOM_SWARM_URL"); u != "" {
+		defaultURL = u
+	}
+	serverURL := fs.String("url", defaultURL, "the server's base URL (default from $WAITROOM_SWARM_URL when set)")
+	screening := fs.String("screening", "demo", "the screening every user queues for")
+	users := fs.Int("users", 2000, "how many virtual users take part")
+	concurrency := fs.Int("concurrency", 0, "how many users are connected at once (0: all of them)")
+	seats := fs.Int("seats", 1, "seats each user reserves")
+	retries := fs.Int("retries", 3, "how often a user tries other seats after a 409 SEAT_TAKEN or SEAT_LOCKED")
+	timeout := fs.Duration("timeout", swarm.DefaultTimeout, "bound of the whole run")
+	jsonPath := fs.String("json", "", `also write the report as JSON to this file ("-": stdout, and the table to stderr)`)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+
+	rep, err := swarm.Run(ctx, swarm.Config{
+		URL: *serverURL, Screening: *screening, Users: *users, Concurrency: *concurrency,
+		Seats: *seats, Retries: *retries, Timeout: *timeout,
+	}, stderr)
+	if err != nil {
+		return err
+	}
+	table := stdout
+	if *jsonPath == "-" {
+		table = stderr
+	}
+	if err := rep.WriteTable(table); err != nil {
+		return err
+	}
+	if *jsonPath != "" {
+		if err := writeJSON(*jsonPath, stdout, rep); err != nil {
+			return err
+		}
+	}
+	if !rep.Verification.OK {
+		return errVerification
+	}
+	if rep.Stopped != "" {
+		return fmt.Errorf("stopped early (%s): the report covers only what happened until then", rep.Stopped)
+	}
+	return nil
+}
+
+func writeJSON(path string, stdout io.Writer, rep swarm.Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if path == "-" {
+		_, err = stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("write the JSON report: %w", err)
+	}
+	return nil
+}
