@@ -33,6 +33,14 @@ type Config struct {
 	Demo      Demo      `koanf:"demo"`
 	Data      Data      `koanf:"data"`
 	Log       Log       `koanf:"log"`
+	Bench     Bench     `koanf:"bench"`
+}
+
+// Bench switches on what only a benchmark needs.
+type Bench struct {
+	// Floor adds POST /api/bench/floor, which answers 409 at once and does nothing else: the cost of the
+	// HTTP round trip alone, measured beside the reservation path (make bench-booking).
+	Floor bool `koanf:"floor"`
 }
 
 // Log sets what the server logs (JSON lines on stdout).

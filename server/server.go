@@ -43,7 +43,9 @@ type Deps struct {
 	Redis          redis.UniversalClient
 	Gatherer       prometheus.Gatherer
 	AllowedOrigins []string
-	Log            *slog.Logger
+	// BenchFloor adds POST /api/bench/floor (bench.floor).
+	BenchFloor bool
+	Log        *slog.Logger
 }
 
 // Server is the echo app.
@@ -105,6 +107,12 @@ func (s *Server) routes() {
 	api.GET("/screenings/:id/seats", s.getSeats)
 	api.GET("/screenings/:id/queue/:token", s.getQueueStatus)
 	api.POST("/screenings/:id/reservations", s.reserve)
+	if s.BenchFloor {
+		// The floor of the booking benchmark: the same server, the same middleware, no work.
+		api.POST("/bench/floor", func(c echo.Context) error {
+			return c.JSON(http.StatusConflict, apiError{Error: apiErrorBody{Code: "SEAT_TAKEN", Message: "bench floor: answered at once"}})
+		})
+	}
 	s.e.GET("/ws/screenings/:id", s.socket)
 
 	// The pages: the list of screenings, the waiting room of one, and their assets.

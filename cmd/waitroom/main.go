@@ -98,7 +98,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewDBStatsCollector(db.DB, "waitroom"))
 	q := queue.New(rdb, cfg.Redis.Prefix)
 	passes := queue.NewPasses(secret)
 	book := booking.New(store, rdb, cfg.Redis.Prefix, q, passes, booking.Settings{
@@ -111,7 +112,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}, instanceID(), queue.NewMetrics(reg), log)
 	srv := server.New(server.Deps{
 		Queue: q, Store: store, Booking: book, Hub: h, Redis: rdb, Gatherer: reg,
-		AllowedOrigins: cfg.HTTP.AllowedOrigins, Log: log,
+		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Log: log,
 	})
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
