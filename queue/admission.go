@@ -20,6 +20,8 @@ const (
 	ActiveCapacityReached SkipReason = "ACTIVE_CAPACITY_REACHED"
 	// QueueEmpty: nobody is waiting.
 	QueueEmpty SkipReason = "QUEUE_EMPTY"
+	// NothingFreed: a refill found no freed slot to fill (another refill or a tick took it).
+	NothingFreed SkipReason = "NOTHING_FREED"
 )
 
 // Settings is the pace of one screening's admission.
@@ -48,13 +50,24 @@ type TickResult struct {
 	Moved bool
 }
 
-// Admit runs one admission step for the screening at now, atomically: expired slots are dropped, and
+// Admit runs one admission tick for the screening at now, atomically: expired slots are dropped, and
 // min(batch_size, max_active − active) of the earliest waiting tokens are popped and activated with expiry
 // now + active_ttl. It takes no lock; the Scheduler calls it under one.
 func (q *Queue) Admit(ctx context.Context, screening string, now time.Time, s Settings) (TickResult, error) {
+	return q.admit(ctx, screening, now, s, "tick")
+}
+
+// Refill admits as many as slots were freed (by reservations and leaves) since the last admission, at most
+// batch_size and never past max_active: the finishing are replaced at once, without waiting for a tick.
+// It needs no lock: the script is atomic and the freed count bounds it, however many instances call it.
+func (q *Queue) Refill(ctx context.Context, screening string, now time.Time, s Settings) (TickResult, error) {
+	return q.admit(ctx, screening, now, s, "refill")
+}
+
+func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Settings, mode string) (TickResult, error) {
 	k := q.keys(screening)
-	res, err := admitScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.spent, k.closed, k.changed},
-		now.UnixMilli(), s.BatchSize, s.MaxActive, ExpiryOf(now, s.ActiveTTL).UnixMilli()).Slice()
+	res, err := admitScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed},
+		now.UnixMilli(), s.BatchSize, s.MaxActive, ExpiryOf(now, s.ActiveTTL).UnixMilli(), mode).Slice()
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: admit %s: %w", screening, err)
 	}

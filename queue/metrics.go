@@ -6,6 +6,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // and tick duration). Each server registers its own, so tests can run several servers in one process.
 type Metrics struct {
 	Runs         *prometheus.CounterVec
+	Refills      *prometheus.CounterVec
 	Admitted     *prometheus.CounterVec
 	Failures     *prometheus.CounterVec
 	LockMisses   *prometheus.CounterVec
@@ -26,7 +27,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m := &Metrics{
 		Runs:         counter("runs_total", "Admission ticks attempted.", "screening"),
-		Admitted:     counter("admitted_total", "Users admitted (successful activations).", "screening"),
+		Refills:      counter("refills_total", "Admissions into slots freed by a reservation or a leave, between ticks.", "screening"),
+		Admitted:     counter("admitted_total", "Users admitted (successful activations), by ticks and refills.", "screening"),
 		Failures:     counter("failures_total", "Admission ticks that failed with an error.", "screening"),
 		LockMisses:   counter("lock_misses_total", "Ticks skipped because another instance held the lock or ran the tick.", "screening"),
 		CapacityHits: counter("capacity_hits_total", "Ticks that admitted nobody because max_active users held a slot.", "screening"),
@@ -38,6 +40,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Time one admission tick took, lock to publish.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}, []string{"screening"}),
 	}
-	reg.MustRegister(m.Runs, m.Admitted, m.Failures, m.LockMisses, m.CapacityHits, m.Skips, m.Waiting, m.Active, m.TickSeconds)
+	reg.MustRegister(m.Runs, m.Refills, m.Admitted, m.Failures, m.LockMisses, m.CapacityHits, m.Skips, m.Waiting, m.Active, m.TickSeconds)
 	return m
 }

@@ -122,10 +122,11 @@ func (q *Queue) CheckPass(ctx context.Context, c Claims) error {
 	return nil
 }
 
-// Finish records that the pass reserved: it is spent, and its slot is freed at once for the next admission.
+// Finish records that the pass reserved: it is spent, and its slot is freed at once for the next admission
+// (Scheduler.Finish also refills it at once).
 func (q *Queue) Finish(ctx context.Context, c Claims) error {
 	k := q.keys(c.Screening)
-	err := finishScript.Run(ctx, q.rdb, []string{k.active, k.spent}, c.Token, c.ExpiresAt.UnixMilli(), c.ID).Err()
+	err := finishScript.Run(ctx, q.rdb, []string{k.active, k.spent, k.freed}, c.Token, c.ExpiresAt.UnixMilli(), c.ID).Err()
 	if err != nil {
 		return fmt.Errorf("queue: finish %s: %w", c.Screening, err)
 	}

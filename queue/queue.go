@@ -85,7 +85,7 @@ func Key(prefix, screening, name string) string {
 // so a request after the last seat is refused before any lock.
 func ClosedKey(prefix, screening string) string { return Key(prefix, screening, "closed") }
 
-type keys struct{ waiting, active, seq, closed, changed, spent, lock, lastTick, events string }
+type keys struct{ waiting, active, seq, closed, changed, freed, spent, lock, lastTick, events string }
 
 // Queue is the waiting line of every screening, in one Redis.
 type Queue struct {
@@ -105,7 +105,7 @@ func (q *Queue) Prefix() string { return q.prefix }
 func (q *Queue) keys(screening string) keys {
 	k := func(name string) string { return Key(q.prefix, screening, name) }
 	return keys{
-		waiting: k("waiting"), active: k("active"), seq: k("seq"), closed: ClosedKey(q.prefix, screening), changed: k("changed"), spent: k("spent"),
+		waiting: k("waiting"), active: k("active"), seq: k("seq"), closed: ClosedKey(q.prefix, screening), changed: k("changed"), freed: k("freed"), spent: k("spent"),
 		lock: k("lock"), lastTick: k("tick"), events: k("events"),
 	}
 }
@@ -243,13 +243,13 @@ func (q *Queue) Counts(ctx context.Context, screening string) (waiting, active i
 }
 
 // Leave takes token out of the screening: out of the line, and its admission slot freed if it had one.
-// It reports whether the token was anywhere.
+// It reports whether the token was anywhere. Scheduler.Leave also refills a freed slot at once.
 func (q *Queue) Leave(ctx context.Context, screening, token string) (bool, error) {
 	if err := q.check(screening, token); err != nil {
 		return false, err
 	}
 	k := q.keys(screening)
-	res, err := leaveScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.changed}, token).Int64Slice()
+	res, err := leaveScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.changed, k.freed}, token).Int64Slice()
 	if err != nil {
 		return false, fmt.Errorf("queue: leave %s: %w", screening, err)
 	}

@@ -28,11 +28,55 @@ type Scheduler struct {
 	owner    string
 	metrics  *Metrics
 	log      *slog.Logger
+
+	mu    sync.Mutex
+	wakes map[string]chan struct{} // screening -> its loop's wake-up, while the loop runs
 }
 
 // NewScheduler returns a scheduler for the screenings list names, with owner as this instance's lock id.
 func NewScheduler(q *Queue, list Screenings, s Settings, owner string, m *Metrics, log *slog.Logger) *Scheduler {
-	return &Scheduler{q: q, list: list, settings: s, owner: owner, metrics: m, log: log}
+	return &Scheduler{q: q, list: list, settings: s, owner: owner, metrics: m, log: log, wakes: map[string]chan struct{}{}}
+}
+
+// Wake asks the screening's loop on this instance to refill freed slots now rather than at the next tick.
+// It never blocks: a wake already pending covers this one.
+func (s *Scheduler) Wake(screening string) {
+	s.mu.Lock()
+	wake := s.wakes[screening]
+	s.mu.Unlock()
+	if wake == nil {
+		return // no loop here (not on sale): the next tick admits into the freed slots
+	}
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+}
+
+// Finish spends the pass and frees its slot (Queue.Finish), then wakes the loop to refill the slot.
+func (s *Scheduler) Finish(ctx context.Context, c Claims) error {
+	if err := s.q.Finish(ctx, c); err != nil {
+		return err
+	}
+	s.Wake(c.Screening)
+	return nil
+}
+
+// Leave takes the token out (Queue.Leave) and, when that freed a slot or moved the line, wakes the loop.
+func (s *Scheduler) Leave(ctx context.Context, screening, token string) (bool, error) {
+	left, err := s.q.Leave(ctx, screening, token)
+	if left {
+		s.Wake(screening)
+	}
+	return left, err
+}
+
+// CheckPass is Queue.CheckPass: the Scheduler stands for the queue wherever freeing a slot must refill it.
+func (s *Scheduler) CheckPass(ctx context.Context, c Claims) error { return s.q.CheckPass(ctx, c) }
+
+// Close is Queue.Close.
+func (s *Scheduler) Close(ctx context.Context, screening string) error {
+	return s.q.Close(ctx, screening)
 }
 
 // Run keeps one admission loop per screening on sale until ctx ends, and waits for them to stop.
@@ -83,8 +127,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// loop ticks one screening at each wall-clock multiple of the interval.
+// loop ticks one screening at each wall-clock multiple of the interval, and refills freed slots when woken.
 func (s *Scheduler) loop(ctx context.Context, screening string) {
+	wake := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.wakes[screening] = wake
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.wakes, screening)
+		s.mu.Unlock()
+	}()
 	interval := s.settings.Interval
 	timer := time.NewTimer(time.Until(nextTick(time.Now(), interval)))
 	defer timer.Stop()
@@ -97,8 +150,42 @@ func (s *Scheduler) loop(ctx context.Context, screening string) {
 				s.log.Error("admission: tick failed", "screening", screening, "err", err)
 			}
 			timer.Reset(time.Until(nextTick(time.Now(), interval)))
+		case <-wake:
+			if _, err := s.Refill(ctx, screening, time.Now()); err != nil && ctx.Err() == nil {
+				s.log.Error("admission: refill failed", "screening", screening, "err", err)
+			}
 		}
 	}
+}
+
+// Refill admits into the slots freed since the last admission, now, and tells every instance.
+func (s *Scheduler) Refill(ctx context.Context, screening string, now time.Time) (TickResult, error) {
+	res, err := s.q.Refill(ctx, screening, now, s.settings)
+	if err != nil {
+		s.metrics.Failures.WithLabelValues(screening).Inc()
+		return res, err
+	}
+	if res.Skip != "" {
+		return res, nil
+	}
+	s.metrics.Refills.WithLabelValues(screening).Inc()
+	s.metrics.Admitted.WithLabelValues(screening).Add(float64(len(res.Admitted)))
+	s.metrics.Waiting.WithLabelValues(screening).Set(float64(res.Waiting))
+	s.metrics.Active.WithLabelValues(screening).Set(float64(res.Active))
+	return res, s.publishTick(ctx, res)
+}
+
+// publishTick tells every instance what an admission changed.
+func (s *Scheduler) publishTick(ctx context.Context, res TickResult) error {
+	ev := Event{Kind: EventTick, Screening: res.Screening, TickAtMs: res.TickAt.UnixMilli(), Admitted: res.Admitted, Total: res.Waiting}
+	if len(res.Admitted) > 0 {
+		ev.ExpiresAtMs = res.ExpiresAt.UnixMilli()
+	}
+	if err := s.q.publish(ctx, res.Screening, ev); err != nil {
+		// The admitted still hold their slots: a reconnect with the token hands them their pass.
+		return fmt.Errorf("queue: %s admitted %d but could not tell them: %w", res.Screening, len(res.Admitted), err)
+	}
+	return nil
 }
 
 func nextTick(now time.Time, interval time.Duration) time.Time {
@@ -156,14 +243,7 @@ func (s *Scheduler) tick(ctx context.Context, screening string, now time.Time) (
 		return res, err
 	}
 	if res.Moved {
-		ev := Event{Kind: EventTick, Screening: screening, TickAtMs: now.UnixMilli(), Admitted: res.Admitted, Total: res.Waiting}
-		if len(res.Admitted) > 0 {
-			ev.ExpiresAtMs = res.ExpiresAt.UnixMilli()
-		}
-		if err := s.q.publish(ctx, screening, ev); err != nil {
-			// The admitted still hold their slots: a reconnect with the token hands them their pass.
-			return res, fmt.Errorf("queue: tick %s admitted %d but could not tell them: %w", screening, len(res.Admitted), err)
-		}
+		return res, s.publishTick(ctx, res)
 	}
 	return res, nil
 }

@@ -47,8 +47,8 @@ func main() {
 var (
 	_ hub.Positions        = (*queue.Queue)(nil)
 	_ hub.Passes           = (*queue.Passes)(nil)
-	_ hub.Leaver           = (*queue.Queue)(nil)
-	_ booking.Admissions   = (*queue.Queue)(nil)
+	_ hub.Leaver           = (*queue.Scheduler)(nil)
+	_ booking.Admissions   = (*queue.Scheduler)(nil)
 	_ booking.PassVerifier = (*queue.Passes)(nil)
 	_ queue.Screenings     = (*booking.Store)(nil)
 )
@@ -102,14 +102,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		collectors.NewDBStatsCollector(db.DB, "waitroom"))
 	q := queue.New(rdb, cfg.Redis.Prefix)
 	passes := queue.NewPasses(secret)
-	book := booking.New(store, rdb, cfg.Redis.Prefix, q, passes, booking.Settings{
-		LockWait: cfg.Booking.LockWait, LockLease: cfg.Booking.LockLease, MaxSeats: cfg.Booking.MaxSeats,
-	})
-	h := hub.New(q, passes, q, reg, log)
 	sched := queue.NewScheduler(q, store, queue.Settings{
 		Interval: cfg.Admission.Interval, BatchSize: cfg.Admission.BatchSize, MaxActive: cfg.Admission.MaxActive,
 		ActiveTTL: cfg.Admission.ActiveTTL, LockTTL: cfg.Admission.LockTTL,
 	}, instanceID(), queue.NewMetrics(reg), log)
+	// The scheduler stands for the queue where a slot is freed (a reservation, a leave), so it refills at once.
+	book := booking.New(store, rdb, cfg.Redis.Prefix, sched, passes, booking.Settings{
+		LockWait: cfg.Booking.LockWait, LockLease: cfg.Booking.LockLease, MaxSeats: cfg.Booking.MaxSeats,
+	})
+	h := hub.New(q, passes, sched, reg, log)
 	srv := server.New(server.Deps{
 		Queue: q, Store: store, Booking: book, Hub: h, Redis: rdb, Gatherer: reg,
 		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Log: log,

@@ -278,7 +278,7 @@ func TestRegisterReconnectAdmitReserve(t *testing.T) {
 			t.Fatalf("second use of a pass: %d %v, want 410 PASS_SPENT", code, body)
 		}
 
-		// A's reservation freed its slot at once: B is admitted at the next tick, and A1 is taken.
+		// A's reservation freed its slot, and the slot is refilled at once: B is admitted, and A1 is taken.
 		admB, _ := b.until("admitted", 10*time.Second)
 		if code, body := srv.reserve(t, "demo", admB.Pass, "A1"); code != http.StatusConflict || errorCode(body) != "SEAT_TAKEN" {
 			t.Fatalf("taken seat: %d %v, want 409 SEAT_TAKEN", code, body)

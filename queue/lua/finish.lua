@@ -3,6 +3,7 @@
 --
 -- KEYS[1] active  ZSET token -> admission expiry (Unix ms)
 -- KEYS[2] spent   ZSET pass id -> pass expiry (Unix ms)
+-- KEYS[3] freed   STRING slots freed since the last admission (a refill admits that many)
 -- ARGV[1] token
 -- ARGV[2] pass expiry, Unix ms (the admission the pass belongs to)
 -- ARGV[3] pass id
@@ -11,6 +12,8 @@
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if held and tonumber(held) == tonumber(ARGV[2]) then
-  return redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('INCR', KEYS[3])
+  return 1
 end
 return 0
