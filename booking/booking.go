@@ -8,7 +8,10 @@ package booking
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -33,6 +36,11 @@ var (
 	ErrSeatTaken = errors.New("seat already taken")
 	// ErrBadRequest: the seat list is empty, too long, repeats a seat, or names a seat that does not exist.
 	ErrBadRequest = errors.New("bad request")
+	// ErrLockLost: the request's seat locks lapsed before it could commit (a newer holder took them); it
+	// booked nothing.
+	ErrLockLost = errors.New("seat hold expired before the reservation committed")
+	// ErrIdempotencyMismatch: an Idempotency-Key already reserved other seats.
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with another request")
 )
 
 // TakenError names the seats that were already sold.
@@ -76,9 +84,12 @@ var (
 	//go:embed lua/lock.lua
 	lockLua string
 	//go:embed lua/unlock.lua
-	unlockLua    string
+	unlockLua string
+	//go:embed lua/held.lua
+	heldLua      string
 	lockScript   = redis.NewScript(lockLua)
 	unlockScript = redis.NewScript(unlockLua)
+	holdScript   = redis.NewScript(heldLua)
 
 	seatRe = regexp.MustCompile(`^[A-Z]{1,3}[0-9]{1,4}$`)
 )
@@ -100,12 +111,18 @@ type Booking struct {
 	settings   Settings
 
 	mu       sync.Mutex
-	catalogs map[string]map[string]bool // screening -> seat ids; seats never change once created
+	catalogs map[string]*catalog // seats never change once created
+
+	// Tests only: afterFence runs inside the transaction after the fence is written (to pause a holder
+	// past its lease); noHeldCheck skips the check before commit (so a lapsed holder reaches the fence and
+	// the UNIQUE constraint, the guards behind it).
+	afterFence  func()
+	noHeldCheck bool
 }
 
 // New returns the reservation service over store, with seat locks in rdb under prefix.
 func New(store *Store, rdb redis.UniversalClient, prefix string, a Admissions, p PassVerifier, s Settings) *Booking {
-	return &Booking{store: store, rdb: rdb, prefix: prefix, admissions: a, passes: p, settings: s, catalogs: map[string]map[string]bool{}}
+	return &Booking{store: store, rdb: rdb, prefix: prefix, admissions: a, passes: p, settings: s, catalogs: map[string]*catalog{}}
 }
 
 // ParseSeats checks a requested seat list against a screening's catalog: 1..max seats, each once, each
@@ -123,7 +140,7 @@ func (b *Booking) ParseSeats(ctx context.Context, screening string, seats []stri
 	}
 	out := make([]string, 0, len(seats))
 	for _, s := range seats {
-		if !seatRe.MatchString(s) || !cat[s] {
+		if !seatRe.MatchString(s) || !cat.ids[s] {
 			return nil, fmt.Errorf("booking: %w: no seat %q in %s", ErrBadRequest, truncate(s, 16), screening)
 		}
 		out = append(out, s)
@@ -151,7 +168,7 @@ func truncate(s string, n int) string {
 	return s
 }
 
-func (b *Booking) catalog(ctx context.Context, screening string) (map[string]bool, error) {
+func (b *Booking) catalog(ctx context.Context, screening string) (*catalog, error) {
 	b.mu.Lock()
 	cat, ok := b.catalogs[screening]
 	b.mu.Unlock()
@@ -168,10 +185,20 @@ func (b *Booking) catalog(ctx context.Context, screening string) (map[string]boo
 	return cat, nil
 }
 
-// Reserve books seats of screening for the holder of pass: check the screening exists, verify the pass and that its admission still
-// holds the slot; lock every seat at once (waiting up to lock_wait); write in one transaction; release the
-// locks after commit; spend the pass and free the slot; close the line if that was the last seat.
+// Reserve books seats of screening for the holder of pass, without an Idempotency-Key.
 func (b *Booking) Reserve(ctx context.Context, screening, pass string, seats []string) (Reservation, error) {
+	return b.ReserveOnce(ctx, screening, pass, "", seats)
+}
+
+// ReserveOnce books seats of screening for the holder of pass: check the screening exists, verify the pass
+// and that its admission still holds the slot; lock every seat at once (waiting up to lock_wait); write in
+// one transaction, fenced; release the locks after commit; spend the pass and free the slot; close the line
+// if that was the last seat.
+//
+// With an idempotency key, a retry of a request that reserved (same key, same screening and seats) returns
+// that reservation again instead of an error, and the same key with other seats is ErrIdempotencyMismatch.
+// Only reservations are remembered: a request that failed booked nothing, and its retry runs anew.
+func (b *Booking) ReserveOnce(ctx context.Context, screening, pass, key string, seats []string) (Reservation, error) {
 	if err := b.Exists(ctx, screening); err != nil {
 		return Reservation{}, err
 	}
@@ -183,8 +210,49 @@ func (b *Booking) Reserve(ctx context.Context, screening, pass string, seats []s
 	if err != nil {
 		return Reservation{}, err
 	}
+	hash := requestHash(screening, seats)
+	r, err := b.reserve(ctx, claims, key, hash, seats)
+	if key != "" && err != nil && !errors.As(err, new(*AfterCommitError)) && mayBeRetry(err) {
+		return b.replay(ctx, claims, key, hash, err)
+	}
+	return r, err
+}
+
+// mayBeRetry tells the errors a retry of a request that already reserved runs into: its pass is spent, its
+// seats are sold (or held by the first attempt still finishing), or the screening sold out.
+func mayBeRetry(err error) bool {
+	return errors.Is(err, queue.ErrPassSpent) || errors.Is(err, queue.ErrNotActive) ||
+		errors.Is(err, ErrSeatTaken) || errors.Is(err, ErrSeatLocked) || errors.Is(err, ErrSoldOut)
+}
+
+// replay answers a retry: the reservation this pass made under key, or the original error if there is none.
+func (b *Booking) replay(ctx context.Context, claims queue.Claims, key, hash string, original error) (Reservation, error) {
+	prev, prevKey, prevHash, err := b.store.byPass(ctx, claims.ID)
+	switch {
+	case errors.Is(err, sql.ErrNoRows) || (err == nil && prevKey != key):
+		return Reservation{}, original
+	case err != nil:
+		return Reservation{}, errors.Join(original, fmt.Errorf("booking: idempotency lookup: %w", err))
+	case prevHash != hash:
+		return Reservation{}, fmt.Errorf("booking: key %q was used for other seats: %w", truncate(key, 32), ErrIdempotencyMismatch)
+	}
+	return prev, nil
+}
+
+// requestHash names what a request asked for, to tell a retry from another request under the same key.
+func requestHash(screening string, sortedSeats []string) string {
+	sum := sha256.Sum256([]byte(screening + "\x00" + strings.Join(sortedSeats, ",")))
+	return hex.EncodeToString(sum[:])
+}
+
+func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash string, seats []string) (Reservation, error) {
+	screening := claims.Screening
 	if err := b.admissions.CheckPass(ctx, claims); err != nil {
 		return Reservation{}, fmt.Errorf("booking: %w", err)
+	}
+	cat, err := b.catalog(ctx, screening)
+	if err != nil {
+		return Reservation{}, err
 	}
 
 	owner := queue.NewToken()
@@ -203,7 +271,17 @@ func (b *Booking) Reserve(ctx context.Context, screening, pass string, seats []s
 		_ = unlockScript.Run(ctx, b.rdb, lockKeys[2:], owner).Err()
 	}()
 
-	r, err := b.store.insert(ctx, screening, claims.Token, claims.ID, seats)
+	r, err := b.store.insert(ctx, write{
+		screening: screening, holder: claims.Token, passID: claims.ID, seats: seats, total: len(cat.seats),
+		idempotencyKey: key, hash: hash, afterFence: b.afterFence,
+		stillHeld: func(ctx context.Context) (bool, error) {
+			if b.noHeldCheck {
+				return true, nil
+			}
+			n, err := holdScript.Run(ctx, b.rdb, lockKeys[2:], owner).Int()
+			return n == 1, err
+		},
+	})
 	var after []error
 	var committed *AfterCommitError
 	if errors.As(err, &committed) {
@@ -303,4 +381,49 @@ func (b *Booking) Exists(ctx context.Context, screening string) error {
 	}
 	_, err := b.catalog(ctx, screening)
 	return err
+}
+
+// soldSentinel marks a screening's sold set in Redis as loaded from SQL; it is never a seat id.
+const soldSentinel = "-"
+
+// Seats returns the seat map without touching SQL: the catalog (in memory, it never changes) and the sold
+// set in Redis that every committed reservation adds to. A sold set Redis does not have (first use, or
+// after a Redis restart) is loaded from SQL once and marked with a sentinel.
+func (b *Booking) Seats(ctx context.Context, screening string) ([]SeatStatus, error) {
+	cat, err := b.catalog(ctx, screening)
+	if err != nil {
+		return nil, err
+	}
+	key := queue.Key(b.prefix, screening, "sold")
+	members, err := b.rdb.SMembers(ctx, key).Result()
+	if err != nil {
+		return nil, fmt.Errorf("booking: seat map of %s: %w", screening, err)
+	}
+	if !slices.Contains(members, soldSentinel) {
+		sold, err := b.store.soldSeats(ctx, screening)
+		if err != nil {
+			return nil, err
+		}
+		add := make([]any, 0, len(sold)+1)
+		add = append(add, soldSentinel)
+		for _, s := range sold {
+			add = append(add, s)
+		}
+		if err := b.rdb.SAdd(ctx, key, add...).Err(); err != nil {
+			return nil, fmt.Errorf("booking: seat map of %s: %w", screening, err)
+		}
+		members = append(members, sold...)
+	}
+	soldSet := make(map[string]bool, len(members))
+	for _, m := range members {
+		soldSet[m] = true
+	}
+	out := make([]SeatStatus, len(cat.seats))
+	for i, s := range cat.seats {
+		out[i] = SeatStatus{ID: s.ID, Row: s.Row, Number: s.Number, Status: "available"}
+		if soldSet[s.ID] {
+			out[i].Status = "sold"
+		}
+	}
+	return out, nil
 }

@@ -185,6 +185,7 @@ type outcomes struct {
 	locked     int
 	spent      int
 	soldOut    int
+	lockLost   int
 	unexpected []error
 }
 
@@ -202,14 +203,16 @@ func (o *outcomes) add(r booking.Reservation, err error) {
 		o.spent++
 	case errors.Is(err, booking.ErrSoldOut):
 		o.soldOut++
+	case errors.Is(err, booking.ErrLockLost):
+		o.lockLost++
 	default:
 		o.unexpected = append(o.unexpected, err)
 	}
 }
 
 func (o *outcomes) String() string {
-	return fmt.Sprintf("%d won, %d taken, %d locked, %d spent, %d sold out, %d unexpected %v",
-		len(o.won), o.taken, o.locked, o.spent, o.soldOut, len(o.unexpected), first(o.unexpected, 3))
+	return fmt.Sprintf("%d won, %d taken, %d locked, %d spent, %d sold out, %d lock lost, %d unexpected %v",
+		len(o.won), o.taken, o.locked, o.spent, o.soldOut, o.lockLost, len(o.unexpected), first(o.unexpected, 3))
 }
 
 func first(errs []error, n int) []error {

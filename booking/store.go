@@ -216,20 +216,38 @@ func (s *Store) Seats(ctx context.Context, screening string) ([]SeatStatus, erro
 	return out, nil
 }
 
-// catalog loads the seat ids of a screening (they never change once created).
-func (s *Store) catalog(ctx context.Context, screening string) (map[string]bool, error) {
-	var ids []string
-	if err := s.db.SelectContext(ctx, &ids, s.db.Rebind(`SELECT seat_id FROM seats WHERE screening_id = ?`), screening); err != nil {
+// catalog is a screening's seats, which never change once created: the map for checks, the list (in map
+// order) for the seat map.
+type catalog struct {
+	ids   map[string]bool
+	seats []Seat
+}
+
+// catalog loads the seats of a screening.
+func (s *Store) catalog(ctx context.Context, screening string) (*catalog, error) {
+	var seats []Seat
+	err := s.db.SelectContext(ctx, &seats, s.db.Rebind(`SELECT seat_id, row_label, number FROM seats
+		WHERE screening_id = ? ORDER BY LENGTH(row_label), row_label, number`), screening)
+	if err != nil {
 		return nil, fmt.Errorf("booking: catalog of %s: %w", screening, err)
 	}
-	if len(ids) == 0 {
+	if len(seats) == 0 {
 		return nil, fmt.Errorf("booking: catalog of %q: %w", screening, ErrUnknownScreening)
 	}
-	set := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		set[id] = true
+	c := &catalog{ids: make(map[string]bool, len(seats)), seats: seats}
+	for _, seat := range seats {
+		c.ids[seat.ID] = true
 	}
-	return set, nil
+	return c, nil
+}
+
+// soldSeats lists the seats of a screening that are sold.
+func (s *Store) soldSeats(ctx context.Context, screening string) ([]string, error) {
+	sold := []string{}
+	if err := s.db.SelectContext(ctx, &sold, s.db.Rebind(`SELECT seat_id FROM reservation_seats WHERE screening_id = ?`), screening); err != nil {
+		return nil, fmt.Errorf("booking: sold seats of %s: %w", screening, err)
+	}
+	return sold, nil
 }
 
 // Reservation is a committed booking of one pass.
@@ -239,31 +257,61 @@ type Reservation struct {
 	Seats     []string  `json:"seats"`
 	CreatedAt time.Time `json:"created_at"`
 	// SeatsLeft is how many seats of the screening are still available after this reservation (-1 when the
-	// count failed after commit).
-	SeatsLeft int `json:"seats_left"`
+	// count failed after commit). Not sent: a replayed response must equal the first one.
+	SeatsLeft int `json:"-"`
 }
 
-// insert writes a reservation of seats (sorted, known) for a pass in one transaction. Seats already sold are
-// ErrSeatTaken (found by a read, or by the UNIQUE constraint if a race slipped past the Redis locks), a pass
-// that already reserved is ErrPassSpent, and a screening with no seat left is ErrSoldOut.
-func (s *Store) insert(ctx context.Context, screening, holder, passID string, seats []string) (Reservation, error) {
+// write is one reservation to insert.
+type write struct {
+	screening, holder, passID string
+	seats                     []string // sorted, known
+	total                     int      // the screening's seat count
+	idempotencyKey, hash      string
+	// stillHeld reports, right before commit, whether the caller still holds every seat lock (nil: skip).
+	stillHeld func(ctx context.Context) (bool, error)
+	// afterFence runs after the fence is written (tests pause here to let a lease run out).
+	afterFence func()
+}
+
+// insert writes a reservation in one transaction. It takes the next fencing number and writes it on the
+// seat rows only where it is higher than what is there, so a lock holder whose lease ran out never writes
+// over a newer holder's work (ErrLockLost); seats already sold are ErrSeatTaken (by a read, or by the UNIQUE
+// constraint if a race slipped past the Redis locks); a pass that already reserved is ErrPassSpent; a
+// screening with no seat left is ErrSoldOut; and a holder who lost its locks by commit time is ErrLockLost.
+func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
 	}
 	defer tx.Rollback()
 
-	var total, sold int
-	if err := tx.GetContext(ctx, &total, tx.Rebind(`SELECT COUNT(*) FROM seats WHERE screening_id = ?`), screening); err != nil {
+	fence, err := s.nextFence(ctx, tx)
+	if err != nil {
+		return Reservation{}, err
+	}
+	q, args, err := sqlx.In(`UPDATE seats SET fence = ? WHERE screening_id = ? AND seat_id IN (?) AND fence < ?`, fence, w.screening, w.seats, fence)
+	if err != nil {
 		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
 	}
-	if err := tx.GetContext(ctx, &sold, tx.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ?`), screening); err != nil {
+	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("booking: reserve: fence: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != int64(len(w.seats)) {
+		return Reservation{}, fmt.Errorf("booking: reserve: a newer holder fenced the seats: %w", ErrLockLost)
+	}
+	if w.afterFence != nil {
+		w.afterFence()
+	}
+
+	var sold int
+	if err := tx.GetContext(ctx, &sold, tx.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ?`), w.screening); err != nil {
 		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
 	}
-	if sold >= total {
-		return Reservation{}, fmt.Errorf("booking: reserve in %s: %w", screening, ErrSoldOut)
+	if sold >= w.total {
+		return Reservation{}, fmt.Errorf("booking: reserve in %s: %w", w.screening, ErrSoldOut)
 	}
-	q, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, screening, seats)
+	q, args, err = sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, w.screening, w.seats)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
 	}
@@ -276,30 +324,82 @@ func (s *Store) insert(ctx context.Context, screening, holder, passID string, se
 		return Reservation{}, &TakenError{Seats: taken}
 	}
 
-	r := Reservation{Screening: screening, Seats: seats, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-	err = tx.GetContext(ctx, &r.ID, tx.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, created_at)
-		VALUES (?, ?, ?, ?) RETURNING id`), screening, holder, passID, r.CreatedAt)
+	r := Reservation{Screening: w.screening, Seats: w.seats, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+	err = tx.GetContext(ctx, &r.ID, tx.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, created_at, idempotency_key, request_hash)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`), w.screening, w.holder, w.passID, r.CreatedAt, nullable(w.idempotencyKey), w.hash)
 	if err != nil {
-		return Reservation{}, s.constraint(err, seats)
+		return Reservation{}, s.constraint(err, w.seats)
 	}
-	for _, seat := range seats {
-		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO reservation_seats (reservation_id, screening_id, seat_id)
-			VALUES (?, ?, ?)`), r.ID, screening, seat); err != nil {
+	for _, seat := range w.seats {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO reservation_seats (reservation_id, screening_id, seat_id, fence)
+			VALUES (?, ?, ?, ?)`), r.ID, w.screening, seat, fence); err != nil {
 			return Reservation{}, s.constraint(err, []string{seat})
 		}
 	}
+	if w.stillHeld != nil {
+		held, err := w.stillHeld(ctx)
+		if err != nil {
+			return Reservation{}, fmt.Errorf("booking: reserve: check locks before commit: %w", err)
+		}
+		if !held {
+			return Reservation{}, fmt.Errorf("booking: reserve: the seat locks lapsed before commit: %w", ErrLockLost)
+		}
+	}
 	if err := tx.Commit(); err != nil {
-		return Reservation{}, s.constraint(err, seats)
+		return Reservation{}, s.constraint(err, w.seats)
 	}
 	// Counted after commit, not inside the transaction: two reservations committing side by side each see
 	// only their own insert in there, and neither would notice it sold the last seat. After commit, the
 	// later of them sees both.
-	if err := s.db.GetContext(ctx, &sold, s.db.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ?`), screening); err != nil {
+	if err := s.db.GetContext(ctx, &sold, s.db.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ?`), w.screening); err != nil {
 		r.SeatsLeft = -1
 		return r, &AfterCommitError{Err: fmt.Errorf("booking: reserve: count after commit: %w", err)}
 	}
-	r.SeatsLeft = total - sold
+	r.SeatsLeft = w.total - sold
 	return r, nil
+}
+
+// nextFence takes the next fencing number: a PostgreSQL sequence, or SQLite's sequences row.
+func (s *Store) nextFence(ctx context.Context, tx *sqlx.Tx) (int64, error) {
+	q := `SELECT nextval('seat_fence')`
+	if s.db.DriverName() == "sqlite" {
+		q = `UPDATE sequences SET value = value + 1 WHERE name = 'seat_fence' RETURNING value`
+	}
+	var fence int64
+	if err := tx.GetContext(ctx, &fence, q); err != nil {
+		return 0, fmt.Errorf("booking: reserve: fencing number: %w", err)
+	}
+	return fence, nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// byPass returns the reservation a pass made, with the Idempotency-Key and body hash of its request, or
+// sql.ErrNoRows.
+func (s *Store) byPass(ctx context.Context, passID string) (Reservation, string, string, error) {
+	var row struct {
+		ID        int64          `db:"id"`
+		Screening string         `db:"screening_id"`
+		CreatedAt time.Time      `db:"created_at"`
+		Key       sql.NullString `db:"idempotency_key"`
+		Hash      sql.NullString `db:"request_hash"`
+	}
+	err := s.db.GetContext(ctx, &row, s.db.Rebind(`SELECT id, screening_id, created_at, idempotency_key, request_hash
+		FROM reservations WHERE pass_id = ?`), passID)
+	if err != nil {
+		return Reservation{}, "", "", err
+	}
+	// SeatsLeft is not known for a past reservation: -1, as when the count after commit failed.
+	r := Reservation{ID: row.ID, Screening: row.Screening, CreatedAt: row.CreatedAt.UTC(), Seats: []string{}, SeatsLeft: -1}
+	if err := s.db.SelectContext(ctx, &r.Seats, s.db.Rebind(`SELECT seat_id FROM reservation_seats WHERE reservation_id = ? ORDER BY seat_id`), r.ID); err != nil {
+		return Reservation{}, "", "", err
+	}
+	return r, row.Key.String, row.Hash.String, nil
 }
 
 // constraint turns a unique violation into the booking error it stands for.
@@ -329,9 +429,9 @@ func (s *Store) constraint(err error, seats []string) error {
 
 // Seat is one seat of a screening's catalog.
 type Seat struct {
-	ID     string
-	Row    string
-	Number int
+	ID     string `db:"seat_id"`
+	Row    string `db:"row_label"`
+	Number int    `db:"number"`
 }
 
 // Grid returns rows × perRow seats: rows A, B, … Z, AA, AB, …; seats numbered from 1 ("A1" … "J10").

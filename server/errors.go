@@ -36,6 +36,12 @@ func classify(err error) (int, apiErrorBody) {
 		return http.StatusConflict, apiErrorBody{Code: "SEAT_TAKEN", Message: "a requested seat is already sold", Seats: taken.Seats}
 	case errors.As(err, &locked):
 		return http.StatusConflict, apiErrorBody{Code: "SEAT_LOCKED", Message: "a requested seat is being reserved by someone else; pick another or retry", Seats: []string{locked.Seat}}
+	case errors.Is(err, booking.ErrLockLost):
+		return http.StatusConflict, apiErrorBody{Code: "LOCK_EXPIRED", Message: "your hold on the seats expired before the reservation completed; nothing was booked, try again"}
+	case errors.Is(err, booking.ErrIdempotencyMismatch):
+		return http.StatusUnprocessableEntity, apiErrorBody{Code: "IDEMPOTENCY_KEY_REUSED", Message: "this Idempotency-Key already reserved other seats"}
+	case errors.Is(err, errBadKey):
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: "Idempotency-Key must be 1 to 255 visible ASCII characters"}
 	case errors.Is(err, booking.ErrSoldOut):
 		return http.StatusConflict, apiErrorBody{Code: "SOLD_OUT", Message: "no seat is left"}
 	case errors.Is(err, queue.ErrPassSpent):
@@ -67,7 +73,10 @@ func classify(err error) (int, apiErrorBody) {
 	return http.StatusInternalServerError, apiErrorBody{Code: "INTERNAL", Message: "internal error"}
 }
 
-var errBadBody = errors.New("bad body")
+var (
+	errBadBody = errors.New("bad body")
+	errBadKey  = errors.New("bad idempotency key")
+)
 
 // unwrapMessage is the message of a booking error without its package prefix.
 func unwrapMessage(err error) string {

@@ -228,10 +228,7 @@ func (s *Server) getScreening(c echo.Context) error {
 func (s *Server) getSeats(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	if err := s.Booking.Exists(ctx, id); err != nil {
-		return err
-	}
-	seats, err := s.Store.Seats(ctx, id)
+	seats, err := s.Booking.Seats(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -296,7 +293,11 @@ func (s *Server) reserve(c echo.Context) error {
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
 		return errBadBody
 	}
-	r, err := s.Booking.Reserve(ctx, c.Param("id"), pass, body.Seats)
+	key := c.Request().Header.Get("Idempotency-Key")
+	if !validKey(key) {
+		return errBadKey
+	}
+	r, err := s.Booking.ReserveOnce(ctx, c.Param("id"), pass, key, body.Seats)
 	var after *booking.AfterCommitError
 	if errors.As(err, &after) {
 		s.Log.Warn("reserve: committed, follow-up failed", "screening", c.Param("id"), "err", err)
@@ -306,6 +307,22 @@ func (s *Server) reserve(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, r)
+}
+
+// maxKeyLen bounds an Idempotency-Key (a UUID is 36 characters).
+const maxKeyLen = 255
+
+// validKey accepts an absent key or 1..255 visible ASCII characters.
+func validKey(key string) bool {
+	if len(key) > maxKeyLen {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // socket is the waiting room: register (or find) the token, say where it stands, then push.

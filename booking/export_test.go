@@ -1,0 +1,9 @@
+package booking
+
+// SetAfterFence makes every reservation of b call fn inside its transaction right after the fence is
+// written: a test pauses there so the holder's lease runs out mid-transaction.
+func SetAfterFence(b *Booking, fn func()) { b.afterFence = fn }
+
+// SkipHeldCheck makes b commit without checking that it still holds its seat locks, so a holder whose
+// lease lapsed reaches the fence and the UNIQUE constraint: the guards a test of them needs to reach.
+func SkipHeldCheck(b *Booking) { b.noHeldCheck = true }
