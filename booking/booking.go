@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -94,11 +96,12 @@ var (
 	seatRe = regexp.MustCompile(`^[A-Z]{1,3}[0-9]{1,4}$`)
 )
 
-// lockRetry bounds the pause between two tries for a held seat lock; the pause is jittered so waiters do
-// not retry in step.
+// The pause between two tries for a held seat lock starts at lockRetryFirst and doubles up to lockRetryCap,
+// each one jittered over its upper half: a crowd waiting on one seat retries a few times, not in step, and
+// does not flood Redis while the holder commits.
 const (
-	lockRetryMin = 5 * time.Millisecond
-	lockRetryMax = 40 * time.Millisecond
+	lockRetryFirst = 16 * time.Millisecond
+	lockRetryCap   = 64 * time.Millisecond
 )
 
 // Booking reserves seats.
@@ -112,6 +115,7 @@ type Booking struct {
 
 	mu       sync.Mutex
 	catalogs map[string]*catalog // seats never change once created
+	loading  singleflight.Group  // one SQL load per screening however many requests miss at once
 
 	// Tests only: afterFence runs inside the transaction after the fence is written (to pause a holder
 	// past its lease); noHeldCheck skips the check before commit (so a lapsed holder reaches the fence and
@@ -175,14 +179,20 @@ func (b *Booking) catalog(ctx context.Context, screening string) (*catalog, erro
 	if ok {
 		return cat, nil
 	}
-	cat, err := b.store.catalog(ctx, screening)
+	v, err, _ := b.loading.Do(screening, func() (any, error) {
+		cat, err := b.store.catalog(ctx, screening)
+		if err != nil {
+			return nil, err
+		}
+		b.mu.Lock()
+		b.catalogs[screening] = cat
+		b.mu.Unlock()
+		return cat, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	b.catalogs[screening] = cat
-	b.mu.Unlock()
-	return cat, nil
+	return v.(*catalog), nil
 }
 
 // Reserve books seats of screening for the holder of pass, without an Idempotency-Key.
@@ -342,6 +352,7 @@ func (b *Booking) lock(ctx context.Context, keys []string, owner string, seats [
 		args = append(args, s)
 	}
 	deadline := time.Now().Add(b.settings.LockWait)
+	step := lockRetryFirst
 	for {
 		res, err := lockScript.Run(ctx, b.rdb, keys, args...).Slice()
 		if err != nil {
@@ -359,10 +370,13 @@ func (b *Booking) lock(ctx context.Context, keys []string, owner string, seats [
 		case -2:
 			return fmt.Errorf("booking: reserve: %w", ErrSoldOut)
 		}
-		pause := lockRetryMin + rand.N(lockRetryMax-lockRetryMin)
-		if time.Now().Add(pause).After(deadline) {
+		left := time.Until(deadline)
+		if left <= 0 {
 			return &LockedError{Seat: res[1].(string)}
 		}
+		// The last pause ends at the deadline, for one last try: a waiter waits all of lock_wait.
+		pause := min(step/2+rand.N(step/2), left)
+		step = min(2*step, lockRetryCap)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("booking: lock seats: %w", ctx.Err())
