@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test` (README.md).
 GO ?= go
 
-.PHONY: run test lint build
+.PHONY: run test lint build bench-booking
 
 # The embedded default: in-process Redis, SQLite under data/, the demo screening, a 1 s admission interval so
 # the line visibly moves. Any WAITROOM_* variable set in the environment wins.
@@ -23,3 +23,8 @@ lint:
 
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+# The seed-2 replay: 1,000 admitted users on 10 seats, the seed's SELECT … FOR UPDATE baseline beside our
+# reservation path and the HTTP floor, against the real Redis and PostgreSQL (docs/benchmarks.md).
+bench-booking:
+	$(GO) run ./bench/booking
