@@ -414,19 +414,20 @@ func (b *Booking) Seats(ctx context.Context, screening string) ([]SeatStatus, er
 		return nil, fmt.Errorf("booking: seat map of %s: %w", screening, err)
 	}
 	if !slices.Contains(members, soldSentinel) {
-		sold, err := b.store.soldSeats(ctx, screening)
+		fromSQL, err := b.store.Seats(ctx, screening)
 		if err != nil {
 			return nil, err
 		}
-		add := make([]any, 0, len(sold)+1)
-		add = append(add, soldSentinel)
-		for _, s := range sold {
-			add = append(add, s)
+		add := []any{soldSentinel}
+		for _, s := range fromSQL {
+			if s.Status == "sold" {
+				add = append(add, s.ID)
+				members = append(members, s.ID)
+			}
 		}
 		if err := b.rdb.SAdd(ctx, key, add...).Err(); err != nil {
 			return nil, fmt.Errorf("booking: seat map of %s: %w", screening, err)
 		}
-		members = append(members, sold...)
 	}
 	soldSet := make(map[string]bool, len(members))
 	for _, m := range members {

@@ -203,7 +203,8 @@ func (s *Store) OnSale(ctx context.Context, now time.Time) ([]string, error) {
 	return ids, nil
 }
 
-// Seats returns the seat map of a screening, in row and number order.
+// Seats returns the seat map of a screening from SQL, in row and number order. Booking.Seats serves the
+// map during a sale from caches; this is what fills them.
 func (s *Store) Seats(ctx context.Context, screening string) ([]SeatStatus, error) {
 	out := []SeatStatus{}
 	err := s.db.SelectContext(ctx, &out, s.db.Rebind(`SELECT t.seat_id, t.row_label, t.number,
@@ -239,15 +240,6 @@ func (s *Store) catalog(ctx context.Context, screening string) (*catalog, error)
 		c.ids[seat.ID] = true
 	}
 	return c, nil
-}
-
-// soldSeats lists the seats of a screening that are sold.
-func (s *Store) soldSeats(ctx context.Context, screening string) ([]string, error) {
-	sold := []string{}
-	if err := s.db.SelectContext(ctx, &sold, s.db.Rebind(`SELECT seat_id FROM reservation_seats WHERE screening_id = ?`), screening); err != nil {
-		return nil, fmt.Errorf("booking: sold seats of %s: %w", screening, err)
-	}
-	return sold, nil
 }
 
 // Reservation is a committed booking of one pass.
