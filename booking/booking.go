@@ -102,6 +102,8 @@ var (
 const (
 	lockRetryFirst = 16 * time.Millisecond
 	lockRetryCap   = 64 * time.Millisecond
+	// localHolderCheck is how long a waiter for a holder in this process sleeps if no release wakes it.
+	localHolderCheck = 250 * time.Millisecond
 )
 
 // Booking reserves seats.
@@ -116,6 +118,8 @@ type Booking struct {
 	mu       sync.Mutex
 	catalogs map[string]*catalog // seats never change once created
 	loading  singleflight.Group  // one SQL load per screening however many requests miss at once
+	released releases            // wakes this instance's waiters when a seat lock here is released
+	instance string              // starts every lock owner id of this process, so a waiter knows a local holder
 
 	// Tests only: afterFence runs inside the transaction after the fence is written (to pause a holder
 	// past its lease); noHeldCheck skips the check before commit (so a lapsed holder reaches the fence and
@@ -126,7 +130,8 @@ type Booking struct {
 
 // New returns the reservation service over store, with seat locks in rdb under prefix.
 func New(store *Store, rdb redis.UniversalClient, prefix string, a Admissions, p PassVerifier, s Settings) *Booking {
-	return &Booking{store: store, rdb: rdb, prefix: prefix, admissions: a, passes: p, settings: s, catalogs: map[string]*catalog{}}
+	return &Booking{store: store, rdb: rdb, prefix: prefix, admissions: a, passes: p, settings: s,
+		catalogs: map[string]*catalog{}, instance: queue.NewToken()[:12]}
 }
 
 // ParseSeats checks a requested seat list against a screening's catalog: 1..max seats, each once, each
@@ -265,7 +270,7 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 		return Reservation{}, err
 	}
 
-	owner := queue.NewToken()
+	owner := b.instance + "/" + queue.NewToken()
 	lockKeys := make([]string, 0, len(seats)+2)
 	lockKeys = append(lockKeys, queue.ClosedKey(b.prefix, screening), queue.Key(b.prefix, screening, "sold"))
 	for _, s := range seats {
@@ -279,6 +284,7 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
 		_ = unlockScript.Run(ctx, b.rdb, lockKeys[2:], owner).Err()
+		b.released.release(lockKeys[2:])
 	}()
 
 	r, err := b.store.insert(ctx, write{
@@ -353,6 +359,10 @@ func (b *Booking) lock(ctx context.Context, keys []string, owner string, seats [
 	}
 	deadline := time.Now().Add(b.settings.LockWait)
 	step := lockRetryFirst
+	keyOf := make(map[string]string, len(seats))
+	for i, s := range seats {
+		keyOf[s] = keys[i+2]
+	}
 	for {
 		res, err := lockScript.Run(ctx, b.rdb, keys, args...).Slice()
 		if err != nil {
@@ -374,13 +384,57 @@ func (b *Booking) lock(ctx context.Context, keys []string, owner string, seats [
 		if left <= 0 {
 			return &LockedError{Seat: res[1].(string)}
 		}
-		// The last pause ends at the deadline, for one last try: a waiter waits all of lock_wait.
-		pause := min(step/2+rand.N(step/2), left)
-		step = min(2*step, lockRetryCap)
+		// A holder in this process wakes us when it releases, so we only check in now and then (in case
+		// its lease runs out first); a holder elsewhere is polled with back-off. The last pause ends at the
+		// deadline, for one last try: a waiter waits all of lock_wait.
+		pause := step/2 + rand.N(step/2)
+		if holder, _ := res[2].(string); strings.HasPrefix(holder, b.instance+"/") {
+			pause = localHolderCheck
+		} else {
+			step = min(2*step, lockRetryCap)
+		}
+		pause = min(pause, left)
+		timer := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return fmt.Errorf("booking: lock seats: %w", ctx.Err())
-		case <-time.After(pause):
+		case <-b.released.wait(keyOf[res[1].(string)]):
+			timer.Stop() // released here: try again now, the seat is likely sold (marked before release)
+		case <-timer.C:
+		}
+	}
+}
+
+// releases lets a request waiting for a seat lock held by another request of this instance wake the
+// moment that lock is released, instead of at its next poll. A holder on another instance is still found
+// out by polling; a release between a failed try and the wait is too (the wait then ends by its timer).
+type releases struct {
+	mu      sync.Mutex
+	waiting map[string]chan struct{} // seat lock key -> closed when a request here releases it
+}
+
+func (r *releases) wait(key string) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waiting == nil {
+		r.waiting = map[string]chan struct{}{}
+	}
+	ch, ok := r.waiting[key]
+	if !ok {
+		ch = make(chan struct{})
+		r.waiting[key] = ch
+	}
+	return ch
+}
+
+func (r *releases) release(keys []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		if ch, ok := r.waiting[k]; ok {
+			close(ch)
+			delete(r.waiting, k)
 		}
 	}
 }

@@ -11,7 +11,7 @@
 -- ARGV[3..]    seat ids
 --
 -- Returns {1} when every lock is taken; {-2} when sold out; {-1, seat...} naming every requested seat that
--- is sold; {0, seat} naming a seat that is locked.
+-- is sold; {0, seat, holder} naming a seat that is locked and the owner id holding it.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {-2}
 end
@@ -25,8 +25,9 @@ if #sold > 1 then
   return sold
 end
 for i = 3, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    return {0, ARGV[i]}
+  local holder = redis.call('GET', KEYS[i])
+  if holder then
+    return {0, ARGV[i], holder}
   end
 end
 for i = 3, #KEYS do
