@@ -296,8 +296,8 @@ func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 		w.afterFence()
 	}
 
-	var sold int
-	if err := tx.GetContext(ctx, &sold, tx.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ?`), w.screening); err != nil {
+	sold, err := countSold(ctx, tx, w.screening)
+	if err != nil {
 		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
 	}
 	if sold >= w.total {
@@ -343,12 +343,22 @@ func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 	// Counted after commit, not inside the transaction: two reservations committing side by side each see
 	// only their own insert in there, and neither would notice it sold the last seat. After commit, the
 	// later of them sees both.
-	if err := s.db.GetContext(ctx, &sold, s.db.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ?`), w.screening); err != nil {
+	if sold, err = countSold(ctx, s.db, w.screening); err != nil {
 		r.SeatsLeft = -1
 		return r, &AfterCommitError{Err: fmt.Errorf("booking: reserve: count after commit: %w", err)}
 	}
 	r.SeatsLeft = w.total - sold
 	return r, nil
+}
+
+// countSold counts the sold seats of a screening, inside a transaction or not.
+func countSold(ctx context.Context, q interface {
+	sqlx.QueryerContext
+	Rebind(string) string
+}, screening string) (int, error) {
+	var n int
+	err := sqlx.GetContext(ctx, q, &n, q.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ?`), screening)
+	return n, err
 }
 
 // nextFence takes the next fencing number: a PostgreSQL sequence, or SQLite's sequences row.

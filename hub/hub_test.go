@@ -373,3 +373,50 @@ func TestBadClientMessageGetsAnError(t *testing.T) {
 		t.Errorf("Status after bad messages = %+v, %v; want waiting", e, err)
 	}
 }
+
+// TestCatchUpNeverFollowsNewerTickNews: a catch-up computed before a tick is dropped once that tick's
+// message is queued, so a socket never shows older news after newer.
+func TestCatchUpNeverFollowsNewerTickNews(t *testing.T) {
+	env := testenv.New(t, testenv.Embedded)
+	q := queue.New(env.Redis, env.Prefix)
+	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	token := queue.NewToken()
+	joined := make(chan *hub.Client, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
+		if err != nil {
+			return
+		}
+		c := h.Join(conn, "s1", token, nil)
+		joined <- c
+		h.Serve(req.Context(), c)
+	}))
+	defer srv.Close()
+	conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	defer conn.Close()
+	c := <-joined
+
+	stale := c.Mark()
+	h.Dispatch(context.Background(), queue.Event{Kind: queue.EventTick, Screening: "s1", TickAtMs: 1,
+		Admitted: []string{token}, ExpiresAtMs: time.Now().Add(time.Minute).UnixMilli()})
+	if c.SendUnlessTicked(stale, hub.PositionMessage(3, 9, 0)) {
+		t.Error("SendUnlessTicked with a mark from before the tick = true, want the stale catch-up dropped")
+	}
+	if !c.SendUnlessTicked(c.Mark(), hub.PositionMessage(3, 9, 0)) {
+		t.Error("SendUnlessTicked with a current mark = false, want it sent")
+	}
+	var first message
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := conn.ReadJSON(&first); err != nil || first.Type != "admitted" {
+		t.Errorf("first message = %+v, %v; want the tick's admitted", first, err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+}

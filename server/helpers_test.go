@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,24 +28,6 @@ func TestMain(m *testing.M) {
 
 var secret = []byte("test-secret-0123456789abcdef0123456789")
 
-// syncBuffer is the server's log: handlers write it while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // app is a server over one env, served by httptest, with the queue a test admits users from.
 type app struct {
 	env    *testenv.Env
@@ -57,14 +38,14 @@ type app struct {
 	hub    *hub.Hub
 	ts     *httptest.Server
 	client *http.Client
-	log    *syncBuffer
+	log    *testenv.SyncBuffer
 }
 
 // newApp serves screening s1 (2 rows of 5) over env; edit changes the dependencies before the server is built.
 func newApp(t *testing.T, env *testenv.Env, edit func(*server.Deps)) *app {
 	t.Helper()
 	env.Demo(t, "s1", 2, 5)
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	q := queue.New(env.Redis, env.Prefix)
 	passes := queue.NewPasses(secret)

@@ -115,10 +115,10 @@ func (s *Server) routes() {
 	}
 	s.e.GET("/ws/screenings/:id", s.socket)
 
-	// The pages: the list of screenings, the waiting room of one, and their assets.
-	s.e.GET("/", s.page("index.html"))
-	s.e.GET("/s/:id", s.page("room.html"))
-	// Revalidate the assets on every load, so a deploy never pairs new HTML with an old cached script.
+	// The pages: the list of screenings, the waiting room of one, and their assets. Revalidated on every
+	// load, so a deploy never pairs new HTML with an old cached script.
+	s.e.GET("/", page("index.html"), noCache)
+	s.e.GET("/s/:id", page("room.html"), noCache)
 	s.e.Group("/static", noCache).StaticFS("/", web.FS)
 }
 
@@ -129,16 +129,13 @@ func noCache(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// page serves one embedded HTML page; the page reads its screening id from the URL itself.
-func (s *Server) page(name string) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		b, err := fs.ReadFile(web.FS, name)
-		if err != nil {
-			return err
-		}
-		c.Response().Header().Set("Cache-Control", "no-cache")
-		return c.HTMLBlob(http.StatusOK, b)
+// page serves one embedded HTML page, read once; the page reads its screening id from the URL itself.
+func page(name string) echo.HandlerFunc {
+	b, err := fs.ReadFile(web.FS, name)
+	if err != nil {
+		panic(err) // the pages are embedded at build time
 	}
+	return func(c echo.Context) error { return c.HTMLBlob(http.StatusOK, b) }
 }
 
 // checkOrigin allows a socket from the server's own origin, from http.allowed_origins ("*" for any), and

@@ -6,6 +6,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -219,4 +220,23 @@ func (e *Env) Demo(t testing.TB, id string, rows, perRow int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SyncBuffer is an io.Writer a server writes (logs, run()'s stdout) while the test reads it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is everything written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,28 +20,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// syncBuffer is run()'s stdout: the test reads the URL line from it while run writes logs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // testServer is a run() started by a test.
 type testServer struct {
 	URL string
-	out *syncBuffer
+	out *testenv.SyncBuffer
 }
 
 // start calls run() on 127.0.0.1:0 with env's backends and the settings given, waits for /healthz, and stops
@@ -63,7 +44,7 @@ func start(t *testing.T, env *testenv.Env, settings map[string]string) *testServ
 		vars[k] = v
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"waitroom", "-config", ""}, func(k string) string { return vars[k] }, out)
