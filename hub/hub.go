@@ -30,8 +30,10 @@ const (
 	maxMessageSize = 512
 	// sendBuffer is how many messages may wait for a socket before it counts as too slow.
 	sendBuffer = 16
-	// ranksTimeout bounds the Redis round trip that computes the ranks of one tick.
-	ranksTimeout = 5 * time.Second
+	// redisTimeout bounds a Redis call the hub makes on its own (reading a line after a missed event).
+	redisTimeout = 5 * time.Second
+	// resubscribeEvery paces the retries of a screening's subscription after Redis refused or dropped it.
+	resubscribeEvery = time.Second
 )
 
 // Close codes the hub uses beyond RFC 6455's basics.
@@ -42,9 +44,12 @@ const (
 	CloseTryAgainLater = 1013
 )
 
-// Positions reports ranks in a screening's line.
-type Positions interface {
-	Ranks(ctx context.Context, screening string, tokens []string) (zeroBasedRanks []int64, total int64, err error)
+// Lines is where the hub learns how each screening's line moves: a subscription to its admission events,
+// the line read whole when an event was missed, and one token's standing to recover a missed admission.
+type Lines interface {
+	Subscribe(ctx context.Context, screening string, fn func(context.Context, queue.Event), subscribed func(context.Context)) error
+	Line(ctx context.Context, screening string) (queue.Line, error)
+	Status(ctx context.Context, screening, token string) (queue.Entry, error)
 }
 
 // Passes signs the pass of an admission.
@@ -59,25 +64,35 @@ type Leaver interface {
 
 // Hub holds this instance's sockets, grouped by screening.
 type Hub struct {
-	positions Positions
-	passes    Passes
-	leaver    Leaver
-	log       *slog.Logger
-	sockets   prometheus.Gauge
+	lines   Lines
+	passes  Passes
+	leaver  Leaver
+	log     *slog.Logger
+	sockets prometheus.Gauge
+	resyncs prometheus.Counter
 
-	mu       sync.Mutex
-	rooms    map[string]map[*Client]struct{}
-	draining bool
-	serving  sync.WaitGroup // one per Serve call; Shutdown waits for them
+	// ctx lives until Shutdown: the screenings' subscriptions run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	rooms     map[string]map[*Client]struct{}
+	following map[string]chan struct{} // screenings whose events this hub follows -> closed once subscribed
+	draining  bool
+	serving   sync.WaitGroup // one per Serve call; Shutdown waits for them
+	follows   sync.WaitGroup // one per followed screening
 }
 
 // New returns an empty hub; sockets counts its open sockets.
-func New(p Positions, passes Passes, l Leaver, reg prometheus.Registerer, log *slog.Logger) *Hub {
+func New(lines Lines, passes Passes, l Leaver, reg prometheus.Registerer, log *slog.Logger) *Hub {
+	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
-		positions: p, passes: passes, leaver: l, log: log, rooms: map[string]map[*Client]struct{}{},
+		lines: lines, passes: passes, leaver: l, log: log, ctx: ctx, cancel: cancel,
+		rooms: map[string]map[*Client]struct{}{}, following: map[string]chan struct{}{},
 		sockets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "waitroom", Subsystem: "hub", Name: "sockets", Help: "Open WebSocket connections on this instance."}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "line_reads_total", Help: "Lines read whole from Redis: at a subscription's start and after a missed event."}),
 	}
-	reg.MustRegister(h.sockets)
+	reg.MustRegister(h.sockets, h.resyncs)
 	return h
 }
 
@@ -87,6 +102,7 @@ type Client struct {
 	conn      *websocket.Conn
 	screening string
 	token     string
+	seq       int64 // the token's sequence number while waiting (queue.Line); 0 when it joined admitted
 	send      chan []byte
 
 	mu         sync.Mutex
@@ -111,10 +127,11 @@ func Reject(conn *websocket.Conn, msg []byte, code int, reason string) {
 	_ = conn.Close()
 }
 
-// Join adds a socket to the hub and starts its write pump; first is its first message. It returns nil (and
-// rejects the socket with 1012) when the hub is draining. first may be nil. The caller then calls Serve.
-func (h *Hub) Join(conn *websocket.Conn, screening, token string, first []byte) *Client {
-	c := &Client{hub: h, conn: conn, screening: screening, token: token, send: make(chan []byte, sendBuffer)}
+// Join adds a socket to the hub and starts its write pump; seq is the token's sequence number when it is
+// waiting (0 otherwise) and first its first message (may be nil). It returns nil (and rejects the socket with
+// 1012) when the hub is draining. The caller then calls Serve.
+func (h *Hub) Join(conn *websocket.Conn, screening, token string, seq int64, first []byte) *Client {
+	c := &Client{hub: h, conn: conn, screening: screening, token: token, seq: seq, send: make(chan []byte, sendBuffer)}
 	if first != nil {
 		c.send <- first
 	}
@@ -131,6 +148,7 @@ func (h *Hub) Join(conn *websocket.Conn, screening, token string, first []byte) 
 	}
 	room[c] = struct{}{}
 	h.serving.Add(1)
+	h.followLocked(screening)
 	h.mu.Unlock()
 	h.sockets.Inc()
 	go c.writePump()
@@ -306,13 +324,68 @@ func (h *Hub) clients(screening string) []*Client {
 	return out
 }
 
-// Dispatch tells this instance's sockets what an event means for them: after a tick, the admitted get their
-// pass and the waiting their new rank and the line's length; on sold out, everyone is told and closed.
-func (h *Hub) Dispatch(ctx context.Context, ev queue.Event) {
-	clients := h.clients(ev.Screening)
-	if len(clients) == 0 {
-		return
+// Follow makes the hub follow the screening's events (as the first socket of a screening does) and waits
+// until the subscription is in place and the line read, or ctx ends.
+func (h *Hub) Follow(ctx context.Context, screening string) error {
+	h.mu.Lock()
+	ready := h.followLocked(screening)
+	h.mu.Unlock()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+}
+
+func (h *Hub) followLocked(screening string) <-chan struct{} {
+	ready := h.following[screening]
+	if ready == nil && h.ctx.Err() == nil {
+		ready = make(chan struct{})
+		h.following[screening] = ready
+		h.follows.Add(1)
+		go h.follow(screening, ready)
+	}
+	return ready
+}
+
+// follow keeps a subscription to the screening's events until the hub shuts down, and owns the screening's
+// Line: every event moves it, and each waiting socket's rank is computed from it, with no Redis call per
+// socket. A (re)subscription reads the line whole first, so a new instance, or one whose subscription
+// dropped, catches up at once.
+func (h *Hub) follow(screening string, ready chan struct{}) {
+	defer h.follows.Done()
+	var line queue.Line
+	first := true
+	for {
+		err := h.lines.Subscribe(h.ctx, screening, func(ctx context.Context, ev queue.Event) {
+			h.Dispatch(ctx, &line, ev)
+		}, func(ctx context.Context) {
+			// The first time, the sockets here have just been told where they stand; after a dropped
+			// subscription they may have missed ticks, so they are told again.
+			h.resync(ctx, screening, &line, nil, time.Now().UnixMilli(), !first)
+			if first {
+				first = false
+				close(ready)
+			}
+		})
+		if h.ctx.Err() != nil {
+			return
+		}
+		h.log.Warn("hub: subscription ended; retrying", "screening", screening, "err", err)
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-time.After(resubscribeEvery):
+		}
+	}
+}
+
+// Dispatch tells this instance's sockets what an event means for them and moves the screening's line: after
+// a tick, the admitted get their pass and the waiting their new rank and the line's length; on sold out,
+// everyone is told and closed. It runs on the screening's subscription goroutine, which owns line.
+func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
+	clients := h.clients(ev.Screening)
 	switch ev.Kind {
 	case queue.EventSoldOut:
 		msg := SoldOutMessage()
@@ -321,43 +394,71 @@ func (h *Hub) Dispatch(ctx context.Context, ev queue.Event) {
 			c.Close(websocket.CloseNormalClosure, "sold out")
 		}
 	case queue.EventTick:
-		admitted := make(map[string]bool, len(ev.Admitted))
-		for _, t := range ev.Admitted {
-			admitted[t] = true
-		}
-		expiresAt := time.UnixMilli(ev.ExpiresAtMs)
-		var waiting []*Client
-		for _, c := range clients {
-			switch {
-			case admitted[c.token]:
-				c.Admit(expiresAt)
-			case !c.admitted():
-				waiting = append(waiting, c)
+		var admitted map[string]bool
+		if len(ev.Admitted) > 0 {
+			admitted = make(map[string]bool, len(ev.Admitted))
+			for _, t := range ev.Admitted {
+				admitted[t] = true
+			}
+			expiresAt := time.UnixMilli(ev.ExpiresAtMs)
+			for _, c := range clients {
+				if admitted[c.token] {
+					c.Admit(expiresAt)
+				}
 			}
 		}
-		h.pushRanks(ctx, ev.Screening, waiting, ev.TickAtMs)
+		if line.Apply(ev) {
+			h.pushRanks(line, clients, ev.TickAtMs)
+			return
+		}
+		if ev.Epoch <= line.Epoch {
+			return // old news (events from two instances crossed): the line already moved past it
+		}
+		// An event was missed (a dropped connection, a publish that failed): read the line whole.
+		h.resync(ctx, ev.Screening, line, admitted, ev.TickAtMs, true)
 	}
 }
 
-// pushRanks sends each waiting client its rank, read from Redis in one round trip.
-func (h *Hub) pushRanks(ctx context.Context, screening string, waiting []*Client, tickAtMs int64) {
-	if len(waiting) == 0 {
-		return
-	}
-	tokens := make([]string, len(waiting))
-	for i, c := range waiting {
-		tokens[i] = c.token
-	}
-	ctx, cancel := context.WithTimeout(ctx, ranksTimeout)
+// resync reads the screening's line from Redis, hands their pass to local sockets that were admitted by an
+// event this instance missed, and, when push, sends every waiting socket its rank.
+func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, handled map[string]bool, tickAtMs int64, push bool) {
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
-	ranks, total, err := h.positions.Ranks(ctx, screening, tokens)
+	h.resyncs.Inc()
+	fresh, err := h.lines.Line(ctx, screening)
 	if err != nil {
-		h.log.Error("hub: ranks", "screening", screening, "err", err)
+		h.log.Error("hub: read line", "screening", screening, "err", err)
 		return
 	}
-	for i, c := range waiting {
-		if ranks[i] >= 0 {
-			c.sendTick(PositionMessage(ranks[i], total, tickAtMs))
+	*line = fresh
+	clients := h.clients(screening)
+	for _, c := range clients {
+		if c.seq == 0 || c.seq > line.Head || handled[c.token] || c.admitted() {
+			continue
+		}
+		// Left the line without a pass from this instance: admitted by a missed event, or left.
+		e, err := h.lines.Status(ctx, screening, c.token)
+		if err != nil {
+			h.log.Error("hub: recover admission", "screening", screening, "err", err)
+			return
+		}
+		if e.State == queue.Admitted {
+			c.Admit(e.ExpiresAt)
+		}
+	}
+	if push {
+		h.pushRanks(line, clients, tickAtMs)
+	}
+}
+
+// pushRanks sends each waiting client its rank, computed from the line.
+func (h *Hub) pushRanks(line *queue.Line, clients []*Client, tickAtMs int64) {
+	for _, c := range clients {
+		if c.seq == 0 || c.admitted() {
+			continue
+		}
+		if rank, ok := line.Rank(c.seq); ok {
+			c.sendTick(PositionMessage(rank, line.Total, tickAtMs))
 		}
 	}
 }
@@ -380,12 +481,15 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		h.serving.Wait()
+		h.cancel()
+		h.follows.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		h.cancel()
 		return ctx.Err()
 	}
 }

@@ -47,20 +47,6 @@ func newRig(t *testing.T, env *testenv.Env, settings queue.Settings) *rig {
 	srv := httptest.NewServer(server.New(server.Deps{Queue: r.q, Store: store, Booking: book, Hub: r.hub, Redis: env.Redis, Gatherer: r.reg, Log: quiet}).Handler())
 	r.url = srv.URL
 
-	ctx, cancel := context.WithCancel(context.Background())
-	subscribed := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := r.q.Listen(ctx, r.hub.Dispatch, func() { close(subscribed) }); err != nil {
-			t.Errorf("Listen = %v", err)
-		}
-	}()
-	select {
-	case <-subscribed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Listen never subscribed")
-	}
 	t.Cleanup(func() {
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()
@@ -68,9 +54,12 @@ func newRig(t *testing.T, env *testenv.Env, settings queue.Settings) *rig {
 			t.Errorf("hub.Shutdown = %v", err)
 		}
 		srv.Close()
-		cancel()
-		<-done
 	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.hub.Follow(ctx, "s1"); err != nil {
+		t.Fatalf("Follow = %v", err)
+	}
 	return r
 }
 
@@ -229,7 +218,7 @@ func TestSlowClientIsDisconnectedNotWaitedOn(t *testing.T) {
 		if err != nil {
 			return
 		}
-		c := h.Join(conn, "s1", queue.NewToken(), nil)
+		c := h.Join(conn, "s1", queue.NewToken(), 0, nil)
 		joined <- c
 		h.Serve(req.Context(), c)
 	}))
@@ -387,7 +376,7 @@ func TestCatchUpNeverFollowsNewerTickNews(t *testing.T) {
 		if err != nil {
 			return
 		}
-		c := h.Join(conn, "s1", token, nil)
+		c := h.Join(conn, "s1", token, 0, nil)
 		joined <- c
 		h.Serve(req.Context(), c)
 	}))
@@ -401,7 +390,7 @@ func TestCatchUpNeverFollowsNewerTickNews(t *testing.T) {
 	c := <-joined
 
 	stale := c.Mark()
-	h.Dispatch(context.Background(), queue.Event{Kind: queue.EventTick, Screening: "s1", TickAtMs: 1,
+	h.Dispatch(context.Background(), &queue.Line{}, queue.Event{Kind: queue.EventTick, Screening: "s1", TickAtMs: 1,
 		Admitted: []string{token}, ExpiresAtMs: time.Now().Add(time.Minute).UnixMilli()})
 	if c.SendUnlessTicked(stale, hub.PositionMessage(3, 9, 0)) {
 		t.Error("SendUnlessTicked with a mark from before the tick = true, want the stale catch-up dropped")

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/waitroom/waitroom/queue"
@@ -57,8 +58,17 @@ func QueuedMessage(e queue.Entry) []byte {
 }
 
 // PositionMessage tells a waiting socket where it stands after the tick at tickAtMs.
+// It is built by hand, not by encoding/json: a tick writes one per waiting socket, and this is the same
+// bytes (TestPositionMessageIsTheJSONOfPosition) for a fraction of the cost.
 func PositionMessage(zeroBasedRank, total, tickAtMs int64) []byte {
-	return mustJSON(Position{Type: "position", Rank: zeroBasedRank + 1, Total: total, TickAt: tickAtMs})
+	b := make([]byte, 0, 80)
+	b = append(b, `{"type":"position","rank":`...)
+	b = strconv.AppendInt(b, zeroBasedRank+1, 10)
+	b = append(b, `,"total":`...)
+	b = strconv.AppendInt(b, total, 10)
+	b = append(b, `,"tick_at":`...)
+	b = strconv.AppendInt(b, tickAtMs, 10)
+	return append(b, '}')
 }
 
 // TimeFormat is how times travel on the wire: RFC 3339 in UTC with milliseconds, the precision of an

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -46,8 +45,23 @@ type TickResult struct {
 	// Active and Waiting are the counts right after the tick (not set on a lock miss).
 	Active, Waiting int64
 	// Moved is true when the line changed since the last tick (admissions, joins or leaves): the waiting
-	// must be told their new rank and total.
+	// must be told their new rank and total, so the event below must be published.
 	Moved bool
+	// Epoch, Head, LastSeq and Left are the line after the admission, when Moved (see Line).
+	Epoch, Head, LastSeq int64
+	Left                 []int64
+}
+
+// Event is what every instance is told of the admission.
+func (r TickResult) Event() Event {
+	ev := Event{
+		Kind: EventTick, Screening: r.Screening, TickAtMs: r.TickAt.UnixMilli(), Admitted: r.Admitted, Total: r.Waiting,
+		Epoch: r.Epoch, Head: r.Head, LastSeq: r.LastSeq, Left: r.Left,
+	}
+	if len(r.Admitted) > 0 {
+		ev.ExpiresAtMs = r.ExpiresAt.UnixMilli()
+	}
+	return ev
 }
 
 // Admit runs one admission tick for the screening at now, atomically: expired slots are dropped, and
@@ -66,7 +80,7 @@ func (q *Queue) Refill(ctx context.Context, screening string, now time.Time, s S
 
 func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Settings, mode string) (TickResult, error) {
 	k := q.keys(screening)
-	res, err := admitScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed},
+	res, err := admitScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq},
 		now.UnixMilli(), s.BatchSize, s.MaxActive, ExpiryOf(now, s.ActiveTTL).UnixMilli(), mode).Slice()
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: admit %s: %w", screening, err)
@@ -75,12 +89,22 @@ func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Se
 		Screening: screening, TickAt: now, Skip: SkipReason(res[0].(string)),
 		Active: res[2].(int64), Waiting: res[3].(int64), Moved: res[4].(int64) == 1,
 	}
+	if !r.Moved {
+		return r, nil
+	}
+	r.Epoch, r.Head, r.LastSeq = res[5].(int64), res[6].(int64), res[7].(int64)
+	nLeft := int(res[8].(int64))
+	r.Left = make([]int64, nLeft)
+	for i := range nLeft {
+		r.Left[i] = res[9+i].(int64)
+	}
 	if r.Skip != "" {
 		return r, nil
 	}
 	r.ExpiresAt = time.UnixMilli(res[1].(int64))
-	r.Admitted = make([]string, 0, len(res)-5)
-	for _, t := range res[5:] {
+	tokens := res[9+nLeft:]
+	r.Admitted = make([]string, 0, len(tokens))
+	for _, t := range tokens {
 		r.Admitted = append(r.Admitted, t.(string))
 	}
 	return r, nil
@@ -135,49 +159,9 @@ type Event struct {
 	ExpiresAtMs int64    `json:"expires_at,omitempty"`
 	// Total is the line's length right after the tick.
 	Total int64 `json:"total"`
-}
-
-func (q *Queue) publish(ctx context.Context, screening string, ev Event) error {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("queue: publish %s: %w", screening, err)
-	}
-	if err := q.rdb.Publish(ctx, q.keys(screening).events, b).Err(); err != nil {
-		return fmt.Errorf("queue: publish %s: %w", screening, err)
-	}
-	return nil
-}
-
-// Listen delivers every screening's events to fn until ctx ends. It returns nil when ctx ends and an error
-// when it cannot subscribe. fn runs on Listen's goroutine, one event at a time, in publish order.
-// subscribed, when not nil, is called once the subscription is in place: no event published after that
-// is missed.
-func (q *Queue) Listen(ctx context.Context, fn func(context.Context, Event), subscribed func()) error {
-	ps := q.rdb.PSubscribe(ctx, q.prefix+"{*}:events")
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("queue: subscribe: %w", err)
-	}
-	if subscribed != nil {
-		subscribed()
-	}
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case m, ok := <-ch:
-			if !ok {
-				return nil
-			}
-			var ev Event
-			if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
-				continue // not ours to read; nothing we publish fails to decode
-			}
-			fn(ctx, ev)
-		}
-	}
+	// Epoch, Head, LastSeq and Left move every instance's Line (set on EventTick).
+	Epoch   int64   `json:"epoch,omitempty"`
+	Head    int64   `json:"head,omitempty"`
+	LastSeq int64   `json:"last_seq,omitempty"`
+	Left    []int64 `json:"left,omitempty"`
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,6 +47,8 @@ var (
 	leaveLua string
 	//go:embed lua/close.lua
 	closeLua string
+	//go:embed lua/line.lua
+	lineLua string
 
 	registerScript = redis.NewScript(registerLua)
 	admitScript    = redis.NewScript(admitLua)
@@ -54,6 +57,7 @@ var (
 	finishScript   = redis.NewScript(finishLua)
 	leaveScript    = redis.NewScript(leaveLua)
 	closeScript    = redis.NewScript(closeLua)
+	lineScript     = redis.NewScript(lineLua)
 )
 
 var (
@@ -85,13 +89,19 @@ func Key(prefix, screening, name string) string {
 // so a request after the last seat is refused before any lock.
 func ClosedKey(prefix, screening string) string { return Key(prefix, screening, "closed") }
 
-type keys struct{ waiting, active, seq, closed, changed, freed, spent, lock, lastTick, events string }
+type keys struct {
+	waiting, active, seq, closed, changed, freed, spent, lock, lastTick, events string
+	head, left, leftNew, epoch                                                  string
+}
 
 // Queue is the waiting line of every screening, in one Redis.
 type Queue struct {
 	rdb    redis.UniversalClient
 	prefix string
 	now    func() time.Time
+
+	pubsubMu sync.Mutex
+	pubsub   pubsubMode // how events travel: found out on first use
 }
 
 // New returns the queue kept in rdb under prefix.
@@ -107,6 +117,7 @@ func (q *Queue) keys(screening string) keys {
 	return keys{
 		waiting: k("waiting"), active: k("active"), seq: k("seq"), closed: ClosedKey(q.prefix, screening), changed: k("changed"), freed: k("freed"), spent: k("spent"),
 		lock: k("lock"), lastTick: k("tick"), events: k("events"),
+		head: k("head"), left: k("left"), leftNew: k("leftnew"), epoch: k("epoch"),
 	}
 }
 
@@ -131,6 +142,9 @@ type Entry struct {
 	ZeroBasedRank int64
 	// Total is the line's length (ZCARD).
 	Total int64
+	// Seq is a waiting token's sequence number: its place in the order of arrival, from which every instance
+	// computes its rank after each admission (see Line). 0 when not waiting.
+	Seq int64
 	// ExpiresAt is when an admitted token's slot (and its pass) lapses.
 	ExpiresAt time.Time
 }
@@ -172,6 +186,7 @@ func (q *Queue) Register(ctx context.Context, screening, token string) (Entry, e
 		e.State = Waiting
 		e.ZeroBasedRank, e.Total = res[1].(int64), res[2].(int64)
 		e.Inserted = res[3].(int64) == 1
+		e.Seq = res[4].(int64)
 	default:
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
@@ -190,6 +205,7 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 	pipe := q.rdb.Pipeline()
 	closed := pipe.Exists(ctx, k.closed)
 	rank := pipe.ZRank(ctx, k.waiting, token)
+	seq := pipe.ZScore(ctx, k.waiting, token)
 	total := pipe.ZCard(ctx, k.waiting)
 	active := pipe.ZScore(ctx, k.active, token)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -200,7 +216,7 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 	case active.Err() == nil && int64(active.Val()) > q.now().UnixMilli():
 		e.State, e.ExpiresAt = Admitted, time.UnixMilli(int64(active.Val()))
 	case rank.Err() == nil:
-		e.State, e.ZeroBasedRank = Waiting, rank.Val()
+		e.State, e.ZeroBasedRank, e.Seq = Waiting, rank.Val(), int64(seq.Val())
 	case closed.Val() == 1:
 		e.State = Closed
 	}
@@ -249,7 +265,7 @@ func (q *Queue) Leave(ctx context.Context, screening, token string) (bool, error
 		return false, err
 	}
 	k := q.keys(screening)
-	res, err := leaveScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.changed, k.freed}, token).Int64Slice()
+	res, err := leaveScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.changed, k.freed, k.left, k.leftNew}, token).Int64Slice()
 	if err != nil {
 		return false, fmt.Errorf("queue: leave %s: %w", screening, err)
 	}

@@ -177,11 +177,7 @@ func (s *Scheduler) Refill(ctx context.Context, screening string, now time.Time)
 
 // publishTick tells every instance what an admission changed.
 func (s *Scheduler) publishTick(ctx context.Context, res TickResult) error {
-	ev := Event{Kind: EventTick, Screening: res.Screening, TickAtMs: res.TickAt.UnixMilli(), Admitted: res.Admitted, Total: res.Waiting}
-	if len(res.Admitted) > 0 {
-		ev.ExpiresAtMs = res.ExpiresAt.UnixMilli()
-	}
-	if err := s.q.publish(ctx, res.Screening, ev); err != nil {
+	if err := s.q.publish(ctx, res.Screening, res.Event()); err != nil {
 		// The admitted still hold their slots: a reconnect with the token hands them their pass.
 		return fmt.Errorf("queue: %s admitted %d but could not tell them: %w", res.Screening, len(res.Admitted), err)
 	}

@@ -358,7 +358,7 @@ func (s *Server) socket(c echo.Context) error {
 	if e.State == queue.Waiting {
 		first = hub.QueuedMessage(e)
 	}
-	cl := s.Hub.Join(conn, id, e.Token, first)
+	cl := s.Hub.Join(conn, id, e.Token, e.Seq, first)
 	if cl == nil {
 		return nil
 	}

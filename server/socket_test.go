@@ -196,8 +196,7 @@ func TestSocketPassReservesOverHTTP(t *testing.T) {
 		if err != nil || len(tick.Admitted) != 1 || tick.Admitted[0] != queued.Token {
 			t.Fatalf("Admit = %v, %v; want the socket's token", tick.Admitted, err)
 		}
-		a.hub.Dispatch(ctx, queue.Event{Kind: queue.EventTick, Screening: "s1", TickAtMs: tick.TickAt.UnixMilli(),
-			Admitted: tick.Admitted, ExpiresAtMs: tick.ExpiresAt.UnixMilli()})
+		a.hub.Dispatch(ctx, &queue.Line{}, tick.Event())
 		admitted := read(t, conn)
 		if admitted.Type != "admitted" || admitted.Pass == "" {
 			t.Fatalf("message after admission = %+v, want admitted with a pass", admitted)

@@ -45,7 +45,7 @@ func main() {
 
 // Interfaces the wiring relies on, checked where things meet.
 var (
-	_ hub.Positions        = (*queue.Queue)(nil)
+	_ hub.Lines            = (*queue.Queue)(nil)
 	_ hub.Passes           = (*queue.Passes)(nil)
 	_ hub.Leaver           = (*queue.Scheduler)(nil)
 	_ booking.Admissions   = (*queue.Scheduler)(nil)
@@ -128,7 +128,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	bg, bgCtx := errgroup.WithContext(context.WithoutCancel(ctx))
 	bgCtx, stopBg := context.WithCancel(bgCtx)
 	defer stopBg()
-	bg.Go(func() error { return q.Listen(bgCtx, h.Dispatch, nil) })
 	bg.Go(func() error { return sched.Run(bgCtx) })
 
 	serveErr := make(chan error, 1)

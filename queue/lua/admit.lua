@@ -6,26 +6,57 @@
 -- or a leave freed a slot) admits only as many as slots were freed since the last admission, so finishing
 -- users are replaced at once while the pace of new admissions stays the ticks'.
 --
+-- When the line moved (someone was admitted, joined or left since the last published admission), the
+-- script also numbers the event (epoch) and returns what every instance needs to compute each waiting
+-- socket's rank on its own, with no Redis command per socket: the head (the highest sequence number ever
+-- admitted), the last sequence number handed out, and the sequence numbers that left since the last event.
+-- For a waiting entry with sequence number s, at this moment,
+--   ZRANK + 1 = s - head - #{left sequence numbers in (head, s)}
+-- because admission always pops the lowest numbers and numbers are dense.
+--
 -- KEYS[1] waiting  ZSET token -> sequence number
 -- KEYS[2] active   ZSET token -> admission expiry (Unix ms)
 -- KEYS[3] spent    ZSET pass id -> pass expiry (Unix ms)
 -- KEYS[4] closed   STRING present once the screening is sold out
 -- KEYS[5] changed  STRING set when the line changed since the last admission (joins, leaves); cleared here
 -- KEYS[6] freed    STRING slots freed by reservations and leaves since the last admission
+-- KEYS[7] head     STRING the highest sequence number admitted so far
+-- KEYS[8] left     ZSET seq -> seq: sequence numbers that left the line, above the head
+-- KEYS[9] leftnew  LIST sequence numbers that left since the last event
+-- KEYS[10] epoch   STRING the number of the last event
+-- KEYS[11] seq     STRING the last sequence number handed out
 -- ARGV[1] now, Unix ms
 -- ARGV[2] batch_size
 -- ARGV[3] max_active
 -- ARGV[4] the admitted tokens' expiry, Unix ms (now + active_ttl)
 -- ARGV[5] mode: "tick" or "refill"
 --
--- Returns {skipReason ("" when someone was admitted), expiresAtMs, activeAfter, waitingAfter, moved, token...}
--- where moved is 1 when the line changed since the last admission (this one's included), so the waiting
--- must be told their new rank and total.
+-- Returns {skipReason ("" when someone was admitted), expiresAtMs, activeAfter, waitingAfter, moved,
+--          epoch, head, lastSeq, #left, left..., token...}
+-- where moved is 1 when the line changed (the event must be published; epoch..left are 0/empty otherwise).
 local now = tonumber(ARGV[1])
 local batch = tonumber(ARGV[2])
 local maxActive = tonumber(ARGV[3])
 local expires = tonumber(ARGV[4])
 local refill = ARGV[5] == 'refill'
+
+-- event numbers the line's change and drains the leaves since the last event.
+local function event(skip, exp, active, waiting, tokens)
+  local head = tonumber(redis.call('GET', KEYS[7]) or '0')
+  redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', head)
+  local left = redis.call('LRANGE', KEYS[9], 0, -1)
+  redis.call('DEL', KEYS[9])
+  local epoch = redis.call('INCR', KEYS[10])
+  local last = tonumber(redis.call('GET', KEYS[11]) or '0')
+  local out = {skip, exp, active, waiting, 1, epoch, head, last, #left}
+  for i = 1, #left do
+    out[#out + 1] = tonumber(left[i])
+  end
+  for i = 1, #tokens do
+    out[#out + 1] = tokens[i]
+  end
+  return out
+end
 
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
@@ -44,24 +75,29 @@ else
   redis.call('DEL', KEYS[6])
 end
 local moved = redis.call('DEL', KEYS[5])
+local skip = nil
 if waiting == 0 then
-  return {'QUEUE_EMPTY', 0, active, waiting, moved}
+  skip = 'QUEUE_EMPTY'
+elseif math.min(batch, maxActive - active) <= 0 then
+  skip = 'ACTIVE_CAPACITY_REACHED'
 end
-local room = math.min(batch, maxActive - active)
-if room <= 0 then
-  return {'ACTIVE_CAPACITY_REACHED', 0, active, waiting, moved}
+if skip then
+  if moved == 1 then
+    return event(skip, 0, active, waiting, {})
+  end
+  return {skip, 0, active, waiting, 0}
 end
 
+local room = math.min(batch, maxActive - active)
 local popped = redis.call('ZPOPMIN', KEYS[1], room)
-local out = {'', expires, 0, 0, 1}
+local tokens = {}
 for i = 1, #popped, 2 do
   redis.call('ZADD', KEYS[2], expires, popped[i])
-  out[#out + 1] = popped[i]
+  tokens[#tokens + 1] = popped[i]
 end
-local n = #popped / 2
+redis.call('SET', KEYS[7], popped[#popped])
+local n = #tokens
 if refill then
   redis.call('DECRBY', KEYS[6], n)
 end
-out[3] = active + n
-out[4] = waiting - n
-return out
+return event('', expires, active + n, waiting - n, tokens)

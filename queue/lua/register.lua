@@ -13,7 +13,7 @@
 -- Returns one of
 --   {"closed"}
 --   {"admitted", expiresAtMs}
---   {"waiting", zeroBasedRank, total, inserted (0|1)}
+--   {"waiting", zeroBasedRank, total, inserted (0|1), seq}
 local token = ARGV[1]
 local now = tonumber(ARGV[2])
 
@@ -37,4 +37,5 @@ if not redis.call('ZSCORE', KEYS[1], token) then
   redis.call('SET', KEYS[5], '1')
   inserted = 1
 end
-return {'waiting', redis.call('ZRANK', KEYS[1], token), redis.call('ZCARD', KEYS[1]), inserted}
+return {'waiting', redis.call('ZRANK', KEYS[1], token), redis.call('ZCARD', KEYS[1]), inserted,
+  tonumber(redis.call('ZSCORE', KEYS[1], token))}

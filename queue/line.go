@@ -1,0 +1,172 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Line is what an instance knows of one screening's line, enough to compute the rank of any waiting
+// sequence number without asking Redis: admission pops the lowest sequence numbers, and numbers are dense,
+// so for a waiting entry with number s
+//
+//	rank (1-based) = s − Head − #{n in Left : Head < n < s}
+//
+// An instance keeps a Line per screening it has sockets for: it applies each admission Event in order
+// (Apply), and reads a fresh one from Redis (Queue.Line) when it starts or finds an event missing.
+type Line struct {
+	// Epoch numbers the last event applied.
+	Epoch int64
+	// Head is the highest sequence number ever admitted: everyone at or below it has left the line.
+	Head int64
+	// LastSeq is the last sequence number handed out when the event happened: later numbers joined after it.
+	LastSeq int64
+	// Total is the line's length.
+	Total int64
+	// Left holds, sorted, the sequence numbers above Head that left the line (leave, lapse).
+	Left []int64
+}
+
+// Apply moves the line to the event that follows it. It reports false, changing nothing, when ev is not the
+// next event (one was missed, or ev is old): the caller reads the line from Redis instead.
+func (l *Line) Apply(ev Event) bool {
+	if ev.Kind != EventTick || ev.Epoch != l.Epoch+1 {
+		return false
+	}
+	l.Epoch, l.Head, l.LastSeq, l.Total = ev.Epoch, ev.Head, ev.LastSeq, ev.Total
+	l.Left = append(l.Left, ev.Left...)
+	slices.Sort(l.Left)
+	l.Left = slices.Compact(l.Left)
+	// Numbers at or below the head no longer count: drop them.
+	cut, _ := slices.BinarySearch(l.Left, l.Head+1)
+	l.Left = l.Left[cut:]
+	return true
+}
+
+// Rank returns the zero-based rank of the waiting entry with sequence number seq, and false when seq was not
+// waiting at the line's last event (admitted, left, or not yet registered).
+func (l *Line) Rank(seq int64) (int64, bool) {
+	if seq <= l.Head || seq > l.LastSeq {
+		return 0, false
+	}
+	i, found := slices.BinarySearch(l.Left, seq)
+	if found {
+		return 0, false
+	}
+	return seq - l.Head - 1 - int64(i), true
+}
+
+// Line reads the screening's line from Redis in one script: what an instance needs before it can follow
+// events, and again after it missed one.
+func (q *Queue) Line(ctx context.Context, screening string) (Line, error) {
+	k := q.keys(screening)
+	res, err := lineScript.Run(ctx, q.rdb, []string{k.waiting, k.head, k.left, k.epoch, k.seq}).Int64Slice()
+	if err != nil {
+		return Line{}, fmt.Errorf("queue: line of %s: %w", screening, err)
+	}
+	l := Line{Epoch: res[0], Head: res[1], LastSeq: res[2], Total: res[3]}
+	if len(res) > 4 {
+		l.Left = res[4:]
+	}
+	return l, nil
+}
+
+// pubsubMode says how events travel: sharded pub/sub (SPUBLISH/SSUBSCRIBE: Redis 7, and what a Redis Cluster
+// needs so a message goes only to the shard that owns the screening's slot) or classic pub/sub (the
+// in-process Redis, which lacks the sharded commands).
+type pubsubMode int
+
+const (
+	pubsubUnknown pubsubMode = iota
+	pubsubSharded
+	pubsubClassic
+)
+
+// mode finds out once whether the Redis knows sharded pub/sub, by publishing to a channel nobody reads.
+func (q *Queue) mode(ctx context.Context) (pubsubMode, error) {
+	q.pubsubMu.Lock()
+	defer q.pubsubMu.Unlock()
+	if q.pubsub != pubsubUnknown {
+		return q.pubsub, nil
+	}
+	err := q.rdb.SPublish(ctx, q.prefix+"probe", "").Err()
+	switch {
+	case err == nil:
+		q.pubsub = pubsubSharded
+	case strings.Contains(strings.ToLower(err.Error()), "unknown command"):
+		q.pubsub = pubsubClassic
+	default:
+		return pubsubUnknown, fmt.Errorf("queue: probe pub/sub: %w", err)
+	}
+	return q.pubsub, nil
+}
+
+func (q *Queue) publish(ctx context.Context, screening string, ev Event) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("queue: publish %s: %w", screening, err)
+	}
+	mode, err := q.mode(ctx)
+	if err != nil {
+		return err
+	}
+	channel := q.keys(screening).events
+	if mode == pubsubSharded {
+		err = q.rdb.SPublish(ctx, channel, b).Err()
+	} else {
+		err = q.rdb.Publish(ctx, channel, b).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("queue: publish %s: %w", screening, err)
+	}
+	return nil
+}
+
+// Subscribe delivers the screening's events to fn until ctx ends. It returns nil when ctx ends and an error
+// when it cannot subscribe. fn runs on Subscribe's goroutine, one event at a time, in the order Redis
+// delivers them. subscribed, when not nil, is called on that goroutine once the subscription is in place:
+// no event published after that is missed unless the connection drops (the next event's epoch shows the
+// gap).
+func (q *Queue) Subscribe(ctx context.Context, screening string, fn func(context.Context, Event), subscribed func(context.Context)) error {
+	mode, err := q.mode(ctx)
+	if err != nil {
+		return err
+	}
+	channel := q.keys(screening).events
+	var ps *redis.PubSub
+	if mode == pubsubSharded {
+		ps = q.rdb.SSubscribe(ctx, channel)
+	} else {
+		ps = q.rdb.Subscribe(ctx, channel)
+	}
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("queue: subscribe %s: %w", screening, err)
+	}
+	if subscribed != nil {
+		subscribed(ctx)
+	}
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			var ev Event
+			if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
+				continue // not ours to read; nothing we publish fails to decode
+			}
+			fn(ctx, ev)
+		}
+	}
+}

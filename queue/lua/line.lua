@@ -1,0 +1,22 @@
+-- line.lua: a snapshot of what an instance needs to compute every waiting socket's rank on its own (see
+-- admit.lua): the last event's number, the head, the last sequence number, the line's length, and every
+-- sequence number that left above the head. Read when an instance starts following a screening or missed an
+-- event; not per tick.
+--
+-- KEYS[1] waiting  ZSET token -> sequence number
+-- KEYS[2] head     STRING the highest sequence number admitted so far
+-- KEYS[3] left     ZSET seq -> seq: sequence numbers that left the line
+-- KEYS[4] epoch    STRING the number of the last event
+-- KEYS[5] seq      STRING the last sequence number handed out
+--
+-- Returns {epoch, head, lastSeq, total, left...}
+local head = tonumber(redis.call('GET', KEYS[2]) or '0')
+local out = {
+  tonumber(redis.call('GET', KEYS[4]) or '0'), head, tonumber(redis.call('GET', KEYS[5]) or '0'),
+  redis.call('ZCARD', KEYS[1]),
+}
+local left = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. head, '+inf')
+for i = 1, #left do
+  out[#out + 1] = tonumber(left[i])
+end
+return out
