@@ -1,10 +1,12 @@
-// Package hub owns the sockets: one writer goroutine per connection, bounded send buffers, ping/pong with
-// deadlines, and the fan-out of admission ticks (positions and passes) to the sockets of this instance.
+// Package hub owns the sockets: a pool of writers shared by all connections (writer.go), bounded send
+// buffers, one pinger for all, read deadlines, and the fan-out of admission events (positions and passes) to
+// the sockets of this instance.
 //
-// Guarantees: only a client's write pump writes to its connection; a client that cannot keep up is
-// disconnected with a reason, never waited on; after each tick that changed the line (admissions, joins,
-// leaves) every waiting socket of the screening is sent its rank and the line's length, and each admitted
-// one its pass, once per admission.
+// Guarantees: one writer at a time writes to a connection; a client that cannot keep up is disconnected with
+// a reason, never waited on; after each event that moved the line (admissions, joins, leaves) every waiting
+// socket of the screening is sent its rank and the line's length, computed from the screening's queue.Line
+// with no Redis call per socket, and each admitted one its pass, once per admission, on whichever instance
+// it is connected to.
 package hub
 
 import (
@@ -80,7 +82,10 @@ type Hub struct {
 	following map[string]chan struct{} // screenings whose events this hub follows -> closed once subscribed
 	draining  bool
 	serving   sync.WaitGroup // one per Serve call; Shutdown waits for them
-	follows   sync.WaitGroup // one per followed screening
+	follows   sync.WaitGroup // one per followed screening, and the pinger
+	pinging   bool
+
+	writers writers
 }
 
 // New returns an empty hub; sockets counts its open sockets.
@@ -103,9 +108,12 @@ type Client struct {
 	screening string
 	token     string
 	seq       int64 // the token's sequence number while waiting (queue.Line); 0 when it joined admitted
-	send      chan []byte
 
 	mu         sync.Mutex
+	out        [][]byte // messages queued for the socket, at most sendBuffer
+	spare      [][]byte // out's previous backing array, reused
+	scheduled  bool     // in the writers' queue or being written (writer.go)
+	pingDue    bool
 	closed     bool
 	closeCode  int
 	closeText  string
@@ -127,14 +135,11 @@ func Reject(conn *websocket.Conn, msg []byte, code int, reason string) {
 	_ = conn.Close()
 }
 
-// Join adds a socket to the hub and starts its write pump; seq is the token's sequence number when it is
+// Join adds a socket to the hub; seq is the token's sequence number when it is
 // waiting (0 otherwise) and first its first message (may be nil). It returns nil (and rejects the socket with
-// 1012) when the hub is draining. The caller then calls Serve.
+// 1012) when the hub is draining. The caller then calls Serve (or Start).
 func (h *Hub) Join(conn *websocket.Conn, screening, token string, seq int64, first []byte) *Client {
-	c := &Client{hub: h, conn: conn, screening: screening, token: token, seq: seq, send: make(chan []byte, sendBuffer)}
-	if first != nil {
-		c.send <- first
-	}
+	c := &Client{hub: h, conn: conn, screening: screening, token: token, seq: seq}
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
@@ -151,8 +156,16 @@ func (h *Hub) Join(conn *websocket.Conn, screening, token string, seq int64, fir
 	h.followLocked(screening)
 	h.mu.Unlock()
 	h.sockets.Inc()
-	go c.writePump()
+	if first != nil {
+		c.Send(first)
+	}
 	return c
+}
+
+// Start serves the client (Serve) on a goroutine of the hub's own, so the HTTP handler that upgraded the
+// socket can return and its deep stack be freed: an idle socket then costs one small reading goroutine.
+func (h *Hub) Start(c *Client) {
+	go h.Serve(h.ctx, c)
 }
 
 // Serve reads the client's messages until the socket closes, then removes it from the hub.
@@ -235,12 +248,30 @@ func (c *Client) sendLocked(msg []byte) bool {
 	if c.closed {
 		return false
 	}
-	select {
-	case c.send <- msg:
-		return true
-	default:
+	if len(c.out) >= sendBuffer {
+		c.out = nil // what it has not read is stale by now; the close frame goes first
 		c.closeLocked(CloseTryAgainLater, "too slow: reconnect with your token")
 		return false
+	}
+	c.out = append(c.out, msg)
+	c.scheduleLocked()
+	return true
+}
+
+func (c *Client) scheduleLocked() {
+	if !c.scheduled {
+		c.scheduled = true
+		c.hub.writers.schedule(c)
+	}
+}
+
+// ping queues a ping, unless the client is closing.
+func (c *Client) ping() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.pingDue = true
+		c.scheduleLocked()
 	}
 }
 
@@ -256,7 +287,7 @@ func (c *Client) closeLocked(code int, reason string) {
 		return
 	}
 	c.closed, c.closeCode, c.closeText = true, code, reason
-	close(c.send)
+	c.scheduleLocked()
 }
 
 // Admit sends the pass of the admission that lapses at expiresAt, unless this client already got it.
@@ -281,36 +312,6 @@ func (c *Client) admitted() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.admittedMs != 0
-}
-
-// writePump is the only writer of the client's connection.
-func (c *Client) writePump() {
-	ping := time.NewTicker(pingPeriod)
-	defer func() {
-		ping.Stop()
-		_ = c.conn.Close()
-	}()
-	for {
-		select {
-		case msg, ok := <-c.send:
-			_ = c.conn.SetWriteDeadline(time.Now().Add(writeWait))
-			if !ok {
-				c.mu.Lock()
-				code, text := c.closeCode, c.closeText
-				c.mu.Unlock()
-				_ = c.conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, text))
-				return
-			}
-			if err := c.conn.WriteMessage(websocket.TextMessage, msg); err != nil {
-				return
-			}
-		case <-ping.C:
-			_ = c.conn.SetWriteDeadline(time.Now().Add(writeWait))
-			if err := c.conn.WriteMessage(websocket.PingMessage, nil); err != nil {
-				return
-			}
-		}
-	}
 }
 
 func (h *Hub) clients(screening string) []*Client {
@@ -339,6 +340,11 @@ func (h *Hub) Follow(ctx context.Context, screening string) error {
 }
 
 func (h *Hub) followLocked(screening string) <-chan struct{} {
+	if !h.pinging && h.ctx.Err() == nil {
+		h.pinging = true
+		h.follows.Add(1)
+		go h.pinger()
+	}
 	ready := h.following[screening]
 	if ready == nil && h.ctx.Err() == nil {
 		ready = make(chan struct{})
@@ -347,6 +353,31 @@ func (h *Hub) followLocked(screening string) <-chan struct{} {
 		go h.follow(screening, ready)
 	}
 	return ready
+}
+
+// pinger pings every socket each pingPeriod, one timer for the hub instead of one per socket.
+func (h *Hub) pinger() {
+	defer h.follows.Done()
+	t := time.NewTicker(pingPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+			h.mu.Lock()
+			var all []*Client
+			for _, room := range h.rooms {
+				for c := range room {
+					all = append(all, c)
+				}
+			}
+			h.mu.Unlock()
+			for _, c := range all {
+				c.ping()
+			}
+		}
+	}
 }
 
 // follow keeps a subscription to the screening's events until the hub shuts down, and owns the screening's
@@ -483,6 +514,7 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 		h.serving.Wait()
 		h.cancel()
 		h.follows.Wait()
+		h.writers.wait()
 		close(done)
 	}()
 	select {

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -59,7 +60,9 @@ type Server struct {
 func New(d Deps) *Server {
 	s := &Server{Deps: d, e: echo.New()}
 	s.upgrader = websocket.Upgrader{
-		ReadBufferSize: 1024, WriteBufferSize: 1024, HandshakeTimeout: 10 * time.Second,
+		// Client frames are tiny (leave); a socket's write buffer is borrowed from a pool only while a write
+		// is under way, so 19,000 idle sockets hold none.
+		ReadBufferSize: 256, WriteBufferSize: 1024, WriteBufferPool: &sync.Pool{}, HandshakeTimeout: 10 * time.Second,
 		CheckOrigin: s.checkOrigin,
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
 			code := "BAD_HANDSHAKE"
@@ -363,7 +366,7 @@ func (s *Server) socket(c echo.Context) error {
 		return nil
 	}
 	s.catchUp(ctx, cl, id, e)
-	s.Hub.Serve(ctx, cl)
+	s.Hub.Start(cl)
 	return nil
 }
 
