@@ -15,11 +15,18 @@ import (
 type Report struct {
 	URL          string `json:"url"`
 	Screening    string `json:"screening"`
+	Mode         Mode   `json:"mode"`
 	Users        int    `json:"users"`
 	Concurrency  int    `json:"concurrency"`
 	SeatsPerUser int    `json:"seats_per_user"`
 	Retries      int    `json:"retries"`
-	ElapsedMs    int64  `json:"elapsed_ms"`
+	// DurationMs is the hold's length (hold mode); Leave says users sent leave before closing at its end.
+	DurationMs int64 `json:"duration_ms,omitempty"`
+	Leave      bool  `json:"leave,omitempty"`
+	// Procs is the number of processes the users ran in; Sources the number of source addresses.
+	Procs     int   `json:"procs"`
+	Sources   int   `json:"sources"`
+	ElapsedMs int64 `json:"elapsed_ms"`
 	// Stopped is "timeout" or "interrupted" when the run ended before every user did; "" otherwise.
 	Stopped  string   `json:"stopped,omitempty"`
 	Outcomes Outcomes `json:"outcomes"`
@@ -28,15 +35,20 @@ type Report struct {
 	// Reconnects counts the dials beyond each user's first.
 	Reconnects   int          `json:"reconnects"`
 	Latency      Latencies    `json:"latency"`
+	Registration Registration `json:"registration"`
+	Push         Push         `json:"push"`
 	Verification Verification `json:"verification"`
 }
 
-// Outcomes counts the users by how their visit ended; the four add up to Users.
+// Outcomes counts the users by how their visit ended; they add up to Users. Held and Admitted are hold
+// mode's, Ticket and GaveUp flow mode's.
 type Outcomes struct {
-	Ticket  int `json:"ticket"`
-	SoldOut int `json:"sold_out"`
-	GaveUp  int `json:"gave_up"`
-	Error   int `json:"error"`
+	Ticket   int `json:"ticket"`
+	SoldOut  int `json:"sold_out"`
+	GaveUp   int `json:"gave_up"`
+	Held     int `json:"held,omitempty"`
+	Admitted int `json:"admitted,omitempty"`
+	Error    int `json:"error"`
 }
 
 // ErrorKind is one kind of error outcome.
@@ -55,12 +67,13 @@ type Latencies struct {
 	Reservation Latency `json:"reservation"`
 }
 
-// Latency summarizes samples by nearest-rank percentiles, in milliseconds.
+// Latency summarizes samples by nearest-rank percentiles and the maximum, in milliseconds.
 type Latency struct {
 	Count int     `json:"count"`
 	P50Ms float64 `json:"p50_ms"`
 	P95Ms float64 `json:"p95_ms"`
 	P99Ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
 }
 
 // Verification compares the seat map with the tickets: the seats sold during the run must be exactly the
@@ -76,54 +89,69 @@ type Verification struct {
 	TicketSeats int `json:"ticket_seats"`
 	// Problems lists every discrepancy, one sentence each, sorted.
 	Problems []string `json:"problems,omitempty"`
+	// Skipped says why nothing was checked (hold mode reserves nothing); OK is then true.
+	Skipped string `json:"skipped,omitempty"`
 }
 
-// summarize counts the results of a run; the verification is left to the caller.
+// summarize counts the results of a run, in whichever processes they ran; the verification is left to the
+// caller.
 func summarize(cfg Config, results []result, elapsed time.Duration) Report {
 	rep := Report{
-		URL: cfg.URL, Screening: cfg.Screening, Users: cfg.Users, Concurrency: cfg.Concurrency,
-		SeatsPerUser: cfg.Seats, Retries: cfg.Retries, ElapsedMs: elapsed.Milliseconds(),
+		URL: cfg.URL, Screening: cfg.Screening, Mode: cfg.Mode, Users: cfg.Users, Concurrency: cfg.Concurrency,
+		SeatsPerUser: cfg.Seats, Retries: cfg.Retries, DurationMs: cfg.Duration.Milliseconds(), Leave: cfg.Leave,
+		Procs: cfg.Procs, Sources: cfg.Sources, ElapsedMs: elapsed.Milliseconds(),
 	}
 	var connect, inQueue, reservation []time.Duration
 	for _, r := range results {
-		switch r.outcome {
-		case Ticket:
-			rep.Outcomes.Ticket++
-		case SoldOut:
-			rep.Outcomes.SoldOut++
-		case GaveUp:
-			rep.Outcomes.GaveUp++
-		default:
-			rep.Outcomes.Error++
-			if rep.Errors == nil {
-				rep.Errors = map[string]ErrorKind{}
-			}
-			k := rep.Errors[r.errKind]
-			k.Count++
-			if k.Example == "" {
-				k.Example = r.errText
-			}
-			rep.Errors[r.errKind] = k
+		rep.count(r)
+		rep.Reconnects += r.Reconnects
+		if r.Connected {
+			connect = append(connect, r.Connect)
 		}
-		rep.Reconnects += r.reconnects
-		if r.connected {
-			connect = append(connect, r.connect)
+		if r.WasAdmitted {
+			inQueue = append(inQueue, r.InQueue)
 		}
-		if r.admitted {
-			inQueue = append(inQueue, r.inQueue)
-		}
-		reservation = append(reservation, r.reservations...)
+		reservation = append(reservation, r.Reservations...)
 	}
 	rep.Latency = Latencies{Connect: summarizeLatency(connect), Queue: summarizeLatency(inQueue), Reservation: summarizeLatency(reservation)}
+	rep.Registration = summarizeRegistration(results)
+	rep.Push = summarizePush(results)
 	return rep
+}
+
+// count adds r's outcome, and its error if it is one.
+func (rep *Report) count(r result) {
+	switch r.Outcome {
+	case Ticket:
+		rep.Outcomes.Ticket++
+	case SoldOut:
+		rep.Outcomes.SoldOut++
+	case GaveUp:
+		rep.Outcomes.GaveUp++
+	case Held:
+		rep.Outcomes.Held++
+	case Admitted:
+		rep.Outcomes.Admitted++
+	default:
+		rep.Outcomes.Error++
+		if rep.Errors == nil {
+			rep.Errors = map[string]ErrorKind{}
+		}
+		k := rep.Errors[r.ErrKind]
+		k.Count++
+		if k.Example == "" {
+			k.Example = r.ErrText
+		}
+		rep.Errors[r.ErrKind] = k
+	}
 }
 
 // tickets returns the seats of every ticket of a run.
 func tickets(results []result) [][]string {
 	var out [][]string
 	for _, r := range results {
-		if r.outcome == Ticket {
-			out = append(out, r.seats)
+		if r.Outcome == Ticket {
+			out = append(out, r.Seats)
 		}
 	}
 	return out
@@ -132,12 +160,16 @@ func tickets(results []result) [][]string {
 func summarizeLatency(samples []time.Duration) Latency {
 	sorted := slices.Clone(samples)
 	slices.Sort(sorted)
-	return Latency{
+	l := Latency{
 		Count: len(sorted),
 		P50Ms: millis(percentile(sorted, 50)),
 		P95Ms: millis(percentile(sorted, 95)),
 		P99Ms: millis(percentile(sorted, 99)),
 	}
+	if len(sorted) > 0 {
+		l.MaxMs = millis(sorted[len(sorted)-1])
+	}
+	return l
 }
 
 // percentile is the nearest-rank p-th percentile of sorted: the smallest sample with at least p% of the
@@ -214,61 +246,177 @@ func verify(before, after []seat, tickets [][]string) Verification {
 	return v
 }
 
-// maxProblemsShown bounds the discrepancies the table lists; the JSON has them all.
-const maxProblemsShown = 20
+const (
+	// maxProblemsShown bounds the discrepancies the table lists; the JSON has them all.
+	maxProblemsShown = 20
+	// maxTicksShown bounds the ticks the table lists in time order; maxWorstTicks adds the worst of the
+	// others by p99. The JSON has them all.
+	maxTicksShown = 20
+	maxWorstTicks = 5
+)
+
+// printer writes tab-separated table rows.
+type printer func(format string, args ...any)
 
 // WriteTable prints the report as the tables a person reads at the end of a run.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
-	seatWord := "seats"
-	if r.SeatsPerUser == 1 {
-		seatWord = "seat"
+	p := printer(func(format string, args ...any) { fmt.Fprintf(tw, format, args...) })
+	r.writeHeader(p)
+	r.writeOutcomes(p)
+	r.writeLatency(p)
+	r.writePush(p)
+	r.writeVerification(p)
+	return tw.Flush()
+}
+
+func (r Report) writeHeader(p printer) {
+	var spread string
+	if r.Procs > 1 {
+		spread += fmt.Sprintf(", %d processes", r.Procs)
 	}
-	p("swarm: %d users for %s at %s (concurrency %d, %d %s each, %d retries) in %s\n",
-		r.Users, r.Screening, r.URL, r.Concurrency, r.SeatsPerUser, seatWord, r.Retries,
-		(time.Duration(r.ElapsedMs) * time.Millisecond).String())
+	if r.Sources > 1 {
+		spread += fmt.Sprintf(", %d source addresses", r.Sources)
+	}
+	elapsed := (time.Duration(r.ElapsedMs) * time.Millisecond).String()
+	if r.Mode == Hold {
+		leave := "no leave: places kept"
+		if r.Leave {
+			leave = "leave at the end"
+		}
+		p("swarm: hold %d users for %s at %s for %s (%s%s) in %s\n",
+			r.Users, r.Screening, r.URL, time.Duration(r.DurationMs)*time.Millisecond, leave, spread, elapsed)
+	} else {
+		seatWord := "seats"
+		if r.SeatsPerUser == 1 {
+			seatWord = "seat"
+		}
+		p("swarm: %d users for %s at %s (concurrency %d, %d %s each, %d retries%s) in %s\n",
+			r.Users, r.Screening, r.URL, r.Concurrency, r.SeatsPerUser, seatWord, r.Retries, spread, elapsed)
+	}
 	if r.Stopped != "" {
 		p("STOPPED early (%s): users still going were counted as errors\n", r.Stopped)
 	}
+}
+
+func (r Report) writeOutcomes(p printer) {
 	p("\nOUTCOME\tUSERS\n")
-	p("ticket\t%d\n", r.Outcomes.Ticket)
-	p("sold_out\t%d\n", r.Outcomes.SoldOut)
-	p("gave_up\t%d\n", r.Outcomes.GaveUp)
+	if r.Mode == Hold {
+		p("held\t%d\n", r.Outcomes.Held)
+		p("admitted\t%d\n", r.Outcomes.Admitted)
+		p("sold_out\t%d\n", r.Outcomes.SoldOut)
+	} else {
+		p("ticket\t%d\n", r.Outcomes.Ticket)
+		p("sold_out\t%d\n", r.Outcomes.SoldOut)
+		p("gave_up\t%d\n", r.Outcomes.GaveUp)
+	}
 	p("error\t%d\n", r.Outcomes.Error)
 	p("reconnects\t%d\n", r.Reconnects)
-	if len(r.Errors) > 0 {
-		p("\nERROR KIND\tUSERS\tEXAMPLE\n")
-		kinds := make([]string, 0, len(r.Errors))
-		for k := range r.Errors {
-			kinds = append(kinds, k)
-		}
-		sort.Slice(kinds, func(i, j int) bool {
-			a, b := r.Errors[kinds[i]], r.Errors[kinds[j]]
-			return a.Count > b.Count || a.Count == b.Count && kinds[i] < kinds[j]
-		})
-		for _, k := range kinds {
-			p("%s\t%d\t%s\n", k, r.Errors[k].Count, r.Errors[k].Example)
-		}
+	if len(r.Errors) == 0 {
+		return
 	}
+	p("\nERROR KIND\tUSERS\tEXAMPLE\n")
+	kinds := make([]string, 0, len(r.Errors))
+	for k := range r.Errors {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		a, b := r.Errors[kinds[i]], r.Errors[kinds[j]]
+		return a.Count > b.Count || a.Count == b.Count && kinds[i] < kinds[j]
+	})
+	for _, k := range kinds {
+		p("%s\t%d\t%s\n", k, r.Errors[k].Count, r.Errors[k].Example)
+	}
+}
 
-	p("\nLATENCY\tCOUNT\tP50\tP95\tP99\n")
-	for _, row := range []struct {
+func (r Report) writeLatency(p printer) {
+	type row struct {
 		name string
 		l    Latency
-	}{{"connect", r.Latency.Connect}, {"time in queue", r.Latency.Queue}, {"reservation", r.Latency.Reservation}} {
-		p("%s\t%d\t%s\t%s\t%s\n", row.name, row.l.Count, showMs(row.l, row.l.P50Ms), showMs(row.l, row.l.P95Ms), showMs(row.l, row.l.P99Ms))
 	}
+	rows := []row{{"connect", r.Latency.Connect}, {"time in queue", r.Latency.Queue}}
+	if r.Mode != Hold {
+		rows = append(rows, row{"reservation", r.Latency.Reservation})
+	}
+	rows = append(rows, row{"position push", r.Push.Positions})
+	p("\nLATENCY\tCOUNT\tP50\tP95\tP99\tMAX\n")
+	for _, row := range rows {
+		l := row.l
+		p("%s\t%d\t%s\t%s\t%s\t%s\n", row.name, l.Count, showMs(l, l.P50Ms), showMs(l, l.P95Ms), showMs(l, l.P99Ms), showMs(l, l.MaxMs))
+	}
+	p("(position push: from a position message's tick_at to its receipt)\n")
+}
 
+func (r Report) writePush(p printer) {
+	reg, push := r.Registration, r.Push
+	p("\n")
+	if reg.Registered > 0 {
+		p("REGISTRATION\t%d of %d users got their place %s after the first dial: %.1f users/s\n",
+			reg.Registered, r.Users, showMs(Latency{Count: 1}, reg.BurstMs), reg.PerSecond)
+	} else {
+		p("REGISTRATION\tno user got a place\n")
+	}
+	p("TICKS\t%d seen", push.Ticks)
+	if push.CatchUps > 0 {
+		p(" (and %d catch-up positions after a connect, not ticks)", push.CatchUps)
+	}
+	p("\n")
+	p("POSITIONS\t%d users got at least one; %d of %d registered got one for every tick while they waited\n",
+		push.UsersWithPosition, push.UsersWithEveryTick, reg.Registered)
+	p("MISSED TICKS\t%d, by %d users\n", push.MissedTicks, push.UsersMissingTicks)
+	if len(push.PerTick) == 0 {
+		return
+	}
+	shown, omitted, worst := pickTicks(push.PerTick)
+	p("\nTICK (after the first dial)\tCOUNT\tP50\tP99\tMAX\n")
+	tickRow := func(t TickLatency, note string) {
+		p("%s%s\t%d\t%s\t%s\t%s\n", showTickAt(t.TickAtMs, reg.FirstDialAtMs), note, t.Count, showMsOf(t.P50Ms), showMsOf(t.P99Ms), showMsOf(t.MaxMs))
+	}
+	for _, t := range shown {
+		tickRow(t, "")
+	}
+	for _, t := range worst {
+		tickRow(t, " (a worst p99)")
+	}
+	if len(worst) > 0 {
+		p("(the first %d ticks in time order, then the %d of the other %d with the highest p99; %d ticks not listed, the JSON report has them all)\n",
+			len(shown), len(worst), len(worst)+omitted, omitted)
+	}
+}
+
+// pickTicks chooses the ticks the table lists: all of them if few, else the first maxTicksShown and the
+// maxWorstTicks of the others with the highest p99; omitted counts the others not listed.
+func pickTicks(ticks []TickLatency) (shown []TickLatency, omitted int, worst []TickLatency) {
+	if len(ticks) <= maxTicksShown+maxWorstTicks {
+		return ticks, 0, nil
+	}
+	rest := slices.Clone(ticks[maxTicksShown:])
+	sort.SliceStable(rest, func(i, j int) bool { return rest[i].P99Ms > rest[j].P99Ms })
+	return ticks[:maxTicksShown], len(rest) - maxWorstTicks, rest[:maxWorstTicks]
+}
+
+// showTickAt renders a tick's time as an offset from the run's first dial.
+func showTickAt(tickAtMs, firstDialAtMs int64) string {
+	d := time.Duration(tickAtMs-firstDialAtMs) * time.Millisecond
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
+
+func (r Report) writeVerification(p printer) {
 	v := r.Verification
 	p("\nVERIFICATION\t")
-	if v.OK {
+	switch {
+	case v.Skipped != "":
+		p("not checked: %s\n", v.Skipped)
+	case v.OK:
 		p("OK: %d seats sold during the run = %d seats in %d tickets; no seat sold twice", v.SoldDuring, v.TicketSeats, v.Tickets)
 		if v.SoldBefore > 0 {
 			p(" (%d sold before the run)", v.SoldBefore)
 		}
 		p("\n")
-	} else {
+	default:
 		p("FAILED: %d seats sold during the run, %d seats in %d tickets; %d problems\n", v.SoldDuring, v.TicketSeats, v.Tickets, len(v.Problems))
 		for i, problem := range v.Problems {
 			if i == maxProblemsShown {
@@ -278,7 +426,6 @@ func (r Report) WriteTable(w io.Writer) error {
 			p("  %s\n", problem)
 		}
 	}
-	return tw.Flush()
 }
 
 // showMs renders a percentile for the table: "-" without samples, else a rounded duration.
@@ -286,11 +433,16 @@ func showMs(l Latency, ms float64) string {
 	if l.Count == 0 {
 		return "-"
 	}
+	return showMsOf(ms)
+}
+
+// showMsOf renders milliseconds as a duration rounded for reading.
+func showMsOf(ms float64) string {
 	d := time.Duration(ms * float64(time.Millisecond))
 	switch {
-	case d >= time.Second:
+	case d >= time.Second || d <= -time.Second:
 		d = d.Round(time.Millisecond)
-	case d >= time.Millisecond:
+	case d >= time.Millisecond || d <= -time.Millisecond:
 		d = d.Round(10 * time.Microsecond)
 	}
 	return strings.TrimSpace(d.String())

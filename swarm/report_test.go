@@ -51,7 +51,7 @@ func TestPercentileIsNearestRank(t *testing.T) {
 func TestSummarizeLatencySortsAndReportsMilliseconds(t *testing.T) {
 	samples := []time.Duration{3 * time.Millisecond, 1500 * time.Microsecond, 2 * time.Millisecond, 250 * time.Microsecond}
 	got := summarizeLatency(samples)
-	want := Latency{Count: 4, P50Ms: 1.5, P95Ms: 3, P99Ms: 3}
+	want := Latency{Count: 4, P50Ms: 1.5, P95Ms: 3, P99Ms: 3, MaxMs: 3}
 	if got != want {
 		t.Errorf("summarizeLatency(%v) = %+v, want %+v", samples, got, want)
 	}
@@ -178,11 +178,11 @@ func TestVerifyFindsEveryDiscrepancy(t *testing.T) {
 
 func TestSummarizeCountsEveryUserOnce(t *testing.T) {
 	results := []result{
-		{outcome: Ticket, connected: true, connect: time.Millisecond, admitted: true, inQueue: time.Second, reservations: []time.Duration{time.Millisecond, 2 * time.Millisecond}, seats: []string{"A1"}},
-		{outcome: SoldOut, connected: true, connect: 2 * time.Millisecond},
-		{outcome: GaveUp, connected: true, connect: 3 * time.Millisecond, admitted: true, inQueue: 2 * time.Second, reservations: []time.Duration{time.Millisecond}},
-		{outcome: Error, errKind: "read", errText: "read: reset", reconnects: 2},
-		{outcome: Error, errKind: "read", errText: "read: eof"},
+		{Outcome: Ticket, Connected: true, Connect: time.Millisecond, WasAdmitted: true, InQueue: time.Second, Reservations: []time.Duration{time.Millisecond, 2 * time.Millisecond}, Seats: []string{"A1"}},
+		{Outcome: SoldOut, Connected: true, Connect: 2 * time.Millisecond},
+		{Outcome: GaveUp, Connected: true, Connect: 3 * time.Millisecond, WasAdmitted: true, InQueue: 2 * time.Second, Reservations: []time.Duration{time.Millisecond}},
+		{Outcome: Error, ErrKind: "read", ErrText: "read: reset", Reconnects: 2},
+		{Outcome: Error, ErrKind: "read", ErrText: "read: eof"},
 	}
 	rep := summarize(Config{Users: len(results), Seats: 1}, results, time.Second)
 	if want := (Outcomes{Ticket: 1, SoldOut: 1, GaveUp: 1, Error: 2}); rep.Outcomes != want {

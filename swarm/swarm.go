@@ -1,13 +1,18 @@
-// Package swarm owns the load test: virtual users that each take the whole path of docs/protocol.md against
-// a running server (open the waiting-room socket, wait for pushes, reserve on admission, stop on sold out),
-// a progress line while they run, and a report of outcomes, latencies and a check of the seats sold.
+// Package swarm owns the load test: virtual users that each take the path of docs/protocol.md against a
+// running server, a progress line while they run, and a report of outcomes, latencies, the pushes users
+// saw and a check of the seats sold.
+//
+// Two modes. Flow: each user opens the waiting-room socket, waits for pushes, reserves on admission and
+// stops on sold out. Hold: every user registers and stays connected, reading pushes, until Duration has
+// passed, then closes; it measures how late position messages arrive and which ticks a user missed.
 //
 // Guarantees: at most Config.Concurrency users exist at once (one goroutine and one socket each); every
 // socket read and write has a deadline and the whole run ends by Config.Timeout, so Run always returns;
-// every goroutine and connection Run starts is stopped and closed before it returns; a user only ever
-// reacts to what the server pushes and never polls the status endpoint; every user ends in exactly one
-// outcome. The verification compares the seat map after the run with the one before it, so seats that
-// were already sold when the run began are not counted as the run's.
+// every goroutine, connection and child process Run starts is stopped, closed or waited for before it
+// returns; a user only ever reacts to what the server pushes and never polls the status endpoint; every
+// user ends in exactly one outcome. A run split over child processes (Config.Procs) reports exactly what
+// one process would for the same per-user results. The verification compares the seat map after the run
+// with the one before it, so seats that were already sold when the run began are not counted as the run's.
 package swarm
 
 import (
@@ -15,15 +20,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/gorilla/websocket"
 )
 
 const (
@@ -33,8 +33,22 @@ const (
 	verifyTimeout = 10 * time.Second
 	// progressEvery is how often the progress line is redrawn (five times a second).
 	progressEvery = 200 * time.Millisecond
-	// maxIdleConns caps the idle keep-alive connections the shared HTTP client keeps to the server.
+	// maxIdleConns caps the idle keep-alive connections one HTTP client keeps to the server.
 	maxIdleConns = 1024
+	// holdMargin is what a hold run's default timeout adds to Duration: time to connect everyone before and
+	// to close and collect after.
+	holdMargin = 2 * time.Minute
+)
+
+// Mode is what the virtual users do.
+type Mode string
+
+// The modes.
+const (
+	// Flow: wait in line, reserve once admitted, leave. The default.
+	Flow Mode = "flow"
+	// Hold: register, then stay connected reading pushes until Config.Duration has passed.
+	Hold Mode = "hold"
 )
 
 // Config is one run.
@@ -45,7 +59,7 @@ type Config struct {
 	Screening string
 	// Users is how many virtual users take part.
 	Users int
-	// Concurrency is how many users exist (are connected) at once; 0 means Users.
+	// Concurrency is how many users exist (are connected) at once; 0 means Users. Hold mode needs them all.
 	Concurrency int
 	// Seats is how many seats a user reserves; 0 means 1. A user who finds fewer left takes what is left.
 	Seats int
@@ -53,17 +67,34 @@ type Config struct {
 	// gives up. 0 means one try only.
 	Retries int
 	// Timeout bounds the whole run; users still going when it passes end as errors of kind "timeout".
-	// 0 means 5 minutes.
+	// 0 means DefaultTimeout, or Duration + 2 minutes in hold mode.
 	Timeout time.Duration
+	// Mode is Flow ("" too) or Hold.
+	Mode Mode
+	// Duration is how long a hold lasts, from the start of the run; users close their sockets when it
+	// passes. Hold mode only, and required there.
+	Duration time.Duration
+	// Leave makes a user in hold mode send {"type":"leave"} before it closes; closing alone keeps the place.
+	Leave bool
+	// Procs is how many processes the users are split over, because one process may hold only so many
+	// sockets. 0 means one per usersPerProc connected users. More than 1 re-executes this program
+	// (os.Executable) with ChildFlag and a job: its main must hand those to RunChild (cmd/swarm does).
+	Procs int
+	// Sources is how many loopback addresses users dial from (127.0.0.2 onwards), because each (source,
+	// destination) pair has only about 28,000 ephemeral ports. 0 or 1: the system picks, as for any dial.
+	Sources int
 }
 
-// DefaultTimeout is the bound of a run whose Config.Timeout is 0.
+// DefaultTimeout is the bound of a flow run whose Config.Timeout is 0.
 const DefaultTimeout = 5 * time.Minute
 
 // errTimeout is the cause of the run's context when Config.Timeout passes.
 var errTimeout = errors.New("swarm: run timeout")
 
 func (c Config) normalized() (Config, error) {
+	if c.Mode == "" {
+		c.Mode = Flow
+	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = c.Users
 	}
@@ -75,6 +106,15 @@ func (c Config) normalized() (Config, error) {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
+		if c.Mode == Hold {
+			c.Timeout = c.Duration + holdMargin
+		}
+	}
+	if c.Sources <= 0 {
+		c.Sources = 1
+	}
+	if c.Procs <= 0 {
+		c.Procs = autoProcs(c.Concurrency)
 	}
 	var errs []error
 	if c.Users < 1 {
@@ -86,13 +126,17 @@ func (c Config) normalized() (Config, error) {
 	if c.Screening == "" {
 		errs = append(errs, errors.New("screening is empty"))
 	}
+	errs = append(errs, c.modeErrors()...)
 	u, err := url.Parse(c.URL)
 	switch {
 	case err != nil:
 		errs = append(errs, fmt.Errorf("url %q: %w", c.URL, err))
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
 		errs = append(errs, fmt.Errorf("url %q: want http://host[:port] or https://host[:port]", c.URL))
+	default:
+		errs = append(errs, checkSources(u.Hostname(), c.Sources, c.Concurrency)...)
 	}
+	errs = append(errs, checkProcs(c.Procs, c.Users, c.Concurrency)...)
 	c.URL = strings.TrimSuffix(c.URL, "/")
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("swarm: config: %w", err)
@@ -100,29 +144,54 @@ func (c Config) normalized() (Config, error) {
 	return c, nil
 }
 
-// swarm is what every user of one run shares: the settings, one HTTP client, one socket dialer.
+// modeErrors checks the settings that depend on the mode.
+func (c Config) modeErrors() []error {
+	switch c.Mode {
+	case Flow:
+		if c.Duration != 0 || c.Leave {
+			return []error{errors.New("duration and leave are for hold mode; this is flow mode")}
+		}
+		return nil
+	case Hold:
+		var errs []error
+		if c.Duration <= 0 {
+			errs = append(errs, fmt.Errorf("duration = %s, want more than 0 in hold mode", c.Duration))
+		} else if c.Timeout <= c.Duration {
+			errs = append(errs, fmt.Errorf("timeout %s is not after the hold's duration %s: the hold would be cut short", c.Timeout, c.Duration))
+		}
+		if c.Concurrency < c.Users {
+			errs = append(errs, fmt.Errorf("concurrency = %d: hold mode keeps all %d users connected at once", c.Concurrency, c.Users))
+		}
+		return errs
+	}
+	return []error{fmt.Errorf("mode %q, want %q or %q", c.Mode, Flow, Hold)}
+}
+
+// swarm is what every user of one process shares: the settings, and one HTTP client and socket dialer per
+// source address.
 type swarm struct {
 	cfg     Config
-	client  *http.Client
-	dialer  *websocket.Dialer
+	sources []source
 	seatURL string
 	bookURL string
 	wsURL   string
 }
 
 func newSwarm(cfg Config) *swarm {
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.MaxIdleConns = min(cfg.Concurrency, maxIdleConns)
-	transport.MaxIdleConnsPerHost = transport.MaxIdleConns
 	screening := url.PathEscape(cfg.Screening)
 	ws := "ws" + strings.TrimPrefix(cfg.URL, "http") // http→ws, https→wss
 	return &swarm{
 		cfg:     cfg,
-		client:  &http.Client{Transport: transport, Timeout: requestTimeout},
-		dialer:  &websocket.Dialer{HandshakeTimeout: handshakeTimeout, NetDialContext: (&net.Dialer{Timeout: handshakeTimeout}).DialContext},
+		sources: newSources(sourceAddrs(cfg.Sources), cfg.Concurrency),
 		seatURL: cfg.URL + "/api/screenings/" + screening + "/seats",
 		bookURL: cfg.URL + "/api/screenings/" + screening + "/reservations",
 		wsURL:   ws + "/ws/screenings/" + screening,
+	}
+}
+
+func (s *swarm) closeIdle() {
+	for _, src := range s.sources {
+		src.client.CloseIdleConnections()
 	}
 }
 
@@ -136,20 +205,57 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 		return Report{}, err
 	}
 	s := newSwarm(cfg)
-	defer s.client.CloseIdleConnections()
+	defer s.closeIdle()
 
-	before, err := s.seatMap(ctx)
+	before, err := s.seatMap(ctx, s.sources[0].client)
 	if err != nil {
 		return Report{}, fmt.Errorf("swarm: seat map of %s before the run: %w", cfg.Screening, err)
 	}
 
-	runCtx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errTimeout)
-	defer cancel()
 	started := time.Now()
-	results := make([]result, cfg.Users)
-	var count tally
-	stopBar := startBar(progress, &count, cfg.Users)
+	var results []result
+	if cfg.Procs == 1 {
+		var count tally
+		stopBar := startBar(progress, []*tally{&count}, cfg)
+		results = s.runUsers(ctx, 0, started, &count)
+		stopBar()
+	} else {
+		results = runChildren(ctx, cfg, started, progress)
+	}
+	elapsed := time.Since(started)
 
+	rep := summarize(cfg, results, elapsed)
+	rep.Stopped = stoppedBy(results)
+	if cfg.Mode == Hold {
+		rep.Verification = Verification{OK: true, Skipped: "hold mode reserves nothing"}
+		return rep, nil
+	}
+	verifyCtx, cancelVerify := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+	defer cancelVerify()
+	after, err := s.seatMap(verifyCtx, s.sources[0].client)
+	if err != nil {
+		rep.Verification = Verification{Problems: []string{fmt.Sprintf("could not read the seat map after the run: %v", err)}}
+		return rep, nil
+	}
+	rep.Verification = verify(before, after, tickets(results))
+	return rep, nil
+}
+
+// runUsers runs this process's users, numbered first, first+1, … in the whole run (the number picks the
+// source address), and returns their results in that order. The run ends at start+Timeout, a hold at
+// start+Duration: children of one run get the same start, so they stop together.
+func (s *swarm) runUsers(ctx context.Context, first int, start time.Time, count *tally) []result {
+	cfg := s.cfg
+	runCtx, cancel := context.WithDeadlineCause(ctx, start.Add(cfg.Timeout), errTimeout)
+	defer cancel()
+	var hold <-chan struct{} // closed when the hold ends; nil (never) in flow mode
+	if cfg.Mode == Hold {
+		// Not derived from runCtx: a stopped run is not a hold that ended.
+		holdCtx, cancelHold := context.WithDeadline(context.WithoutCancel(ctx), start.Add(cfg.Duration))
+		defer cancelHold()
+		hold = holdCtx.Done()
+	}
+	results := make([]result, cfg.Users)
 	sem := make(chan struct{}, cfg.Concurrency)
 	var wg sync.WaitGroup
 	launched := 0
@@ -166,43 +272,27 @@ launch:
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i] = s.user(runCtx)
-			count.add(results[i].outcome)
+			v := visit{swarm: s, src: &s.sources[sourceOf(first+i, len(s.sources))], hold: hold, count: count}
+			results[i] = v.run(runCtx)
+			count.add(results[i].Outcome)
 		}()
 	}
 	for i := launched; i < len(results); i++ {
-		results[i] = result{outcome: Error, errKind: stopKind(runCtx), errText: "never started: the run was stopped"}
+		results[i] = result{Outcome: Error, ErrKind: stopKind(runCtx), ErrText: "never started: the run was stopped"}
 		count.add(Error)
 	}
 	wg.Wait()
-	elapsed := time.Since(started)
-	stopped := ""
-	if runCtx.Err() != nil && cancelled(results) {
-		stopped = stopKind(runCtx)
-	}
-	stopBar()
-
-	rep := summarize(cfg, results, elapsed)
-	rep.Stopped = stopped
-	verifyCtx, cancelVerify := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
-	defer cancelVerify()
-	after, err := s.seatMap(verifyCtx)
-	if err != nil {
-		rep.Verification = Verification{Problems: []string{fmt.Sprintf("could not read the seat map after the run: %v", err)}}
-		return rep, nil
-	}
-	rep.Verification = verify(before, after, tickets(results))
-	return rep, nil
+	return results
 }
 
-// cancelled reports whether some user ended because the run was stopped.
-func cancelled(results []result) bool {
+// stoppedBy says why the run ended before every user did ("timeout" or "interrupted"), or "" if it did not.
+func stoppedBy(results []result) string {
 	for _, r := range results {
-		if r.errKind == kindTimeout || r.errKind == kindInterrupted {
-			return true
+		if r.ErrKind == kindTimeout || r.ErrKind == kindInterrupted {
+			return r.ErrKind
 		}
 	}
-	return false
+	return ""
 }
 
 const (
@@ -216,64 +306,4 @@ func stopKind(ctx context.Context) string {
 		return kindTimeout
 	}
 	return kindInterrupted
-}
-
-// tally is what the progress line shows, counted as users finish.
-type tally struct {
-	started, ticket, soldOut, gaveUp, errored atomic.Int64
-}
-
-func (t *tally) add(o Outcome) {
-	switch o {
-	case Ticket:
-		t.ticket.Add(1)
-	case SoldOut:
-		t.soldOut.Add(1)
-	case GaveUp:
-		t.gaveUp.Add(1)
-	default:
-		t.errored.Add(1)
-	}
-}
-
-// barWidth is the number of cells of the progress bar.
-const barWidth = 30
-
-func (t *tally) draw(w io.Writer, users int) {
-	ticket, soldOut, gaveUp, errored := t.ticket.Load(), t.soldOut.Load(), t.gaveUp.Load(), t.errored.Load()
-	done := ticket + soldOut + gaveUp + errored
-	running := max(t.started.Load()-done, 0)
-	filled := int(done * barWidth / int64(users))
-	width := len(fmt.Sprint(users))
-	fmt.Fprintf(w, "\r[%s%s] %*d/%d  running %*d  ticket %*d  sold_out %*d  gave_up %*d  error %*d",
-		strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), width, done, users,
-		width, running, width, ticket, width, soldOut, width, gaveUp, width, errored)
-}
-
-// startBar redraws the progress line on w until the returned stop is called, which draws it a last time,
-// ends the line, and returns once the drawing goroutine has stopped.
-func startBar(w io.Writer, t *tally, users int) (stop func()) {
-	if w == nil {
-		return func() {}
-	}
-	quit, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(progressEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-quit:
-				t.draw(w, users)
-				fmt.Fprintln(w)
-				return
-			case <-tick.C:
-				t.draw(w, users)
-			}
-		}
-	}()
-	return func() {
-		close(quit)
-		<-finished
-	}
 }

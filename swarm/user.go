@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -46,50 +47,95 @@ const (
 	SoldOut Outcome = "sold_out"
 	// GaveUp: every try met 409 SEAT_TAKEN or SEAT_LOCKED.
 	GaveUp Outcome = "gave_up"
-	// Error: anything else; result.errKind says what.
+	// Held (hold mode): still connected and waiting in line when the hold ended.
+	Held Outcome = "held"
+	// Admitted (hold mode): admitted, and still connected when the hold ended (it does not reserve).
+	Admitted Outcome = "admitted"
+	// Error: anything else; result.ErrKind says what.
 	Error Outcome = "error"
 )
 
-// result is one user's visit.
+// kindHoldConnecting is the error kind of a user in hold mode that was dialing, or waiting to dial again,
+// without a place on an open socket when the hold ended.
+const kindHoldConnecting = "hold ended while connecting"
+
+// result is one user's visit. Its fields are exported for gob: a child process sends the results of its
+// users to the parent, which summarizes them as its own.
 type result struct {
-	outcome Outcome
-	// errKind groups errors for counting ("read", "closed 1011", "server UNAVAILABLE", "reserve 401
-	// INVALID_PASS", "timeout", ...); errText is the full error of this user.
-	errKind, errText string
-	// connect is from the first dial to the first message; connected says it was measured.
-	connect   time.Duration
-	connected bool
-	// inQueue is from the first message to admitted; admitted says it was measured.
-	inQueue  time.Duration
-	admitted bool
-	// reservations holds the round trip of each POST.
-	reservations []time.Duration
-	// seats are the seats of the ticket.
-	seats      []string
-	reconnects int
+	Outcome Outcome
+	// ErrKind groups errors for counting ("read", "closed 1011", "server UNAVAILABLE", "reserve 401
+	// INVALID_PASS", "timeout", ...); ErrText is the full error of this user.
+	ErrKind, ErrText string
+	// Connect is from the first dial to the first message; Connected says it was measured.
+	Connect   time.Duration
+	Connected bool
+	// InQueue is from the first message to admitted; WasAdmitted says it was measured.
+	InQueue     time.Duration
+	WasAdmitted bool
+	// Reservations holds the round trip of each POST.
+	Reservations []time.Duration
+	// Seats are the seats of the ticket.
+	Seats      []string
+	Reconnects int
+	// FirstDialAt is when the user first dialed; RegisteredAt when it got its first queued message (zero if
+	// it never did). Wall-clock times: the processes of a run share the machine's clock.
+	FirstDialAt, RegisteredAt time.Time
+	// Positions are the position messages the user received, in order.
+	Positions []position
+	// Windows are the stretches in which the user was connected and waiting: one per connection that got
+	// queued, from that message to admitted or the connection's end.
+	Windows []window
 }
 
 func (r *result) fail(kind string, err error) {
-	r.outcome, r.errKind, r.errText = Error, kind, err.Error()
+	r.Outcome, r.ErrKind, r.ErrText = Error, kind, err.Error()
+}
+
+// position is one position message as received.
+type position struct {
+	// TickAtMs is the message's tick_at (Unix ms); Latency is from then to the message's receipt.
+	TickAtMs int64
+	Latency  time.Duration
+	// AfterQueued says the message came right after queued on its connection: it may be the catch-up of
+	// the connect (docs/protocol.md 4.2), not a tick's push.
+	AfterQueued bool
+}
+
+// window is a stretch in which a user was connected and waiting in line.
+type window struct {
+	// From is when queued arrived; To when admitted arrived (Admitted true) or the connection ended.
+	From, To time.Time
+	Admitted bool
 }
 
 // message is any server message of docs/protocol.md.
 type message struct {
-	Type    string `json:"type"`
-	Token   string `json:"token"`
-	Pass    string `json:"pass"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Type     string `json:"type"`
+	Token    string `json:"token"`
+	Pass     string `json:"pass"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	TickAtMs int64  `json:"tick_at"`
 }
 
-// user is one virtual user's visit: wait in line for the pushes, reserve once admitted, and close.
-func (s *swarm) user(ctx context.Context) result {
+// visit is what one virtual user works with: the run's shared swarm, the source address it dials from,
+// the hold's end (closed when the hold ends; nil in flow mode), and the run's tally.
+type visit struct {
+	*swarm
+	src   *source
+	hold  <-chan struct{}
+	count *tally
+}
+
+// run is the user's whole visit. Flow: wait in line for the pushes, reserve once admitted, and close.
+// Hold: wait in line, admitted or not, until the hold ends, then close (wait does it all).
+func (v *visit) run(ctx context.Context) result {
 	var r result
-	sock, pass := s.wait(ctx, &r)
+	sock, pass := v.wait(ctx, &r)
 	if sock == nil {
 		return r
 	}
-	if s.reserve(ctx, pass, &r) {
+	if v.reserve(ctx, pass, &r) {
 		// Free the admission slot at once rather than when it lapses, so the next in line moves up.
 		sock.leave()
 	}
@@ -97,27 +143,31 @@ func (s *swarm) user(ctx context.Context) result {
 	return r
 }
 
-// wait opens the socket and reads pushes until admitted (it returns the open socket and the pass) or the
-// visit ends otherwise (it returns nil, with r's outcome set). A close 1012 or 1013, or a failed dial, is
-// answered by dialing again with the token, keeping the place, at most maxReconnects times.
-func (s *swarm) wait(ctx context.Context, r *result) (*socket, string) {
+// wait opens the socket and reads pushes until admitted in flow mode (it returns the open socket and the
+// pass) or the visit ends otherwise (it returns nil, with r's outcome set). A close 1012 or 1013, or a
+// failed dial, is answered by dialing again with the token, keeping the place, at most maxReconnects times.
+func (v *visit) wait(ctx context.Context, r *result) (*socket, string) {
 	var place place
 	for attempt := 0; ; attempt++ {
-		sock, pass, retry, kind, err := s.connection(ctx, &place, r)
+		sock, pass, retry, kind, err := v.connection(ctx, &place, r)
 		switch {
 		case sock != nil:
 			return sock, pass
 		case err == nil:
-			return nil, "" // the outcome is set: sold out
+			return nil, "" // the outcome is set: sold out, or the hold is over
 		case ctx.Err() != nil:
 			r.fail(stopKind(ctx), err)
 			return nil, ""
 		case retry && attempt < maxReconnects:
-			if pause(ctx, backoff(attempt)) {
-				r.reconnects++
+			if v.pause(ctx, backoff(attempt)) {
+				r.Reconnects++
 				continue
 			}
-			r.fail(stopKind(ctx), err)
+			kind = kindHoldConnecting
+			if ctx.Err() != nil {
+				kind = stopKind(ctx)
+			}
+			r.fail(kind, err)
 			return nil, ""
 		case retry:
 			kind += fmt.Sprintf(" (after %d reconnects)", attempt)
@@ -131,14 +181,20 @@ func (s *swarm) wait(ctx context.Context, r *result) (*socket, string) {
 type place struct {
 	token          string
 	firstMessageAt time.Time
+	// admitted (hold mode): some connection got admitted; the user ends as Admitted.
+	admitted bool
 }
 
-// connection is one socket of a user's wait. It returns the open socket and the pass on admission; nil and
-// no error when the visit ended (r's outcome set); else the error, its kind, and whether dialing again with
-// the token is the answer (a failed dial, a close 1012 or 1013, an INTERNAL error message).
-func (s *swarm) connection(ctx context.Context, p *place, r *result) (sock *socket, pass string, retry bool, kind string, err error) {
+// connection is one socket of a user's wait. It returns the open socket and the pass on admission in flow
+// mode; nil and no error when the visit ended (r's outcome set: sold out, or the hold is over); else the
+// error, its kind, and whether dialing again with the token is the answer (a failed dial, a close 1012 or
+// 1013, an INTERNAL error message).
+func (v *visit) connection(ctx context.Context, p *place, r *result) (sock *socket, pass string, retry bool, kind string, err error) {
 	dialAt := time.Now()
-	sock, err = s.open(ctx, p.token)
+	if r.FirstDialAt.IsZero() {
+		r.FirstDialAt = dialAt
+	}
+	sock, err = v.open(ctx, p.token)
 	if err != nil {
 		var hs *handshakeError
 		if errors.As(err, &hs) {
@@ -146,13 +202,21 @@ func (s *swarm) connection(ctx context.Context, p *place, r *result) (sock *sock
 		}
 		return nil, "", true, "dial", err
 	}
+	// When the connection ends while it waits in line, its window ends too.
+	var w waiting
+	defer func() { w.end(r, time.Now(), false) }()
 	var refused *message // an error message; its close frame follows and says whether to try again
+	prev := ""           // the type of the previous message on this connection
 	for first := true; ; first = false {
 		wait := readWait
 		if refused != nil {
 			wait = writeWait
 		}
-		m, err := sock.read(wait)
+		m, at, err := sock.read(wait)
+		if errors.Is(err, errHoldEnded) && ctx.Err() == nil {
+			v.endHold(sock, p, r, w.placed)
+			return nil, "", false, "", nil
+		}
 		if err != nil {
 			sock.drop()
 			var ce *websocket.CloseError
@@ -172,23 +236,37 @@ func (s *swarm) connection(ctx context.Context, p *place, r *result) (sock *sock
 			return nil, "", false, "read", err
 		}
 		if first && p.firstMessageAt.IsZero() {
-			p.firstMessageAt = time.Now()
-			r.connect, r.connected = p.firstMessageAt.Sub(dialAt), true
+			p.firstMessageAt = at
+			r.Connect, r.Connected = p.firstMessageAt.Sub(dialAt), true
 		}
 		switch m.Type {
 		case "queued":
 			p.token = m.Token
+			if r.RegisteredAt.IsZero() {
+				r.RegisteredAt = at
+				v.count.registered.Add(1)
+			}
+			w.start(at)
+		case "position":
+			r.Positions = append(r.Positions, position{TickAtMs: m.TickAtMs, Latency: at.Sub(time.UnixMilli(m.TickAtMs)), AfterQueued: prev == "queued"})
 		case "admitted":
 			if m.Pass == "" {
 				sock.close()
 				return nil, "", false, "protocol", fmt.Errorf("%w: admitted without a pass", errProtocol)
 			}
 			p.token = m.Token
-			r.inQueue, r.admitted = time.Since(p.firstMessageAt), true
-			return sock, m.Pass, false, "", nil
+			w.end(r, at, true)
+			w.placed = true
+			if !r.WasAdmitted {
+				r.InQueue, r.WasAdmitted = at.Sub(p.firstMessageAt), true
+			}
+			if v.hold == nil {
+				return sock, m.Pass, false, "", nil
+			}
+			p.admitted = true // hold mode: stay connected until the hold ends
 		case "sold_out":
 			sock.close()
-			r.outcome = SoldOut
+			r.Outcome = SoldOut
 			return nil, "", false, "", nil
 		case "error":
 			if m.Code == "INTERNAL" {
@@ -198,42 +276,80 @@ func (s *swarm) connection(ctx context.Context, p *place, r *result) (sock *sock
 			}
 			refused = &m
 		}
-		// "position", and any type a newer server adds: keep waiting.
+		// Any type a newer server adds: keep waiting.
+		prev = m.Type
+	}
+}
+
+// waiting tracks one connection's place: whether it got one (queued or admitted), and its window, open
+// from queued to admitted or the connection's end.
+type waiting struct {
+	placed, open bool
+	from         time.Time
+}
+
+func (w *waiting) start(at time.Time) {
+	w.placed, w.open, w.from = true, true, at
+}
+
+// end closes the window at at, if it is open, and records it.
+func (w *waiting) end(r *result, at time.Time, admitted bool) {
+	if !w.open {
+		return
+	}
+	r.Windows = append(r.Windows, window{From: w.from, To: at, Admitted: admitted})
+	w.open = false
+}
+
+// endHold ends a hold-mode visit on its still open socket: leave if asked, close, and set the outcome.
+// The user counts as held (or admitted) only if this connection had its place (queued or admitted).
+func (v *visit) endHold(sock *socket, p *place, r *result, placed bool) {
+	if v.cfg.Leave && placed {
+		sock.leave()
+	}
+	sock.close()
+	switch {
+	case !placed:
+		r.fail(kindHoldConnecting, errors.New("the hold ended before the server answered the connect"))
+	case p.admitted:
+		r.Outcome = Admitted
+	default:
+		r.Outcome = Held
 	}
 }
 
 // reserve picks random available seats and posts them, trying other seats after a 409 SEAT_TAKEN or
 // SEAT_LOCKED up to Retries times. It sets r's outcome, and reports whether the user gave up holding its
 // admission (so the caller can hand the slot back).
-func (s *swarm) reserve(ctx context.Context, pass string, r *result) (gaveUp bool) {
+func (v *visit) reserve(ctx context.Context, pass string, r *result) (gaveUp bool) {
 	locked := map[string]bool{} // seats another request held; a hint only, the map says what is sold
-	for try := 0; try <= s.cfg.Retries; try++ {
-		seats, err := s.seatMap(ctx)
+	for try := 0; try <= v.cfg.Retries; try++ {
+		seats, err := v.seatMap(ctx, v.src.client)
 		if err != nil {
 			r.fail(requestKind(ctx, "seat map"), err)
 			return false
 		}
-		pick := pickSeats(seats, locked, s.cfg.Seats)
+		pick := pickSeats(seats, locked, v.cfg.Seats)
 		if len(pick) == 0 {
-			r.outcome = SoldOut // the map shows no seat left
+			r.Outcome = SoldOut // the map shows no seat left
 			return false
 		}
 		sentAt := time.Now()
-		status, body, err := s.post(ctx, pass, pick)
-		r.reservations = append(r.reservations, time.Since(sentAt))
+		status, body, err := v.post(ctx, pass, pick)
+		r.Reservations = append(r.Reservations, time.Since(sentAt))
 		if err != nil {
 			r.fail(requestKind(ctx, "reserve"), err)
 			return false
 		}
 		switch {
 		case status == http.StatusCreated:
-			r.outcome, r.seats = Ticket, body.Seats
-			if len(r.seats) == 0 {
-				r.seats = pick
+			r.Outcome, r.Seats = Ticket, body.Seats
+			if len(r.Seats) == 0 {
+				r.Seats = pick
 			}
 			return false
 		case status == http.StatusConflict && body.Error.Code == "SOLD_OUT":
-			r.outcome = SoldOut
+			r.Outcome = SoldOut
 			return false
 		case status == http.StatusConflict && (body.Error.Code == "SEAT_TAKEN" || body.Error.Code == "SEAT_LOCKED"):
 			for _, seat := range body.Error.Seats {
@@ -241,11 +357,11 @@ func (s *swarm) reserve(ctx context.Context, pass string, r *result) (gaveUp boo
 			}
 		default:
 			r.fail(fmt.Sprintf("reserve %d %s", status, body.Error.Code),
-				fmt.Errorf("POST %s: %d %s: %s", s.bookURL, status, body.Error.Code, body.Error.Message))
+				fmt.Errorf("POST %s: %d %s: %s", v.bookURL, status, body.Error.Code, body.Error.Message))
 			return false
 		}
 	}
-	r.outcome = GaveUp
+	r.Outcome = GaveUp
 	return true
 }
 
@@ -282,12 +398,14 @@ func backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2)
 }
 
-// pause sleeps d, or less if ctx ends; it reports whether the full pause passed.
-func pause(ctx context.Context, d time.Duration) bool {
+// pause sleeps d, or less if ctx or the hold ends; it reports whether the full pause passed.
+func (v *visit) pause(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return false
+	case <-v.hold:
 		return false
 	case <-t.C:
 		return true
@@ -320,12 +438,14 @@ type reservation struct {
 	apiError
 }
 
-func (s *swarm) seatMap(ctx context.Context) ([]seat, error) {
+// seatMap reads the seat map with client (the user's source's, or the first source's for the run's own
+// reads).
+func (s *swarm) seatMap(ctx context.Context, client *http.Client) ([]seat, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.seatURL, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -342,31 +462,34 @@ func (s *swarm) seatMap(ctx context.Context) ([]seat, error) {
 	return seats, nil
 }
 
-func (s *swarm) post(ctx context.Context, pass string, seats []string) (int, reservation, error) {
+func (v *visit) post(ctx context.Context, pass string, seats []string) (int, reservation, error) {
 	body, err := json.Marshal(map[string][]string{"seats": seats})
 	if err != nil {
 		return 0, reservation{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.bookURL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, v.bookURL, bytes.NewReader(body))
 	if err != nil {
 		return 0, reservation{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+pass)
-	resp, err := s.client.Do(req)
+	resp, err := v.src.client.Do(req)
 	if err != nil {
 		return 0, reservation{}, err
 	}
 	defer resp.Body.Close()
 	var out reservation
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&out); err != nil && resp.StatusCode == http.StatusCreated {
-		return 0, reservation{}, fmt.Errorf("POST %s: decode: %w", s.bookURL, err)
+		return 0, reservation{}, fmt.Errorf("POST %s: decode: %w", v.bookURL, err)
 	}
 	return resp.StatusCode, out, nil
 }
 
 // errProtocol marks a server message that is not the JSON of docs/protocol.md.
 var errProtocol = errors.New("not a protocol message")
+
+// errHoldEnded is a read cut short because the hold ended.
+var errHoldEnded = errors.New("the hold ended")
 
 // handshakeError is a socket the server refused with an HTTP status: not worth dialing again.
 type handshakeError struct{ status int }
@@ -376,20 +499,25 @@ func (e *handshakeError) Error() string {
 }
 
 // socket is one user's connection. The user's goroutine is its only reader and writer; a watcher
-// goroutine closes it when the run's context ends, which unblocks a read in progress.
+// goroutine closes it when the run's context ends, which unblocks a read in progress, and cuts a read
+// short when the hold ends, so that the user's goroutine can still close it cleanly.
 type socket struct {
 	conn    *websocket.Conn
 	stop    chan struct{} // closed to release the watcher
 	stopped chan struct{} // closed when the watcher has returned
+
+	mu sync.Mutex
+	// ended: the hold has ended; the read deadline is past and stays so (a ping must not extend it).
+	ended bool
 }
 
-// open dials the screening's socket, with the token when the user has one.
-func (s *swarm) open(ctx context.Context, token string) (*socket, error) {
-	u := s.wsURL
+// open dials the screening's socket from the user's source, with the token when the user has one.
+func (v *visit) open(ctx context.Context, token string) (*socket, error) {
+	u := v.wsURL
 	if token != "" {
 		u += "?token=" + url.QueryEscape(token)
 	}
-	conn, resp, err := s.dialer.DialContext(ctx, u, nil)
+	conn, resp, err := v.src.dialer.DialContext(ctx, u, nil)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
@@ -400,41 +528,83 @@ func (s *swarm) open(ctx context.Context, token string) (*socket, error) {
 		return nil, err
 	}
 	conn.SetReadLimit(maxMessageSize)
+	sock := &socket{conn: conn, stop: make(chan struct{}), stopped: make(chan struct{})}
 	conn.SetPingHandler(func(data string) error {
 		// A ping shows the server is there: extend the wait, and answer as the default handler would.
-		_ = conn.SetReadDeadline(time.Now().Add(readWait))
+		sock.extend(readWait)
 		err := conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeWait))
 		if err == nil || errors.Is(err, websocket.ErrCloseSent) || isTimeout(err) {
 			return nil
 		}
 		return err
 	})
-	sock := &socket{conn: conn, stop: make(chan struct{}), stopped: make(chan struct{})}
-	go func() {
-		defer close(sock.stopped)
-		select {
-		case <-ctx.Done():
-			_ = conn.Close()
-		case <-sock.stop:
-		}
-	}()
+	go sock.watch(ctx, v.hold)
 	return sock, nil
 }
 
-// read returns the next message, waiting at most wait (each ping extends it to readWait).
-func (k *socket) read(wait time.Duration) (message, error) {
-	if err := k.conn.SetReadDeadline(time.Now().Add(wait)); err != nil {
-		return message{}, err
+// watch closes the connection when ctx ends, and ends the reads when the hold does, until stop.
+func (k *socket) watch(ctx context.Context, hold <-chan struct{}) {
+	defer close(k.stopped)
+	select {
+	case <-ctx.Done():
+		_ = k.conn.Close()
+		return
+	case <-k.stop:
+		return
+	case <-hold:
+		k.endHold()
+	}
+	select {
+	case <-ctx.Done():
+		_ = k.conn.Close()
+	case <-k.stop:
+	}
+}
+
+// extend sets the read deadline wait from now, unless the hold has ended; it reports whether it did.
+func (k *socket) extend(wait time.Duration) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ended {
+		return false
+	}
+	_ = k.conn.SetReadDeadline(time.Now().Add(wait))
+	return true
+}
+
+// endHold makes the read in progress, and every later one, return at once.
+func (k *socket) endHold() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ended = true
+	_ = k.conn.SetReadDeadline(time.Now())
+}
+
+func (k *socket) holdEnded() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ended
+}
+
+// read returns the next message and when it arrived (taken before decoding it), waiting at most wait (each
+// ping extends it to readWait). It returns errHoldEnded once the hold has ended.
+func (k *socket) read(wait time.Duration) (message, time.Time, error) {
+	if !k.extend(wait) {
+		return message{}, time.Time{}, errHoldEnded
 	}
 	_, data, err := k.conn.ReadMessage()
+	at := time.Now()
 	if err != nil {
-		return message{}, err
+		if isTimeout(err) && k.holdEnded() {
+			err = errHoldEnded
+		}
+		return message{}, at, err
 	}
 	var m message
 	if err := json.Unmarshal(data, &m); err != nil {
-		return message{}, fmt.Errorf("%w: decode %q: %v", errProtocol, truncate(data, 80), err)
+		return message{}, at, fmt.Errorf("%w: decode %q: %v", errProtocol, truncate(data, 80), err)
 	}
-	return m, nil
+	return m, at, nil
 }
 
 // leave tells the server the user is done with its place or slot ({"type":"leave"}).

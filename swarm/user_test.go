@@ -3,6 +3,9 @@ package swarm
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -30,6 +33,16 @@ type fake struct {
 	sold    map[string]bool
 	tokens  []string
 	inbound []string
+	closes  []int    // the close codes clients sent
+	from    []string // the client address of every request, sockets and REST alike
+}
+
+// record notes where a request came from.
+func (f *fake) record(r *http.Request) {
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	f.mu.Lock()
+	f.from = append(f.from, host)
+	f.mu.Unlock()
 }
 
 func newFake(t *testing.T, f *fake) string {
@@ -37,6 +50,7 @@ func newFake(t *testing.T, f *fake) string {
 	f.t, f.sold = t, map[string]bool{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws/screenings/x", func(w http.ResponseWriter, r *http.Request) {
+		f.record(r)
 		conn, err := f.upgrader.Upgrade(w, r, nil)
 		if err != nil {
 			return
@@ -53,6 +67,12 @@ func newFake(t *testing.T, f *fake) string {
 			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 			_, data, err := conn.ReadMessage()
 			if err != nil {
+				var ce *websocket.CloseError
+				if errors.As(err, &ce) {
+					f.mu.Lock()
+					f.closes = append(f.closes, ce.Code)
+					f.mu.Unlock()
+				}
 				return
 			}
 			f.mu.Lock()
@@ -61,6 +81,7 @@ func newFake(t *testing.T, f *fake) string {
 		}
 	})
 	mux.HandleFunc("GET /api/screenings/x/seats", func(w http.ResponseWriter, r *http.Request) {
+		f.record(r)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		var out []seat
@@ -74,6 +95,7 @@ func newFake(t *testing.T, f *fake) string {
 		_ = json.NewEncoder(w).Encode(out)
 	})
 	mux.HandleFunc("POST /api/screenings/x/reservations", func(w http.ResponseWriter, r *http.Request) {
+		f.record(r)
 		var body struct{ Seats []string }
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		if r.Header.Get("Authorization") != "Bearer p1" {
@@ -229,5 +251,144 @@ func TestErrorThenClose1013ReconnectsAndErrorThenClose1008Ends(t *testing.T) {
 	}
 	if took := time.Since(started); took > 3*time.Second {
 		t.Errorf("Run took %v: the close after an error message should end the wait at once", took)
+	}
+}
+
+// ticks is the fake's admission clock: tick k (1-based) at start+k·every, the same for every socket.
+type ticks struct {
+	start time.Time
+	every time.Duration
+	n     int
+}
+
+func (tk ticks) at(k int) time.Time { return tk.start.Add(time.Duration(k) * tk.every) }
+
+// holdRun runs 3 users in hold mode against a fake that ticks 5 times: user 2 is admitted at tick 3, and
+// with drop user 1 gets no position for tick 2.
+func holdRun(t *testing.T, drop, leave bool) (Report, *fake) {
+	t.Helper()
+	// The first tick leaves the users 500 ms to connect; the hold ends 300 ms after the last.
+	tk := ticks{start: time.Now().Add(400 * time.Millisecond), every: 100 * time.Millisecond, n: 5}
+	f := &fake{
+		onSocket: func(n int, token string, conn *websocket.Conn) {
+			send(t, conn, map[string]any{"type": "queued", "token": fmt.Sprintf("%032x", n+1), "rank": n + 1, "total": 3, "inserted": true})
+			for k := 1; k <= tk.n; k++ {
+				time.Sleep(time.Until(tk.at(k)))
+				switch {
+				case n == 2 && k == 3:
+					send(t, conn, map[string]any{"type": "admitted", "token": fmt.Sprintf("%032x", n+1), "pass": "p1", "expires_at": "2030-01-01T00:00:00Z"})
+				case n == 2 && k > 3, drop && n == 1 && k == 2:
+				default:
+					send(t, conn, map[string]any{"type": "position", "rank": n + 1, "total": 3, "tick_at": tk.at(k).UnixMilli()})
+				}
+			}
+		},
+		onReserve: func(int, []string) (int, any) { return http.StatusInternalServerError, nil },
+	}
+	url := newFake(t, f)
+	started := time.Now()
+	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: 3, Mode: Hold, Duration: 1300 * time.Millisecond, Leave: leave, Timeout: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(started); took < 1300*time.Millisecond || took > 5*time.Second {
+		t.Errorf("a hold of 1.3s took %v", took)
+	}
+	if rep.Outcomes != (Outcomes{Held: 2, Admitted: 1}) || rep.Stopped != "" {
+		t.Errorf("outcomes %+v, stopped %q; want 2 held and 1 admitted, not stopped (errors %v)", rep.Outcomes, rep.Stopped, rep.Errors)
+	}
+	if rep.Registration.Registered != 3 || rep.Registration.BurstMs <= 0 || rep.Registration.PerSecond <= 0 {
+		t.Errorf("registration %+v, want 3 users at some rate", rep.Registration)
+	}
+	if rep.Push.Ticks != 5 || rep.Push.CatchUps != 0 || len(rep.Push.PerTick) != 5 {
+		t.Errorf("ticks %d, catch-ups %d, per tick %+v; want 5 ticks, no catch-up", rep.Push.Ticks, rep.Push.CatchUps, rep.Push.PerTick)
+	}
+	for i, pt := range rep.Push.PerTick {
+		if pt.TickAtMs != tk.at(i+1).UnixMilli() || pt.MaxMs < 0 || pt.MaxMs > 1000 {
+			t.Errorf("tick %d: %+v, want tick_at %d and a latency between 0 and 1s", i+1, pt, tk.at(i+1).UnixMilli())
+		}
+	}
+	// Wait for the server's socket handlers to have read what the clients sent before they closed.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		closes := len(f.closes)
+		f.mu.Unlock()
+		if closes == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Equal(f.closes, []int{websocket.CloseNormalClosure, websocket.CloseNormalClosure, websocket.CloseNormalClosure}) {
+		t.Errorf("close codes from the clients = %v, want three 1000 (closed cleanly at the end)", f.closes)
+	}
+	return rep, f
+}
+
+func TestHoldMeasuresEveryPushAndMissesNone(t *testing.T) {
+	rep, f := holdRun(t, false, false)
+	// Users 0 and 1 got all 5 ticks; user 2 got ticks 1 and 2, then admitted at tick 3 and nothing more.
+	if rep.Push.Positions.Count != 12 || rep.Push.UsersWithPosition != 3 {
+		t.Errorf("positions %d, users with one %d; want 12 and 3", rep.Push.Positions.Count, rep.Push.UsersWithPosition)
+	}
+	if got := []int{rep.Push.PerTick[0].Count, rep.Push.PerTick[2].Count, rep.Push.PerTick[4].Count}; !slices.Equal(got, []int{3, 2, 2}) {
+		t.Errorf("counts of ticks 1, 3, 5 = %v, want [3 2 2]", got)
+	}
+	if rep.Push.MissedTicks != 0 || rep.Push.UsersMissingTicks != 0 || rep.Push.UsersWithEveryTick != 3 {
+		t.Errorf("missed %d by %d, every tick %d; want none missed, 3 with every tick", rep.Push.MissedTicks, rep.Push.UsersMissingTicks, rep.Push.UsersWithEveryTick)
+	}
+	if rep.Latency.Queue.Count != 1 || rep.Latency.Reservation.Count != 0 {
+		t.Errorf("queue %d, reservations %d; want the one admitted, no reservation", rep.Latency.Queue.Count, rep.Latency.Reservation.Count)
+	}
+	if len(f.inbound) != 0 || f.posts != 0 {
+		t.Errorf("client messages %q, posts %d; want none without -leave", f.inbound, f.posts)
+	}
+	if !rep.Verification.OK || rep.Verification.Skipped == "" {
+		t.Errorf("verification %+v, want skipped in hold mode", rep.Verification)
+	}
+}
+
+func TestHoldCountsADroppedPushAsMissed(t *testing.T) {
+	rep, f := holdRun(t, true, true)
+	if rep.Push.Positions.Count != 11 || rep.Push.PerTick[1].Count != 2 {
+		t.Errorf("positions %d, tick 2 got by %d; want 11 and 2", rep.Push.Positions.Count, rep.Push.PerTick[1].Count)
+	}
+	if rep.Push.MissedTicks != 1 || rep.Push.UsersMissingTicks != 1 || rep.Push.UsersWithEveryTick != 2 {
+		t.Errorf("missed %d by %d, every tick %d; want 1 by 1, 2 with every tick", rep.Push.MissedTicks, rep.Push.UsersMissingTicks, rep.Push.UsersWithEveryTick)
+	}
+	if !slices.Equal(f.inbound, []string{`{"type":"leave"}`, `{"type":"leave"}`, `{"type":"leave"}`}) {
+		t.Errorf("client messages %q, want a leave from each user with -leave", f.inbound)
+	}
+}
+
+func TestSourcesDialSocketsAndRequestsFromTheirAddress(t *testing.T) {
+	f := &fake{
+		onSocket: func(n int, token string, conn *websocket.Conn) {
+			send(t, conn, map[string]any{"type": "admitted", "token": "t1", "pass": "p1", "expires_at": "2030-01-01T00:00:00Z"})
+		},
+		onReserve: func(n int, seats []string) (int, any) {
+			return http.StatusCreated, map[string]any{"id": n, "screening": "x", "seats": seats}
+		},
+	}
+	url := newFake(t, f) // listens on 127.0.0.1
+	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: 2, Sources: 2, Timeout: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcomes != (Outcomes{Ticket: 2}) || rep.Sources != 2 {
+		t.Errorf("outcomes %+v, sources %d; want 2 tickets from 2 sources (errors %v)", rep.Outcomes, rep.Sources, rep.Errors)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	from := slices.Clone(f.from)
+	slices.Sort(from)
+	from = slices.Compact(from)
+	if !slices.Equal(from, []string{"127.0.0.2", "127.0.0.3"}) {
+		t.Errorf("requests came from %v, want 127.0.0.2 and 127.0.0.3 only", from)
+	}
+	if f.posts != 2 {
+		t.Errorf("posts = %d, want 2", f.posts)
 	}
 }

@@ -31,8 +31,12 @@ var errVerification = errors.New("verification failed: see the report")
 
 // run parses the flags, runs the swarm with its progress line on stderr, and prints the report on stdout
 // (on stderr when -json is "-", so stdout carries only the JSON). $WAITROOM_SWARM_URL, when set, is the
-// default of -url.
+// default of -url. Started as a child of a run split over processes (swarm.ChildFlag first), it runs its
+// share instead: its stdout then carries the raw results for the parent.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 1 && args[1] == swarm.ChildFlag {
+		return swarm.RunChild(ctx, args[2:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	defaultURL := "http://localhost:8080"
@@ -45,7 +49,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	concurrency := fs.Int("concurrency", 0, "how many users are connected at once (0: all of them)")
 	seats := fs.Int("seats", 1, "seats each user reserves")
 	retries := fs.Int("retries", 3, "how often a user tries other seats after a 409 SEAT_TAKEN or SEAT_LOCKED")
-	timeout := fs.Duration("timeout", swarm.DefaultTimeout, "bound of the whole run")
+	timeout := fs.Duration("timeout", 0, fmt.Sprintf("bound of the whole run (0: %s; in hold mode -duration plus 2m)", swarm.DefaultTimeout))
+	mode := fs.String("mode", string(swarm.Flow), `"flow": wait, reserve once admitted, leave; "hold": register and stay connected for -duration, measuring the pushes`)
+	duration := fs.Duration("duration", 0, "how long a hold lasts, from the start of the run (hold mode)")
+	leave := fs.Bool("leave", false, `in hold mode, send {"type":"leave"} before closing at the end (closing alone keeps the place)`)
+	procs := fs.Int("procs", 0, "processes to split the users over, each holding its share of sockets (0: one per 15,000 users connected at once)")
+	sources := fs.Int("sources", 1, "loopback addresses to dial from, 127.0.0.2 onwards, for more than ~28,000 sockets to one server (1: the system's choice)")
 	jsonPath := fs.String("json", "", `also write the report as JSON to this file ("-": stdout, and the table to stderr)`)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -60,6 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	rep, err := swarm.Run(ctx, swarm.Config{
 		URL: *serverURL, Screening: *screening, Users: *users, Concurrency: *concurrency,
 		Seats: *seats, Retries: *retries, Timeout: *timeout,
+		Mode: swarm.Mode(*mode), Duration: *duration, Leave: *leave, Procs: *procs, Sources: *sources,
 	}, stderr)
 	if err != nil {
 		return err
