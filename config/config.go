@@ -41,6 +41,9 @@ type Bench struct {
 	// Floor adds POST /api/bench/floor, which answers 409 at once and does nothing else: the cost of the
 	// HTTP round trip alone, measured beside the reservation path (make bench-booking).
 	Floor bool `koanf:"floor"`
+	// Pprof serves Go's profiler at /debug/pprof/ (CPU, heap, goroutines), to find where a load test's time
+	// and memory go. Off by default: it exposes internals.
+	Pprof bool `koanf:"pprof"`
 }
 
 // Log sets what the server logs (JSON lines on stdout).

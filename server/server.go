@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"slices"
 	"strings"
@@ -46,7 +47,9 @@ type Deps struct {
 	AllowedOrigins []string
 	// BenchFloor adds POST /api/bench/floor (bench.floor).
 	BenchFloor bool
-	Log        *slog.Logger
+	// Pprof serves Go's profiler at /debug/pprof/ (bench.pprof).
+	Pprof bool
+	Log   *slog.Logger
 }
 
 // Server is the echo app.
@@ -117,6 +120,11 @@ func (s *Server) routes() {
 		})
 	}
 	s.e.GET("/ws/screenings/:id", s.socket)
+	if s.Pprof {
+		s.e.GET("/debug/pprof/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
+		s.e.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
+		s.e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
+	}
 
 	// The pages: the list of screenings, the waiting room of one, and their assets. Revalidated on every
 	// load, so a deploy never pairs new HTML with an old cached script.

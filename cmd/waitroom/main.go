@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	h := hub.New(q, passes, sched, reg, log)
 	srv := server.New(server.Deps{
 		Queue: q, Store: store, Booking: book, Hub: h, Redis: rdb, Gatherer: reg,
-		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Log: log,
+		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Pprof: cfg.Bench.Pprof, Log: log,
 	})
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
