@@ -13,7 +13,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -80,6 +82,7 @@ type Hub struct {
 	mu        sync.Mutex
 	rooms     map[string]map[*Client]struct{}
 	following map[string]chan struct{} // screenings whose events this hub follows -> closed once subscribed
+	seen      map[string]*atomic.Int64 // screening -> the newest event epoch whose dispatch began
 	draining  bool
 	serving   sync.WaitGroup // one per Serve call; Shutdown waits for them
 	follows   sync.WaitGroup // one per followed screening, and the pinger
@@ -93,7 +96,7 @@ func New(lines Lines, passes Passes, l Leaver, reg prometheus.Registerer, log *s
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
 		lines: lines, passes: passes, leaver: l, log: log, ctx: ctx, cancel: cancel,
-		rooms: map[string]map[*Client]struct{}{}, following: map[string]chan struct{}{},
+		rooms: map[string]map[*Client]struct{}{}, following: map[string]chan struct{}{}, seen: map[string]*atomic.Int64{},
 		sockets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "waitroom", Subsystem: "hub", Name: "sockets", Help: "Open WebSocket connections on this instance."}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "line_reads_total", Help: "Lines read whole from Redis: at a subscription's start and after a missed event."}),
 	}
@@ -349,10 +352,24 @@ func (h *Hub) followLocked(screening string) <-chan struct{} {
 	if ready == nil && h.ctx.Err() == nil {
 		ready = make(chan struct{})
 		h.following[screening] = ready
+		seen := &atomic.Int64{}
+		seen.Store(math.MaxInt64) // until the line is read: every socket joining now reads its standing
+		h.seen[screening] = seen
 		h.follows.Add(1)
-		go h.follow(screening, ready)
+		go h.follow(screening, ready, seen)
 	}
 	return ready
+}
+
+// Missed reports whether an admission event newer than epoch may have been dispatched before c joined, so
+// c may lack its news: the caller then reads c's standing again. Dispatch records an event's epoch before
+// it lists the screening's sockets, and Join adds a socket under the same lock that listing takes, so an
+// event not reported here is dispatched to c.
+func (h *Hub) Missed(c *Client, epoch int64) bool {
+	h.mu.Lock()
+	seen := h.seen[c.screening]
+	h.mu.Unlock()
+	return seen == nil || seen.Load() > epoch
 }
 
 // pinger pings every socket each pingPeriod, one timer for the hub instead of one per socket.
@@ -380,21 +397,39 @@ func (h *Hub) pinger() {
 	}
 }
 
+// markSeen raises the screening's seen epoch to epoch.
+func (h *Hub) markSeen(screening string, epoch int64) {
+	h.mu.Lock()
+	seen := h.seen[screening]
+	h.mu.Unlock()
+	if seen == nil {
+		return
+	}
+	for {
+		old := seen.Load()
+		if old >= epoch || seen.CompareAndSwap(old, epoch) {
+			return
+		}
+	}
+}
+
 // follow keeps a subscription to the screening's events until the hub shuts down, and owns the screening's
 // Line: every event moves it, and each waiting socket's rank is computed from it, with no Redis call per
 // socket. A (re)subscription reads the line whole first, so a new instance, or one whose subscription
 // dropped, catches up at once.
-func (h *Hub) follow(screening string, ready chan struct{}) {
+func (h *Hub) follow(screening string, ready chan struct{}, seen *atomic.Int64) {
 	defer h.follows.Done()
-	var line queue.Line
+	line := queue.Line{}
 	first := true
 	for {
 		err := h.lines.Subscribe(h.ctx, screening, func(ctx context.Context, ev queue.Event) {
 			h.Dispatch(ctx, &line, ev)
 		}, func(ctx context.Context) {
+			seen.Store(math.MaxInt64) // until the line is read: every socket joining now reads its standing
 			// The first time, the sockets here have just been told where they stand; after a dropped
 			// subscription they may have missed ticks, so they are told again.
 			h.resync(ctx, screening, &line, nil, time.Now().UnixMilli(), !first)
+			seen.Store(line.Epoch)
 			if first {
 				first = false
 				close(ready)
@@ -416,6 +451,7 @@ func (h *Hub) follow(screening string, ready chan struct{}) {
 // a tick, the admitted get their pass and the waiting their new rank and the line's length; on sold out,
 // everyone is told and closed. It runs on the screening's subscription goroutine, which owns line.
 func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
+	h.markSeen(ev.Screening, ev.Epoch) // before listing the sockets: see Missed
 	clients := h.clients(ev.Screening)
 	switch ev.Kind {
 	case queue.EventSoldOut:
@@ -462,6 +498,7 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 		return
 	}
 	*line = fresh
+	h.markSeen(screening, line.Epoch) // before listing the sockets: see Missed
 	clients := h.clients(screening)
 	for _, c := range clients {
 		if c.seq == 0 || c.seq > line.Head || handled[c.token] || c.admitted() {

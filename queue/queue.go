@@ -145,6 +145,8 @@ type Entry struct {
 	// Seq is a waiting token's sequence number: its place in the order of arrival, from which every instance
 	// computes its rank after each admission (see Line). 0 when not waiting.
 	Seq int64
+	// Epoch is the number of the last admission event when Register answered (see Line).
+	Epoch int64
 	// ExpiresAt is when an admitted token's slot (and its pass) lapses.
 	ExpiresAt time.Time
 }
@@ -170,7 +172,7 @@ func (q *Queue) Register(ctx context.Context, screening, token string) (Entry, e
 		return Entry{}, err
 	}
 	k := q.keys(screening)
-	res, err := registerScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.seq, k.closed, k.changed}, token, q.now().UnixMilli()).Slice()
+	res, err := registerScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch}, token, q.now().UnixMilli()).Slice()
 	if err != nil {
 		return Entry{}, fmt.Errorf("queue: register in %s: %w", screening, err)
 	}
@@ -186,7 +188,7 @@ func (q *Queue) Register(ctx context.Context, screening, token string) (Entry, e
 		e.State = Waiting
 		e.ZeroBasedRank, e.Total = res[1].(int64), res[2].(int64)
 		e.Inserted = res[3].(int64) == 1
-		e.Seq = res[4].(int64)
+		e.Seq, e.Epoch = res[4].(int64), res[5].(int64)
 	default:
 		err = fmt.Errorf("unexpected reply %v", res)
 	}

@@ -378,11 +378,15 @@ func (s *Server) socket(c echo.Context) error {
 	return nil
 }
 
-// catchUp closes the gap between registering and joining the hub: a tick in that gap was not pushed to
-// this socket, so it reads the entry again and sends what the tick changed (an admission, or a new rank).
+// catchUp closes the gap between registering and joining the hub: an admission event in that gap was not
+// pushed to this socket, so it reads the entry again and sends what the event changed (an admission, or a
+// new rank). Without such an event (the hub says which) there is nothing to catch up and no Redis call.
 func (s *Server) catchUp(ctx context.Context, cl *hub.Client, screening string, e queue.Entry) {
 	if e.State == queue.Admitted {
 		cl.Admit(e.ExpiresAt)
+		return
+	}
+	if !s.Hub.Missed(cl, e.Epoch) {
 		return
 	}
 	mark := cl.Mark()

@@ -7,13 +7,15 @@
 -- KEYS[3] seq      STRING the last sequence number handed out
 -- KEYS[4] closed   STRING present once the screening is sold out
 -- KEYS[5] changed  STRING set when the line changed since the last tick (the next tick pushes positions)
+-- KEYS[6] epoch    STRING the number of the last admission event (admit.lua)
 -- ARGV[1] token
 -- ARGV[2] now, Unix ms
 --
 -- Returns one of
 --   {"closed"}
 --   {"admitted", expiresAtMs}
---   {"waiting", zeroBasedRank, total, inserted (0|1), seq}
+--   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch}
+-- where epoch lets the caller tell whether an event came between this answer and its socket joining the hub.
 local token = ARGV[1]
 local now = tonumber(ARGV[2])
 
@@ -38,4 +40,4 @@ if not redis.call('ZSCORE', KEYS[1], token) then
   inserted = 1
 end
 return {'waiting', redis.call('ZRANK', KEYS[1], token), redis.call('ZCARD', KEYS[1]), inserted,
-  tonumber(redis.call('ZSCORE', KEYS[1], token))}
+  tonumber(redis.call('ZSCORE', KEYS[1], token)), tonumber(redis.call('GET', KEYS[6]) or '0')}
