@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test` (README.md).
 GO ?= go
 
-.PHONY: run test lint build bench-booking
+.PHONY: run test test-cluster lint build bench-booking
 
 # The embedded default: in-process Redis, SQLite under data/, the demo screening, a 1 s admission interval so
 # the line visibly moves. Any WAITROOM_* variable set in the environment wins.
@@ -16,6 +16,11 @@ ARTIFACTS := $(CURDIR)/testdata/artifacts
 test:
 	mkdir -p $(ARTIFACTS)
 	$(GO) test -race -count=1 -artifacts -outputdir=$(ARTIFACTS) ./...
+
+# The end-to-end flow on a 3-master Redis Cluster that scripts/redis-cluster.sh starts on free loopback ports
+# (two instances, one database): needs redis-server and the real PostgreSQL.
+test-cluster:
+	$(GO) test -race -count=1 -tags cluster -run Cluster ./cmd/waitroom/
 
 lint:
 	$(GO) vet ./...

@@ -62,7 +62,10 @@ type HTTP struct {
 
 // Redis selects the shared Redis. An empty Addr runs an in-process Redis (miniredis) for one instance.
 type Redis struct {
+	// Addr is host:port, or several comma-separated nodes of a Redis Cluster.
 	Addr string `koanf:"addr"`
+	// Cluster says Addr is a Redis Cluster even when it names one node (several nodes always mean one).
+	Cluster bool `koanf:"cluster"`
 	// Prefix starts every key the server writes, so several deployments (or tests) share one Redis.
 	Prefix string `koanf:"prefix"`
 }
@@ -168,6 +171,17 @@ func EnvName(key string) string {
 
 // Embedded reports whether the server runs without outside services.
 func (c Config) Embedded() bool { return c.Redis.Addr == "" }
+
+// RedisAddrs splits redis.addr into its nodes, without blanks.
+func (c Config) RedisAddrs() []string {
+	var out []string
+	for _, a := range strings.Split(c.Redis.Addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
 
 // Validate names the first setting that cannot work.
 func (c Config) Validate() error {

@@ -86,14 +86,15 @@ const (
 	pubsubClassic
 )
 
-// mode finds out once whether the Redis knows sharded pub/sub, by publishing to a channel nobody reads.
-func (q *Queue) mode(ctx context.Context) (pubsubMode, error) {
+// mode finds out once whether the Redis knows sharded pub/sub, by publishing an empty message on channel (a
+// screening's events channel, so on a cluster the probe goes to a node that owns it; listeners skip it).
+func (q *Queue) mode(ctx context.Context, channel string) (pubsubMode, error) {
 	q.pubsubMu.Lock()
 	defer q.pubsubMu.Unlock()
 	if q.pubsub != pubsubUnknown {
 		return q.pubsub, nil
 	}
-	err := q.rdb.SPublish(ctx, q.prefix+"probe", "").Err()
+	err := q.rdb.SPublish(ctx, channel, "").Err()
 	switch {
 	case err == nil:
 		q.pubsub = pubsubSharded
@@ -110,11 +111,11 @@ func (q *Queue) publish(ctx context.Context, screening string, ev Event) error {
 	if err != nil {
 		return fmt.Errorf("queue: publish %s: %w", screening, err)
 	}
-	mode, err := q.mode(ctx)
+	channel := q.keys(screening).events
+	mode, err := q.mode(ctx, channel)
 	if err != nil {
 		return err
 	}
-	channel := q.keys(screening).events
 	if mode == pubsubSharded {
 		err = q.rdb.SPublish(ctx, channel, b).Err()
 	} else {
@@ -126,17 +127,18 @@ func (q *Queue) publish(ctx context.Context, screening string, ev Event) error {
 	return nil
 }
 
-// Subscribe delivers the screening's events to fn until ctx ends. It returns nil when ctx ends and an error
-// when it cannot subscribe. fn runs on Subscribe's goroutine, one event at a time, in the order Redis
-// delivers them. subscribed, when not nil, is called on that goroutine once the subscription is in place:
-// no event published after that is missed unless the connection drops (the next event's epoch shows the
-// gap).
+// Subscribe delivers the screening's events to fn until ctx ends. It returns nil when ctx ends, and an error
+// when it cannot subscribe or Redis ends the subscription (a Redis Cluster does when the screening's slot
+// moves): the caller subscribes again. fn runs on Subscribe's goroutine, one event at a time, in the order
+// Redis delivers them. subscribed, when not nil, is called on that goroutine once the subscription is in
+// place, and again whenever it is restored after a dropped connection: events published while it was down
+// are lost, so the caller reads the line whole.
 func (q *Queue) Subscribe(ctx context.Context, screening string, fn func(context.Context, Event), subscribed func(context.Context)) error {
-	mode, err := q.mode(ctx)
+	channel := q.keys(screening).events
+	mode, err := q.mode(ctx, channel)
 	if err != nil {
 		return err
 	}
-	channel := q.keys(screening).events
 	var ps *redis.PubSub
 	if mode == pubsubSharded {
 		ps = q.rdb.SSubscribe(ctx, channel)
@@ -153,7 +155,9 @@ func (q *Queue) Subscribe(ctx context.Context, screening string, fn func(context
 	if subscribed != nil {
 		subscribed(ctx)
 	}
-	ch := ps.Channel()
+	// With the subscription messages too: Redis ends a sharded subscription by itself (SUNSUBSCRIBE) when the
+	// channel's slot moves to another master (resharding, failover); Channel() would hide that and wait forever.
+	ch := ps.ChannelWithSubscriptions()
 	for {
 		select {
 		case <-ctx.Done():
@@ -162,11 +166,25 @@ func (q *Queue) Subscribe(ctx context.Context, screening string, fn func(context
 			if !ok {
 				return nil
 			}
-			var ev Event
-			if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
-				continue // not ours to read; nothing we publish fails to decode
+			switch m := m.(type) {
+			case *redis.Subscription:
+				if (m.Kind == "ssubscribe" || m.Kind == "subscribe") && subscribed != nil {
+					// go-redis subscribed again after a dropped connection: events may have been lost.
+					subscribed(ctx)
+				}
+				if m.Kind == "sunsubscribe" || m.Kind == "unsubscribe" {
+					if c, ok := q.rdb.(*redis.ClusterClient); ok {
+						c.ReloadState(ctx) // the slot has a new owner: learn it before subscribing again
+					}
+					return fmt.Errorf("queue: subscription to %s ended by Redis (%s): the slot moved", screening, m.Kind)
+				}
+			case *redis.Message:
+				var ev Event
+				if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
+					continue // not ours to read; nothing we publish fails to decode
+				}
+				fn(ctx, ev)
 			}
-			fn(ctx, ev)
 		}
 	}
 }

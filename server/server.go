@@ -177,13 +177,33 @@ func (s *Server) readyz(c echo.Context) error {
 	defer cancel()
 	checks := map[string]string{"redis": "ok", "database": "ok"}
 	status := http.StatusOK
-	if err := s.Redis.Ping(ctx).Err(); err != nil {
+	if err := s.redisReady(ctx); err != nil {
 		checks["redis"], status = err.Error(), http.StatusServiceUnavailable
 	}
 	if err := s.Store.Ping(ctx); err != nil {
 		checks["database"], status = err.Error(), http.StatusServiceUnavailable
 	}
 	return c.JSON(status, checks)
+}
+
+// redisReady pings Redis; a Redis Cluster must also say its state is ok (with a master down, the others
+// still answer PING while every write to the lost slots fails).
+func (s *Server) redisReady(ctx context.Context) error {
+	if err := s.Redis.Ping(ctx).Err(); err != nil {
+		return err
+	}
+	cluster, ok := s.Redis.(*redis.ClusterClient)
+	if !ok {
+		return nil
+	}
+	info, err := cluster.ClusterInfo(ctx).Result()
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(info, "cluster_state:ok") {
+		return errors.New("redis cluster state is not ok")
+	}
+	return nil
 }
 
 // screeningView is a screening as the API shows it.

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -164,7 +163,7 @@ func openRedis(cfg config.Config, log *slog.Logger) (redis.UniversalClient, func
 		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 		return rdb, func() { rdb.Close(); m.Close() }, nil
 	}
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(cfg.Redis.Addr, ",")})
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: cfg.RedisAddrs(), IsClusterMode: cfg.Redis.Cluster})
 	return rdb, func() { rdb.Close() }, nil
 }
 

@@ -1,0 +1,520 @@
+//go:build cluster
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+// clusterScript starts and stops the test's Redis Cluster (relative to this package's directory).
+const clusterScript = "../../scripts/redis-cluster.sh"
+
+// The admission pace of the cluster test: two at a time, four holding a slot at most, and users who take a
+// moment to pick a seat, so admitting a line takes several ticks and refills, run by either instance.
+const (
+	clusterInterval  = 500 * time.Millisecond
+	clusterBatchSize = 2
+	clusterMaxActive = 4
+	clusterThinkTime = 300 * time.Millisecond
+)
+
+// TestClusterTwoInstancesAdmitEverySocketAndSellEachSeatOnce runs two server instances on one 3-master Redis
+// Cluster and one database. Two screenings whose keys live on different masters fill their lines with
+// sockets on both instances before the sale opens; then every socket must see its true rank fall, get its
+// own pass whichever instance admitted it, and reserve with it through the other instance. The short
+// screening (8 seats, 12 users) sells each seat once and tells the rest it is sold out; the roomy one
+// (10 seats, 4 users) seats everyone. Every key of a screening is in its one slot.
+func TestClusterTwoInstancesAdmitEverySocketAndSellEachSeatOnce(t *testing.T) {
+	began := time.Now()
+	env := testenv.Cluster(t, startCluster(t))
+	rdb := env.Redis.(*redis.ClusterClient)
+	ctx := context.Background()
+	short, roomy := screeningsOnTwoMasters(t, ctx, rdb, env.Prefix)
+
+	settings := map[string]string{
+		"WAITROOM_DEMO_ENABLED":         "false",
+		"WAITROOM_ADMISSION_INTERVAL":   clusterInterval.String(),
+		"WAITROOM_ADMISSION_BATCH_SIZE": strconv.Itoa(clusterBatchSize),
+		"WAITROOM_ADMISSION_MAX_ACTIVE": strconv.Itoa(clusterMaxActive),
+		"WAITROOM_BOOKING_LOCK_WAIT":    "1s",
+	}
+	srvs := []*testServer{start(t, env, settings), start(t, env, settings)}
+
+	// The sale opens once every socket is in line, so each queued rank is exact and the line only shrinks.
+	const registerWithin = 3 * time.Second
+	opens := time.Now().Add(registerWithin).Truncate(time.Millisecond)
+	lines := []*clusterLine{
+		{id: short.id, seats: 8, users: 12},
+		{id: roomy.id, seats: 10, users: 4},
+	}
+	store := booking.NewStore(env.DB)
+	for _, l := range lines {
+		_, err := store.EnsureScreening(ctx, booking.Screening{
+			ID: l.id, Name: "Cluster " + l.id, StartsAt: opens.Add(time.Hour), SaleOpensAt: opens,
+		}, booking.Grid(1, l.seats))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Users alternate between the instances, so every admission of two spans both.
+	for _, l := range lines {
+		for i := range l.users {
+			u := &clusterUser{screening: l.id, seq: int64(i + 1), inst: i % 2}
+			u.c = srvs[u.inst].dial(t, l.id, "")
+			u.queued = u.c.next(5 * time.Second)
+			if q := u.queued; q.Type != "queued" || !q.Inserted || q.Rank != u.seq || q.Total != u.seq {
+				t.Fatalf("%s user %d: first message %+v, want queued, inserted, rank %d of %d", l.id, u.seq, q, u.seq, u.seq)
+			}
+			l.all = append(l.all, u)
+		}
+	}
+	if !time.Now().Before(opens) {
+		t.Fatalf("registering the sockets took past the sale's opening (%v); the rank checks below need them in line first", registerWithin)
+	}
+
+	var wg sync.WaitGroup
+	for _, l := range lines {
+		for _, u := range l.all {
+			wg.Go(func() { u.follow(srvs[1-u.inst].URL, l.seats < l.users) })
+		}
+	}
+	wg.Wait()
+	t.Logf("sale opened %v after the start; every user done %v after the opening", opens.Sub(began).Round(time.Millisecond), time.Since(opens).Round(time.Millisecond))
+
+	for _, l := range lines {
+		l.check(t, ctx, env, rdb, srvs)
+	}
+	checkKeysStayInTheirSlot(t, ctx, rdb, env.Prefix, short, roomy)
+
+	// The first tick admitted the first two together (one expiry): one socket on each instance, so at least one
+	// got its pass from an admission the other instance ran.
+	first, second := lines[0].all[0], lines[0].all[1]
+	if first.admitted.ExpiresAt != second.admitted.ExpiresAt {
+		t.Errorf("first two of %s admitted at %s and %s, want one tick", short.id, first.admitted.ExpiresAt, second.admitted.ExpiresAt)
+	}
+
+	// Sold out is announced by both instances, to a new registration and in the list.
+	for i, srv := range srvs {
+		if m := srv.dial(t, short.id, "").next(5 * time.Second); m.Type != "sold_out" {
+			t.Errorf("instance %d: a new registration for %s got %+v, want sold_out", i, short.id, m)
+		}
+		var list []map[string]any
+		srv.getJSON(t, "/api/screenings", &list)
+		for _, s := range list {
+			if want := map[string]string{short.id: "sold_out", roomy.id: "on_sale"}[s["id"].(string)]; s["state"] != want {
+				t.Errorf("instance %d: %s state %v, want %s", i, s["id"], s["state"], want)
+			}
+		}
+	}
+	t.Logf("cluster test took %v", time.Since(began).Round(time.Millisecond))
+}
+
+// clusterLine is one screening's side of the test.
+type clusterLine struct {
+	id           string
+	seats, users int
+	all          []*clusterUser
+}
+
+// clusterUser is one socket in line; follow fills in what happened to it.
+type clusterUser struct {
+	screening string
+	seq       int64 // its place in the order of arrival, 1-based: its rank when the sale opened
+	inst      int   // the instance its socket is on; it reserves through the other one
+	c         *client
+
+	queued    msg
+	positions []msg
+	admitted  msg
+	seat      string // the seat it bought
+	// soldOut: it got no seat because none was left (its socket or its reservation said so); toldSoldOut: its
+	// socket said so, before or after its admission.
+	soldOut, toldSoldOut bool
+	err                  error
+}
+
+// follow reads u's socket until it is admitted or told sold out, then reserves one seat through the server at
+// reserveURL. When the screening sells out (soldOutComing), it then reads on until its socket is told so.
+// It runs on its own goroutine: it records problems in u.err rather than failing the test.
+func (u *clusterUser) follow(reserveURL string, soldOutComing bool) {
+	deadline := time.Now().Add(30 * time.Second)
+	for u.admitted.Type == "" && !u.toldSoldOut {
+		m, err := u.read(deadline)
+		switch {
+		case err != nil:
+			u.err = fmt.Errorf("read after %d positions: %w", len(u.positions), err)
+			return
+		case m.Type == "position":
+			u.positions = append(u.positions, m)
+		case m.Type == "sold_out":
+			u.soldOut, u.toldSoldOut = true, true
+		case m.Type == "admitted":
+			u.admitted = m
+		default:
+			u.err = fmt.Errorf("unexpected message %+v", m)
+			return
+		}
+	}
+	if u.admitted.Type == "admitted" {
+		if u.admitted.Token != u.queued.Token || u.admitted.Pass == "" {
+			u.err = fmt.Errorf("admitted %+v, want its own token %s and a pass", u.admitted, u.queued.Token)
+			return
+		}
+		time.Sleep(clusterThinkTime)
+		if u.err = u.reserve(reserveURL); u.err != nil {
+			return
+		}
+	}
+	if soldOutComing && !u.toldSoldOut {
+		// After admitted, nothing comes but sold_out (docs/protocol.md 4.2), to the seated too.
+		m, err := u.read(time.Now().Add(10 * time.Second))
+		if err != nil || m.Type != "sold_out" {
+			u.err = fmt.Errorf("after admission (seat %q): got %+v (%v), want sold_out", u.seat, m, err)
+			return
+		}
+		u.toldSoldOut = true
+	}
+}
+
+func (u *clusterUser) read(deadline time.Time) (msg, error) {
+	_ = u.c.conn.SetReadDeadline(deadline)
+	var m msg
+	err := u.c.conn.ReadJSON(&m)
+	return m, err
+}
+
+// reserve buys one seat with u's pass: the first shown available, the next one when that is taken.
+func (u *clusterUser) reserve(baseURL string) error {
+	for range 20 {
+		var seats []struct{ ID, Status string }
+		if err := getJSONErr(baseURL+"/api/screenings/"+u.screening+"/seats", &seats); err != nil {
+			return err
+		}
+		seat := "A1" // none shown available: the screening is sold out, or about to be
+		if i := slices.IndexFunc(seats, func(s struct{ ID, Status string }) bool { return s.Status == "available" }); i >= 0 {
+			seat = seats[i].ID
+		}
+		code, body, err := reserveErr(baseURL, u.screening, u.admitted.Pass, seat)
+		switch {
+		case err != nil:
+			return err
+		case code == http.StatusCreated:
+			u.seat = seat
+			return nil
+		case code == http.StatusConflict && errorCode(body) == "SOLD_OUT":
+			u.soldOut = true
+			return nil
+		case code == http.StatusConflict && (errorCode(body) == "SEAT_TAKEN" || errorCode(body) == "SEAT_LOCKED"):
+			time.Sleep(20 * time.Millisecond) // the seat map's sold set catches up with the commit
+		default:
+			return fmt.Errorf("reserve %s: %d %v", seat, code, body)
+		}
+	}
+	return fmt.Errorf("no seat after 20 tries")
+}
+
+// check holds one screening to its promises: true ranks falling to admission, a pass per socket, each seat
+// sold once (in SQL and in Redis's sold set), everyone else told sold out, each admission run once.
+func (l *clusterLine) check(t *testing.T, ctx context.Context, env *testenv.Env, rdb *redis.ClusterClient, srvs []*testServer) {
+	t.Helper()
+	n := int64(len(l.all))
+	tickets := map[string]int64{} // seat -> user
+	admitted, soldOut := 0, 0
+	for _, u := range l.all {
+		if u.admitted.Type == "admitted" {
+			admitted++
+		}
+		if u.err != nil {
+			t.Errorf("%s user %d (instance %d): %v", l.id, u.seq, u.inst, u.err)
+			continue
+		}
+		// No one joined or left after the sale opened, so when the line holds total, n − total are admitted
+		// and a socket's true rank is its place in arrival minus them.
+		last := u.queued.Rank
+		for _, p := range u.positions {
+			if want := u.seq - (n - p.Total); p.Rank != want || p.Rank >= last || p.Rank < 1 {
+				t.Errorf("%s user %d: position %+v after rank %d, want rank %d (its true rank: %d − %d admitted), falling",
+					l.id, u.seq, p, last, want, u.seq, n-p.Total)
+			}
+			last = p.Rank
+		}
+		if u.admitted.Type == "admitted" && last > clusterBatchSize {
+			t.Errorf("%s user %d: admitted from rank %d, want at most %d (one admission takes at most a batch)", l.id, u.seq, last, clusterBatchSize)
+		}
+		switch {
+		case u.seat != "":
+			if other, dup := tickets[u.seat]; dup {
+				t.Errorf("%s seat %s sold to users %d and %d", l.id, u.seat, other, u.seq)
+			}
+			tickets[u.seat] = u.seq
+		case u.soldOut:
+			soldOut++
+		default:
+			t.Errorf("%s user %d: neither a seat nor sold out", l.id, u.seq)
+		}
+		if sellsOut := l.seats < l.users; u.toldSoldOut != sellsOut {
+			t.Errorf("%s user %d: socket told sold out %v, want %v", l.id, u.seq, u.toldSoldOut, sellsOut)
+		}
+	}
+	wantTickets := min(l.seats, l.users)
+	if len(tickets) != wantTickets || soldOut != l.users-wantTickets {
+		t.Errorf("%s: %d tickets and %d told sold out, want %d and %d", l.id, len(tickets), soldOut, wantTickets, l.users-wantTickets)
+	}
+
+	var sqlSeats []string
+	if err := env.DB.SelectContext(ctx, &sqlSeats, `SELECT seat_id FROM reservation_seats WHERE screening_id = $1 ORDER BY seat_id`, l.id); err != nil {
+		t.Fatal(err)
+	}
+	redisSeats, err := rdb.SMembers(ctx, queue.Key(env.Prefix, l.id, "sold")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	redisSeats = slices.DeleteFunc(redisSeats, func(s string) bool { return s == "-" }) // booking's "loaded from SQL" mark
+	slices.Sort(redisSeats)
+	ticketSeats := make([]string, 0, len(tickets))
+	for s := range tickets {
+		ticketSeats = append(ticketSeats, s)
+	}
+	slices.Sort(ticketSeats)
+	if !slices.Equal(sqlSeats, ticketSeats) || !slices.Equal(redisSeats, ticketSeats) {
+		t.Errorf("%s sold seats: SQL %v, Redis %v; want the tickets' %v", l.id, sqlSeats, redisSeats, ticketSeats)
+	}
+
+	// Each admission ran once cluster-wide: the instances' counts add up to the passes handed out. (Where
+	// the line sold out, a pass can be handed out to a socket closed by sold_out a moment before: only at least.)
+	var ran, refills []int
+	sum := 0
+	for _, srv := range srvs {
+		k := metric(t, srv, "waitroom_admission_admitted_total", l.id)
+		ran = append(ran, k)
+		refills = append(refills, metric(t, srv, "waitroom_admission_refills_total", l.id))
+		sum += k
+	}
+	t.Logf("%s: %d admitted (by instance: %v, in %v refills), %d tickets, %d sold out", l.id, admitted, ran, refills, len(tickets), soldOut)
+	if sum < admitted || (l.seats >= l.users && sum != admitted) {
+		t.Errorf("%s: instances admitted %v, %d in all; want %d, the passes the sockets got", l.id, ran, sum, admitted)
+	}
+}
+
+// checkKeysStayInTheirSlot finds every key of the test on the masters that hold them: each names one of the
+// two screenings by its hash tag, sits in that screening's slot, on the master owning it.
+func checkKeysStayInTheirSlot(t *testing.T, ctx context.Context, rdb *redis.ClusterClient, prefix string, screenings ...clusterScreening) {
+	t.Helper()
+	var mu sync.Mutex
+	where := map[string]string{} // key -> master address
+	err := rdb.ForEachMaster(ctx, func(ctx context.Context, master *redis.Client) error {
+		keys, err := master.Keys(ctx, prefix+"*").Result()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range keys {
+			where[k] = master.Options().Addr
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for key, addr := range where {
+		i := slices.IndexFunc(screenings, func(s clusterScreening) bool {
+			return strings.HasPrefix(key, queue.Key(prefix, s.id, ""))
+		})
+		if i < 0 {
+			t.Errorf("key %s on %s belongs to neither screening", key, addr)
+			continue
+		}
+		s := screenings[i]
+		count[s.id]++
+		slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slot != s.slot || addr != s.master {
+			t.Errorf("key %s in slot %d on %s, want slot %d on %s", key, slot, addr, s.slot, s.master)
+		}
+	}
+	for _, s := range screenings {
+		t.Logf("screening %s: %d keys in slot %d on %s", s.id, count[s.id], s.slot, s.master)
+		if count[s.id] < 5 {
+			t.Errorf("screening %s: %d keys found, want its line's and seats' (at least 5)", s.id, count[s.id])
+		}
+	}
+}
+
+// clusterScreening is a screening id with the slot of its keys and the master that owns the slot.
+type clusterScreening struct {
+	id     string
+	slot   int64
+	master string
+}
+
+// screeningsOnTwoMasters picks two screening ids whose keys hash to slots owned by different masters.
+func screeningsOnTwoMasters(t *testing.T, ctx context.Context, rdb *redis.ClusterClient, prefix string) (clusterScreening, clusterScreening) {
+	t.Helper()
+	slots, err := rdb.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	locate := func(id string) clusterScreening {
+		slot, err := rdb.ClusterKeySlot(ctx, queue.Key(prefix, id, "waiting")).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range slots {
+			if int64(s.Start) <= slot && slot <= int64(s.End) {
+				return clusterScreening{id: id, slot: slot, master: s.Nodes[0].Addr}
+			}
+		}
+		t.Fatalf("slot %d of %s: no master in %v", slot, id, slots)
+		return clusterScreening{}
+	}
+	short := locate("short")
+	for i := range 100 {
+		if roomy := locate(fmt.Sprintf("roomy%d", i)); roomy.master != short.master {
+			return short, roomy
+		}
+	}
+	t.Fatal("no screening id found on another master than short's")
+	return clusterScreening{}, clusterScreening{}
+}
+
+// startCluster runs scripts/redis-cluster.sh in a temp dir on free ports and stops the cluster when the test
+// ends. It returns the nodes' addresses.
+func startCluster(t *testing.T) []string {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set and redis-server is missing: %v", err)
+		}
+		t.Skipf("redis-server is missing: %v", err)
+	}
+	dir := t.TempDir()
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, "bash", clusterScript, "stop", dir).CombinedOutput(); err != nil {
+			t.Errorf("stop the cluster: %v\n%s", err, out)
+		}
+	}
+	t.Cleanup(stop)
+	for attempt := 1; ; attempt++ {
+		base := freeBasePort(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		var stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, "bash", clusterScript, "start", dir, strconv.Itoa(base))
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		cancel()
+		if err == nil {
+			addrs := strings.Split(strings.TrimSpace(string(out)), ",")
+			if len(addrs) != 3 {
+				t.Fatalf("cluster script printed %q, want 3 addresses", out)
+			}
+			t.Logf("redis cluster %v", addrs)
+			return addrs
+		}
+		stop() // a start cut short by the timeout leaves its nodes behind
+		if attempt == 3 {
+			t.Fatalf("start the cluster (last base port %d): %v\n%s", base, err, stderr.String())
+		}
+		t.Logf("start the cluster on base port %d: %v; trying other ports", base, err)
+	}
+}
+
+// freeBasePort finds a base port whose 3 node ports and 3 cluster bus ports (+10000) are free now, below the
+// ephemeral range (32768 and up) so no outgoing connection takes one meanwhile.
+func freeBasePort(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		base := 15000 + rand.IntN(7000)
+		free := true
+		for _, p := range []int{base, base + 1, base + 2, base + 10000, base + 10001, base + 10002} {
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			if err != nil {
+				free = false
+				break
+			}
+			ln.Close()
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no free base port for the cluster")
+	return 0
+}
+
+// metric reads the counter name of the screening from the server's metrics (0 when absent).
+func metric(t *testing.T, srv *testServer, name, screening string) int {
+	t.Helper()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	prefix := fmt.Sprintf("%s{screening=%q} ", name, screening)
+	for line := range strings.Lines(buf.String()) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metrics line %q: %v", line, err)
+			}
+			return int(n)
+		}
+	}
+	return 0 // never counted on this instance
+}
+
+// getJSONErr and reserveErr are getJSON and reserve for goroutines other than the test's: they return errors.
+func getJSONErr(url string, v any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+func reserveErr(baseURL, screening, pass string, seats ...string) (int, map[string]any, error) {
+	body, _ := json.Marshal(map[string]any{"seats": seats})
+	req, err := http.NewRequest(http.MethodPost, baseURL+"/api/screenings/"+screening+"/reservations", bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+pass)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out, nil
+}
