@@ -116,6 +116,7 @@ type Client struct {
 	out        [][]byte // messages queued for the socket, at most sendBuffer
 	spare      [][]byte // out's previous backing array, reused
 	scheduled  bool     // in the writers' queue or being written (writer.go)
+	pendingPos int      // index in out of a queued position a newer one may replace; -1 when none
 	pingDue    bool
 	closed     bool
 	closeCode  int
@@ -142,7 +143,7 @@ func Reject(conn *websocket.Conn, msg []byte, code int, reason string) {
 // waiting (0 otherwise) and first its first message (may be nil). It returns nil (and rejects the socket with
 // 1012) when the hub is draining. The caller then calls Serve (or Start).
 func (h *Hub) Join(conn *websocket.Conn, screening, token string, seq int64, first []byte) *Client {
-	c := &Client{hub: h, conn: conn, screening: screening, token: token, seq: seq}
+	c := &Client{hub: h, conn: conn, screening: screening, token: token, seq: seq, pendingPos: -1}
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
@@ -247,6 +248,28 @@ func (c *Client) sendTick(msg []byte) bool {
 	return c.sendLocked(msg)
 }
 
+// sendPosition queues a position, replacing one still unsent: a newer position supersedes an older one, so
+// a socket that falls behind during a burst is sent where it stands now rather than dropped for a backlog
+// of stale ranks (and does not come back to reconnect into the burst).
+func (c *Client) sendPosition(msg []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ticks++
+	if c.closed {
+		return false
+	}
+	if c.pendingPos >= 0 && c.pendingPos < len(c.out) {
+		c.out[c.pendingPos] = msg
+		return true
+	}
+	i := len(c.out)
+	if !c.sendLocked(msg) {
+		return false
+	}
+	c.pendingPos = i
+	return true
+}
+
 func (c *Client) sendLocked(msg []byte) bool {
 	if c.closed {
 		return false
@@ -256,6 +279,7 @@ func (c *Client) sendLocked(msg []byte) bool {
 		c.closeLocked(CloseTryAgainLater, "too slow: reconnect with your token")
 		return false
 	}
+	c.pendingPos = -1 // order matters from here on: a later position must not overwrite one before msg
 	c.out = append(c.out, msg)
 	c.scheduleLocked()
 	return true
@@ -526,7 +550,7 @@ func (h *Hub) pushRanks(line *queue.Line, clients []*Client, tickAtMs int64) {
 			continue
 		}
 		if rank, ok := line.Rank(c.seq); ok {
-			c.sendTick(PositionMessage(rank, line.Total, tickAtMs))
+			c.sendPosition(PositionMessage(rank, line.Total, tickAtMs))
 		}
 	}
 }

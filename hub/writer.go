@@ -78,7 +78,7 @@ func (c *Client) flush() {
 		c.mu.Lock()
 		msgs, ping := c.out, c.pingDue
 		c.out, c.pingDue = c.spare[:0], false
-		c.spare = nil
+		c.spare, c.pendingPos = nil, -1
 		closing := c.closed
 		if len(msgs) == 0 && !ping && !closing {
 			c.scheduled = false

@@ -1,0 +1,42 @@
+package hub
+
+import "testing"
+
+// TestNewerPositionReplacesAnUnsentOne: positions that pile up for a socket collapse to the newest, never
+// past a message queued after them, and never into a drop for a full buffer.
+func TestNewerPositionReplacesAnUnsentOne(t *testing.T) {
+	h := &Hub{}
+	c := &Client{hub: h, pendingPos: -1, scheduled: true} // scheduled: no writer is started for this test
+	for i := range 100 {
+		if !c.sendPosition(PositionMessage(int64(100-i), 200, int64(i))) {
+			t.Fatalf("position %d refused: a backlog of positions must not drop the socket", i)
+		}
+	}
+	if len(c.out) != 1 || string(c.out[0]) != string(PositionMessage(1, 200, 99)) {
+		t.Fatalf("queued = %q, want only the newest position", c.out)
+	}
+	c.Send([]byte(`{"type":"admitted"}`))
+	c.sendPosition(PositionMessage(5, 200, 100))
+	c.sendPosition(PositionMessage(4, 200, 101))
+	want := []string{string(PositionMessage(1, 200, 99)), `{"type":"admitted"}`, string(PositionMessage(4, 200, 101))}
+	if len(c.out) != len(want) {
+		t.Fatalf("queued %d messages %q, want %q", len(c.out), c.out, want)
+	}
+	for i := range want {
+		if string(c.out[i]) != want[i] {
+			t.Errorf("message %d = %s, want %s", i, c.out[i], want[i])
+		}
+	}
+}
+
+// TestPositionMessageIsTheJSONOfPosition: the hand-built position message is byte for byte what
+// encoding/json makes of Position.
+func TestPositionMessageIsTheJSONOfPosition(t *testing.T) {
+	for _, c := range [][3]int64{{0, 1, 0}, {41, 19000, 1764480000123}, {-1, 0, -5}, {1 << 40, 1 << 41, 1 << 50}} {
+		got := string(PositionMessage(c[0], c[1], c[2]))
+		want := string(mustJSON(Position{Type: "position", Rank: c[0] + 1, Total: c[1], TickAt: c[2]}))
+		if got != want {
+			t.Errorf("PositionMessage(%d, %d, %d) = %s, want %s", c[0], c[1], c[2], got, want)
+		}
+	}
+}
