@@ -72,6 +72,9 @@ func split(cfg Config, start time.Time) []job {
 		c := cfg
 		c.Users = share(cfg.Users, cfg.Procs, i)
 		c.Concurrency = min(max(share(cfg.Concurrency, cfg.Procs, i), 1), c.Users)
+		if cfg.Rate > 0 {
+			c.Rate = max(share(cfg.Rate, cfg.Procs, i), 1)
+		}
 		c.Procs = 1
 		jobs[i] = job{Config: c, First: first, Start: start}
 		first += c.Users

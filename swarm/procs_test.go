@@ -67,6 +67,20 @@ func TestSplitSharesConsecutiveUsersAndConcurrency(t *testing.T) {
 	}
 }
 
+func TestSplitSharesTheArrivalRateAndNeverMakesItUnlimited(t *testing.T) {
+	for _, tc := range []struct {
+		rate int
+		want []int
+	}{{10, []int{4, 3, 3}}, {1, []int{1, 1, 1}}, {0, []int{0, 0, 0}}} {
+		jobs := split(Config{Users: 10, Concurrency: 10, Procs: 3, Rate: tc.rate, Timeout: time.Minute}, base)
+		for i, j := range jobs {
+			if j.Config.Rate != tc.want[i] {
+				t.Errorf("rate %d: job %d rate = %d, want %d (0 would be unlimited)", tc.rate, i, j.Config.Rate, tc.want[i])
+			}
+		}
+	}
+}
+
 func TestChildLogMirrorsProgressAndKeepsTheRest(t *testing.T) {
 	var tl tally
 	l := &childLog{tally: &tl}

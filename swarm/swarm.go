@@ -61,6 +61,9 @@ type Config struct {
 	Users int
 	// Concurrency is how many users exist (are connected) at once; 0 means Users. Hold mode needs them all.
 	Concurrency int
+	// Rate is how many users arrive per second at most (0: all at once), like a crowd arriving over some
+	// seconds rather than in one instant: 100,000 dials in the same instant overflow the listen backlogs.
+	Rate int
 	// Seats is how many seats a user reserves; 0 means 1. A user who finds fewer left takes what is left.
 	Seats int
 	// Retries is how many times a user tries other seats after a 409 SEAT_TAKEN or SEAT_LOCKED before it
@@ -122,6 +125,9 @@ func (c Config) normalized() (Config, error) {
 	}
 	if c.Retries < 0 {
 		errs = append(errs, fmt.Errorf("retries = %d, want 0 or more", c.Retries))
+	}
+	if c.Rate < 0 {
+		errs = append(errs, fmt.Errorf("rate = %d, want 0 (all at once) or more", c.Rate))
 	}
 	if c.Screening == "" {
 		errs = append(errs, errors.New("screening is empty"))
@@ -259,8 +265,19 @@ func (s *swarm) runUsers(ctx context.Context, first int, start time.Time, count 
 	sem := make(chan struct{}, cfg.Concurrency)
 	var wg sync.WaitGroup
 	launched := 0
+	launchedAt := time.Now()
 launch:
 	for i := range results {
+		if cfg.Rate > 0 {
+			due := launchedAt.Add(time.Duration(i) * time.Second / time.Duration(cfg.Rate))
+			if wait := time.Until(due); wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-runCtx.Done():
+					break launch
+				}
+			}
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-runCtx.Done():

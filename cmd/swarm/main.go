@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	duration := fs.Duration("duration", 0, "how long a hold lasts, from the start of the run (hold mode)")
 	leave := fs.Bool("leave", false, `in hold mode, send {"type":"leave"} before closing at the end (closing alone keeps the place)`)
 	procs := fs.Int("procs", 0, "processes to split the users over, each holding its share of sockets (0: one per 15,000 users connected at once)")
+	rate := fs.Int("rate", 0, "users arriving per second at most (0: all at once)")
 	sources := fs.Int("sources", 1, "loopback addresses to dial from, 127.0.0.2 onwards, for more than ~28,000 sockets to one server (1: the system's choice)")
 	jsonPath := fs.String("json", "", `also write the report as JSON to this file ("-": stdout, and the table to stderr)`)
 	if err := fs.Parse(args[1:]); err != nil {
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	rep, err := swarm.Run(ctx, swarm.Config{
 		URL: *serverURL, Screening: *screening, Users: *users, Concurrency: *concurrency,
 		Seats: *seats, Retries: *retries, Timeout: *timeout,
-		Mode: swarm.Mode(*mode), Duration: *duration, Leave: *leave, Procs: *procs, Sources: *sources,
+		Mode: swarm.Mode(*mode), Duration: *duration, Leave: *leave, Procs: *procs, Sources: *sources, Rate: *rate,
 	}, stderr)
 	if err != nil {
 		return err
