@@ -88,7 +88,8 @@ func newSources(addrs []net.IP, concurrency int) []source {
 func newSource(ip net.IP, users int) source {
 	d := &net.Dialer{Timeout: handshakeTimeout}
 	if ip != nil {
-		d.LocalAddr = &net.TCPAddr{IP: ip} // port 0: the system picks
+		d.LocalAddr = &net.TCPAddr{IP: ip} // port 0: the system picks, at connect time (bindNoPort)
+		d.Control = bindNoPort
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.DialContext = d.DialContext
