@@ -113,10 +113,11 @@ type Client struct {
 	seq       int64 // the token's sequence number while waiting (queue.Line); 0 when it joined admitted
 
 	mu         sync.Mutex
-	out        [][]byte // messages queued for the socket, at most sendBuffer
-	spare      [][]byte // out's previous backing array, reused
-	scheduled  bool     // in the writers' queue or being written (writer.go)
-	pendingPos int      // index in out of a queued position a newer one may replace; -1 when none
+	out        [][]byte  // messages queued for the socket, at most sendBuffer
+	spare      [][]byte  // out's previous backing array, reused
+	scheduled  bool      // in the writers' queue or being written (writer.go)
+	pendingPos int       // index in out of a queued position a newer one may replace; -1 when none
+	writeUntil time.Time // the write deadline set last; only the flushing writer touches it
 	pingDue    bool
 	closed     bool
 	closeCode  int
@@ -255,8 +256,8 @@ func (c *Client) sendPosition(msg []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ticks++
-	if c.closed {
-		return false
+	if c.closed || c.admittedMs != 0 {
+		return false // an admitted socket hears no more of the line
 	}
 	if c.pendingPos >= 0 && c.pendingPos < len(c.out) {
 		c.out[c.pendingPos] = msg
@@ -546,7 +547,7 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 // pushRanks sends each waiting client its rank, computed from the line.
 func (h *Hub) pushRanks(line *queue.Line, clients []*Client, tickAtMs int64) {
 	for _, c := range clients {
-		if c.seq == 0 || c.admitted() {
+		if c.seq == 0 {
 			continue
 		}
 		if rank, ok := line.Rank(c.seq); ok {

@@ -36,7 +36,12 @@ func (w *writers) schedule(c *Client) {
 	}
 }
 
+// writerBatch is how many clients a writer takes from the queue at once: a tick queues thousands, and one
+// lock per client would have the writers queue up on the lock instead of writing.
+const writerBatch = 16
+
 func (w *writers) run() {
+	var batch [writerBatch]*Client
 	for {
 		w.mu.Lock()
 		if len(w.queue) == 0 {
@@ -47,14 +52,17 @@ func (w *writers) run() {
 			w.mu.Unlock()
 			return
 		}
-		c := w.queue[0]
-		w.queue[0] = nil
-		w.queue = w.queue[1:]
+		n := copy(batch[:], w.queue)
+		clear(w.queue[:n])
+		w.queue = w.queue[n:]
 		if len(w.queue) == 0 {
 			w.queue = nil // let the backing array go after a burst
 		}
 		w.mu.Unlock()
-		c.flush()
+		for i := range n {
+			batch[i].flush()
+			batch[i] = nil
+		}
 	}
 }
 
@@ -88,7 +96,7 @@ func (c *Client) flush() {
 		code, text := c.closeCode, c.closeText
 		c.mu.Unlock()
 
-		_ = c.conn.SetWriteDeadline(time.Now().Add(writeWait))
+		c.extendWrite()
 		for _, m := range msgs {
 			if err := c.conn.WriteMessage(websocket.TextMessage, m); err != nil {
 				c.broken()
@@ -112,6 +120,16 @@ func (c *Client) flush() {
 			c.spare = msgs
 		}
 		c.mu.Unlock()
+	}
+}
+
+// extendWrite bounds the coming writes by writeWait. Moving the deadline costs a timer update, once per
+// socket per tick: a deadline still at least 7/8 of writeWait away stands. Only the flushing writer calls it.
+func (c *Client) extendWrite() {
+	target := time.Now().Add(writeWait)
+	if c.writeUntil.Before(target.Add(-writeWait / 8)) {
+		c.writeUntil = target
+		_ = c.conn.SetWriteDeadline(target)
 	}
 }
 

@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -205,5 +206,33 @@ func TestRegistrationIsFromTheFirstDialToTheLastQueued(t *testing.T) {
 	}
 	if got := summarizeRegistration(nil); got != (Registration{}) {
 		t.Errorf("summarizeRegistration(nil) = %+v, want zero", got)
+	}
+}
+
+// TestDecodePositionAgreesWithEncodingJSON: the fast path reads what encoding/json reads, and leaves
+// anything else to it.
+func TestDecodePositionAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`{"type":"position","rank":3,"total":9,"tick_at":1764480000123}`,
+		`{"type":"position","rank":1,"total":1,"tick_at":0}`,
+	} {
+		got, ok := decodePosition([]byte(in))
+		var want message
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !ok || got != want {
+			t.Errorf("decodePosition(%s) = %+v, %v; want %+v", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{
+		`{"type":"queued","token":"x","rank":1,"total":1,"inserted":true}`,
+		`{"type":"position","rank":3,"total":9,"tick_at":"soon"}`,
+		`{"type":"position","rank":3}`,
+		`{"type":"position","tick_at":12`,
+	} {
+		if m, ok := decodePosition([]byte(in)); ok {
+			t.Errorf("decodePosition(%s) = %+v, true; want it left to encoding/json", in, m)
+		}
 	}
 }

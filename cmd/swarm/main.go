@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/waitroom/waitroom/swarm"
@@ -54,6 +55,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	duration := fs.Duration("duration", 0, "how long a hold lasts, from the start of the run (hold mode)")
 	leave := fs.Bool("leave", false, `in hold mode, send {"type":"leave"} before closing at the end (closing alone keeps the place)`)
 	procs := fs.Int("procs", 0, "processes to split the users over, each holding its share of sockets (0: one per 15,000 users connected at once)")
+	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile to the file (with -procs 1: the children are not profiled)")
 	rate := fs.Int("rate", 0, "users arriving per second at most (0: all at once)")
 	sources := fs.Int("sources", 1, "loopback addresses to dial from, 127.0.0.2 onwards, for more than ~28,000 sockets to one server (1: the system's choice)")
 	jsonPath := fs.String("json", "", `also write the report as JSON to this file ("-": stdout, and the table to stderr)`)
@@ -65,6 +67,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *cpuProfile != "" {
+		// The load generator shares the cores with the server: its own cost is part of every figure.
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 
 	rep, err := swarm.Run(ctx, swarm.Config{
