@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The hub-scale benchmark (docs/benchmarks.md, "Live rank at scale"): SERVERS server processes sharing one
+# Redis (started here, on its own port, so INFO commandstats counts only this run) and one PostgreSQL
+# database (created here), USERS waiting sockets spread evenly over them by one `swarm -mode hold` per
+# server. Admission admits BATCH per tick, so the line stays long and every tick pushes a position to every
+# waiting socket. Prints, per run: registration rate, server RSS per socket, Redis commands per tick, and
+# the swarm's push latency (receipt − tick_at) p50/p99/max.
+#
+#   bench/hub/run.sh [USERS] [SERVERS] [HOLD]     e.g. bench/hub/run.sh 19000 1 40s; bench/hub/run.sh 100000 6 60s
+#
+# Stops by itself: the swarm's hold ends after HOLD, then every process started here is stopped.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+USERS=${1:-19000}
+SERVERS=${2:-1}
+HOLD=${3:-40s}
+BATCH=${BATCH:-10}
+INTERVAL=${INTERVAL:-1s}
+SOURCES=${SOURCES:-2}
+REDIS_PORT=${REDIS_PORT:-16399}
+BASE_PORT=${BASE_PORT:-18100}
+DB=wrbench_hub
+OUT=${OUT:-bench/hub/out}
+mkdir -p "$OUT"
+WORK=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+  cp "$WORK"/server*.log "$OUT"/ 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+go build -o "$WORK/" ./cmd/waitroom ./cmd/swarm
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
+  --dir "$WORK" --logfile "$WORK/redis.log" --maxclients 10000
+for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS $DB" postgres
+psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE $DB" postgres
+
+urls=()
+for i in $(seq 0 $((SERVERS - 1))); do
+  port=$((BASE_PORT + i))
+  WAITROOM_HTTP_ADDR=127.0.0.1:$port WAITROOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT WAITROOM_REDIS_PREFIX=bench: \
+  WAITROOM_DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" \
+  WAITROOM_PASS_SECRET=bench-secret-0123456789abcdef0123456789 WAITROOM_LOG_LEVEL=warn \
+  WAITROOM_ADMISSION_INTERVAL=$INTERVAL WAITROOM_ADMISSION_BATCH_SIZE=$BATCH WAITROOM_ADMISSION_MAX_ACTIVE=1000000 \
+  WAITROOM_ADMISSION_ACTIVE_TTL=30m WAITROOM_DEMO_ENABLED=true WAITROOM_BENCH_PPROF=${PPROF:-false} \
+    GODEBUG=${SERVER_GODEBUG:-} "$WORK/waitroom" -config "" >"$WORK/server$i.log" 2>&1 &
+  pids+=($!)
+  urls+=("http://127.0.0.1:$port")
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+done
+sleep 1
+rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+idle=()
+for i in $(seq 0 $((SERVERS - 1))); do idle+=("$(rss "${pids[$i]}")"); done
+
+per=$((USERS / SERVERS))
+swarm_pids=()
+for i in $(seq 0 $((SERVERS - 1))); do
+  "$WORK/swarm" -url "${urls[$i]}" -rate $(( ${RATE:-0} / SERVERS )) -mode hold -duration "$HOLD" -users "$per" -sources "$SOURCES" ${SWARM_ARGS:-} \
+    -json "$OUT/swarm-$USERS-$SERVERS-$i.json" >"$OUT/swarm-$USERS-$SERVERS-$i.txt" 2>"$WORK/swarm$i.err" &
+  swarm_pids+=($!)
+done
+
+# Wait until every socket is in line, then measure over a window of whole ticks.
+for _ in $(seq 600); do
+  n=0
+  for u in "${urls[@]}"; do
+    s=$(curl -s --max-time 5 "$u/metrics" | awk '/^waitroom_hub_sockets / {print $2}' || true)
+    n=$((n + ${s:-0}))
+  done
+  [ "$n" -ge $((per * SERVERS)) ] && break
+  sleep 0.5
+done
+sleep 3
+stats() { redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_/ {sum += $3} END {print sum}'; }
+epoch() { redis-cli -p "$REDIS_PORT" get "bench:{demo}:epoch"; }
+c0=$(stats); e0=$(epoch)
+if [ "${PPROF:-false}" = true ]; then
+  curl -s "${urls[0]}/debug/pprof/profile?seconds=10" -o "$OUT/cpu-$USERS-$SERVERS.pprof" || true
+  curl -s "${urls[0]}/debug/pprof/heap" -o "$OUT/heap-$USERS-$SERVERS.pprof" || true
+  echo "before a forced GC: RSS $(rss "${pids[0]}") KiB" >"$OUT/gc-$USERS-$SERVERS.txt"
+  curl -s "${urls[0]}/debug/pprof/heap?gc=1" -o "$OUT/heapgc-$USERS-$SERVERS.pprof" || true
+  sleep 1
+  echo "after a forced GC: RSS $(rss "${pids[0]}") KiB" >>"$OUT/gc-$USERS-$SERVERS.txt"
+  curl -s "${urls[0]}/metrics" | grep -E '^(go_goroutines|go_memstats_(heap_inuse|heap_alloc|stack_inuse)_bytes) ' >>"$OUT/gc-$USERS-$SERVERS.txt" || true
+else
+  sleep 10
+fi
+c1=$(stats); e1=$(epoch)
+full=()
+for i in $(seq 0 $((SERVERS - 1))); do
+  full+=("$(rss "${pids[$i]}")")
+  curl -s "${urls[$i]}/metrics" | grep -E '^(go_goroutines|go_memstats_(heap_inuse|heap_alloc|stack_inuse|sys|heap_idle|heap_released)_bytes|go_gc_gogc|waitroom_hub_sockets) ' >"$OUT/metrics-$USERS-$SERVERS-$i.txt" || true
+done
+
+# RSS over the rest of the hold: the registration burst's garbage is returned to the OS gradually.
+while kill -0 "${swarm_pids[0]}" 2>/dev/null; do
+  line="$(date +%T)"
+  for i in $(seq 0 $((SERVERS - 1))); do line="$line $(rss "${pids[$i]}")"; done
+  echo "$line" >>"$OUT/rss-$USERS-$SERVERS.txt"
+  sleep 5
+done
+for p in "${swarm_pids[@]}"; do wait "$p" || true; done
+
+{
+  echo "users=$USERS servers=$SERVERS hold=$HOLD batch=$BATCH interval=$INTERVAL sources=$SOURCES"
+  echo "redis commands in a 10 s window of held line: $((c1 - c0)) over $((e1 - e0)) admission events: $(( (c1 - c0) / (e1 - e0 > 0 ? e1 - e0 : 1) )) per event (INFO commandstats, commands inside scripts included)"
+  for i in $(seq 0 $((SERVERS - 1))); do
+    echo "server $i: RSS idle ${idle[$i]} KiB, with its sockets ${full[$i]} KiB, per socket $(( (${full[$i]} - ${idle[$i]}) * 1024 / per )) B"
+  done
+} | tee "$OUT/summary-$USERS-$SERVERS.txt"
