@@ -381,7 +381,7 @@ func (h *Hub) followLocked(screening string) <-chan struct{} {
 		seen.Store(math.MaxInt64) // until the line is read: every socket joining now reads its standing
 		h.seen[screening] = seen
 		h.follows.Add(1)
-		go h.follow(screening, ready, seen)
+		go h.follow(screening, ready)
 	}
 	return ready
 }
@@ -438,11 +438,22 @@ func (h *Hub) markSeen(screening string, epoch int64) {
 	}
 }
 
+// setSeen sets the screening's seen epoch, lower or higher: only the screening's subscription goroutine
+// calls it, after reading the line.
+func (h *Hub) setSeen(screening string, epoch int64) {
+	h.mu.Lock()
+	seen := h.seen[screening]
+	h.mu.Unlock()
+	if seen != nil {
+		seen.Store(epoch)
+	}
+}
+
 // follow keeps a subscription to the screening's events until the hub shuts down, and owns the screening's
 // Line: every event moves it, and each waiting socket's rank is computed from it, with no Redis call per
 // socket. A (re)subscription reads the line whole first, so a new instance, or one whose subscription
 // dropped, catches up at once.
-func (h *Hub) follow(screening string, ready chan struct{}, seen *atomic.Int64) {
+func (h *Hub) follow(screening string, ready chan struct{}) {
 	defer h.follows.Done()
 	line := queue.Line{}
 	first := true
@@ -450,11 +461,9 @@ func (h *Hub) follow(screening string, ready chan struct{}, seen *atomic.Int64) 
 		err := h.lines.Subscribe(h.ctx, screening, func(ctx context.Context, ev queue.Event) {
 			h.Dispatch(ctx, &line, ev)
 		}, func(ctx context.Context) {
-			seen.Store(math.MaxInt64) // until the line is read: every socket joining now reads its standing
 			// The first time, the sockets here have just been told where they stand; after a dropped
 			// subscription they may have missed ticks, so they are told again.
 			h.resync(ctx, screening, &line, nil, time.Now().UnixMilli(), !first)
-			seen.Store(line.Epoch)
 			if first {
 				first = false
 				close(ready)
@@ -519,11 +528,14 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 	h.resyncs.Inc()
 	fresh, err := h.lines.Line(ctx, screening)
 	if err != nil {
+		// Which events came is unknown until a read succeeds (the next event's gap retries it): every
+		// socket joining meanwhile reads its own standing.
+		h.setSeen(screening, math.MaxInt64)
 		h.log.Error("hub: read line", "screening", screening, "err", err)
 		return
 	}
 	*line = fresh
-	h.markSeen(screening, line.Epoch) // before listing the sockets: see Missed
+	h.setSeen(screening, line.Epoch) // before listing the sockets: see Missed
 	clients := h.clients(screening)
 	for _, c := range clients {
 		if c.seq == 0 || c.seq > line.Head || handled[c.token] || c.admitted() {
