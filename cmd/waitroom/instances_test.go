@@ -540,9 +540,16 @@ func (c *instCluster) check(t *testing.T, users, leavers []*instUser, evs []inst
 						lastRank = m.Rank
 						continue
 					}
-					// Two refills may share a millisecond: the position is of the first such event after the
-					// connection's previous one.
-					i := slices.IndexFunc(matches, func(ev instEvent) bool { return ev.Epoch > lastEpoch })
+					// Two refills may share a millisecond, and a newer position replaces one the socket has not
+					// been sent yet: the position is of an event with its tick_at after the connection's
+					// previous one, the first whose replayed rank and total it shows (else the first after).
+					i := slices.IndexFunc(matches, func(ev instEvent) bool {
+						want, waiting := rankAfter[ev.Epoch][u.seq]
+						return ev.Epoch > lastEpoch && waiting && m.Rank == want && m.Total == ev.Total
+					})
+					if i < 0 {
+						i = slices.IndexFunc(matches, func(ev instEvent) bool { return ev.Epoch > lastEpoch })
+					}
 					if i < 0 {
 						t.Errorf("user %d on instance %d: position %+v of event %d after one of event %d: pushed twice, or out of order", u.n, cn.inst, m, matches[len(matches)-1].Epoch, lastEpoch)
 						continue
