@@ -226,7 +226,8 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 }
 
 // Ranks returns the zero-based rank of each token (-1 for one not waiting) and the line's length, in one
-// round trip. The hub calls it after a tick for the sockets it holds.
+// round trip: one ZRANK per token, so it is for checks and tools, never per tick (the hub computes ranks
+// from Line).
 func (q *Queue) Ranks(ctx context.Context, screening string, tokens []string) ([]int64, int64, error) {
 	k := q.keys(screening)
 	pipe := q.rdb.Pipeline()
