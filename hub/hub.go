@@ -81,8 +81,7 @@ type Hub struct {
 
 	mu        sync.Mutex
 	rooms     map[string]map[*Client]struct{}
-	following map[string]chan struct{} // screenings whose events this hub follows -> closed once subscribed
-	seen      map[string]*atomic.Int64 // screening -> the newest event epoch whose dispatch began
+	following map[string]*followed // the screenings whose events this hub follows
 	draining  bool
 	serving   sync.WaitGroup // one per Serve call; Shutdown waits for them
 	follows   sync.WaitGroup // one per followed screening, and the pinger
@@ -96,7 +95,7 @@ func New(lines Lines, passes Passes, l Leaver, reg prometheus.Registerer, log *s
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
 		lines: lines, passes: passes, leaver: l, log: log, ctx: ctx, cancel: cancel,
-		rooms: map[string]map[*Client]struct{}{}, following: map[string]chan struct{}{}, seen: map[string]*atomic.Int64{},
+		rooms: map[string]map[*Client]struct{}{}, following: map[string]*followed{},
 		sockets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "waitroom", Subsystem: "hub", Name: "sockets", Help: "Open WebSocket connections on this instance."}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "line_reads_total", Help: "Lines read whole from Redis: at a subscription's start and after a missed event."}),
 	}
@@ -353,6 +352,19 @@ func (h *Hub) clients(screening string) []*Client {
 	return out
 }
 
+// allClients lists every socket of the hub.
+func (h *Hub) allClients() []*Client {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var all []*Client
+	for _, room := range h.rooms {
+		for c := range room {
+			all = append(all, c)
+		}
+	}
+	return all
+}
+
 // Follow makes the hub follow the screening's events (as the first socket of a screening does) and waits
 // until the subscription is in place and the line read, or ctx ends.
 func (h *Hub) Follow(ctx context.Context, screening string) error {
@@ -367,23 +379,42 @@ func (h *Hub) Follow(ctx context.Context, screening string) error {
 	}
 }
 
+// followed is a screening this hub follows.
+type followed struct {
+	ready chan struct{} // closed once subscribed and the line read
+	// seen is the newest event epoch whose dispatch began (see Missed). Only the screening's subscription
+	// goroutine writes it.
+	seen atomic.Int64
+}
+
 func (h *Hub) followLocked(screening string) <-chan struct{} {
 	if !h.pinging && h.ctx.Err() == nil {
 		h.pinging = true
 		h.follows.Add(1)
 		go h.pinger()
 	}
-	ready := h.following[screening]
-	if ready == nil && h.ctx.Err() == nil {
-		ready = make(chan struct{})
-		h.following[screening] = ready
-		seen := &atomic.Int64{}
-		seen.Store(math.MaxInt64) // until the line is read: every socket joining now reads its standing
-		h.seen[screening] = seen
+	f := h.following[screening]
+	if f == nil {
+		if h.ctx.Err() != nil {
+			return nil
+		}
+		f = &followed{ready: make(chan struct{})}
+		f.seen.Store(math.MaxInt64) // until the line is read: every socket joining now reads its standing
+		h.following[screening] = f
 		h.follows.Add(1)
-		go h.follow(screening, ready)
+		go h.follow(screening, f.ready)
 	}
-	return ready
+	return f.ready
+}
+
+// seen is the screening's seen epoch, nil when the hub does not follow it.
+func (h *Hub) seen(screening string) *atomic.Int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f := h.following[screening]; f != nil {
+		return &f.seen
+	}
+	return nil
 }
 
 // Missed reports whether an admission event newer than epoch may have been dispatched before c joined, so
@@ -391,9 +422,7 @@ func (h *Hub) followLocked(screening string) <-chan struct{} {
 // it lists the screening's sockets, and Join adds a socket under the same lock that listing takes, so an
 // event not reported here is dispatched to c.
 func (h *Hub) Missed(c *Client, epoch int64) bool {
-	h.mu.Lock()
-	seen := h.seen[c.screening]
-	h.mu.Unlock()
+	seen := h.seen(c.screening)
 	return seen == nil || seen.Load() > epoch
 }
 
@@ -407,44 +436,23 @@ func (h *Hub) pinger() {
 		case <-h.ctx.Done():
 			return
 		case <-t.C:
-			h.mu.Lock()
-			var all []*Client
-			for _, room := range h.rooms {
-				for c := range room {
-					all = append(all, c)
-				}
-			}
-			h.mu.Unlock()
-			for _, c := range all {
+			for _, c := range h.allClients() {
 				c.ping()
 			}
 		}
 	}
 }
 
-// markSeen raises the screening's seen epoch to epoch.
+// markSeen raises the screening's seen epoch to epoch; setSeen sets it, lower too (after reading the line).
+// Only the screening's subscription goroutine calls them, so a load and a store need no compare-and-swap.
 func (h *Hub) markSeen(screening string, epoch int64) {
-	h.mu.Lock()
-	seen := h.seen[screening]
-	h.mu.Unlock()
-	if seen == nil {
-		return
-	}
-	for {
-		old := seen.Load()
-		if old >= epoch || seen.CompareAndSwap(old, epoch) {
-			return
-		}
+	if seen := h.seen(screening); seen != nil && seen.Load() < epoch {
+		seen.Store(epoch)
 	}
 }
 
-// setSeen sets the screening's seen epoch, lower or higher: only the screening's subscription goroutine
-// calls it, after reading the line.
 func (h *Hub) setSeen(screening string, epoch int64) {
-	h.mu.Lock()
-	seen := h.seen[screening]
-	h.mu.Unlock()
-	if seen != nil {
+	if seen := h.seen(screening); seen != nil {
 		seen.Store(epoch)
 	}
 }
@@ -573,14 +581,8 @@ func (h *Hub) pushRanks(line *queue.Line, clients []*Client, tickAtMs int64) {
 func (h *Hub) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.draining = true
-	var all []*Client
-	for _, room := range h.rooms {
-		for c := range room {
-			all = append(all, c)
-		}
-	}
 	h.mu.Unlock()
-	for _, c := range all {
+	for _, c := range h.allClients() {
 		c.Close(CloseServiceRestart, "server restarting: reconnect with your token")
 	}
 	done := make(chan struct{})

@@ -84,12 +84,15 @@ func (r *rig) dial(t *testing.T, screening, token string) *wsClient {
 }
 
 type message struct {
-	Type   string `json:"type"`
-	Token  string `json:"token"`
-	Rank   int64  `json:"rank"`
-	Total  int64  `json:"total"`
-	TickAt int64  `json:"tick_at"`
-	Pass   string `json:"pass"`
+	Type      string `json:"type"`
+	Token     string `json:"token"`
+	Rank      int64  `json:"rank"`
+	Total     int64  `json:"total"`
+	Inserted  bool   `json:"inserted"`
+	TickAt    int64  `json:"tick_at"`
+	Pass      string `json:"pass"`
+	ExpiresAt string `json:"expires_at"`
+	Code      string `json:"code"`
 }
 
 // readTick reads until the message of the tick at tickAtMs (or an admission). A socket may first get a
@@ -408,4 +411,41 @@ func TestCatchUpNeverFollowsNewerTickNews(t *testing.T) {
 	if err := h.Shutdown(sctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestMissedEventIsRecoveredFromTheLine: an instance that never heard of an admission (its event lost in
+// pub/sub) still hands that user its pass, and pushes exact ranks, once the next event shows the gap.
+func TestMissedEventIsRecoveredFromTheLine(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		env.Demo(t, "s1", 2, 5)
+		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
+		r := newRig(t, env, settings)
+		clients := make([]*wsClient, 3)
+		for i := range clients {
+			clients[i] = r.dial(t, "s1", "")
+			clients[i].token = clients[i].read(t).Token
+		}
+		ctx := context.Background()
+		base := time.Now().Add(time.Hour)
+		// Two admissions; neither is published, and only the second event reaches the hub.
+		lost, err := r.q.Admit(ctx, "s1", base, settings)
+		if err != nil || len(lost.Admitted) != 1 || lost.Admitted[0] != clients[0].token {
+			t.Fatalf("first admission = %+v, %v; want the first client", lost, err)
+		}
+		next, err := r.q.Admit(ctx, "s1", base.Add(time.Second), settings)
+		if err != nil || len(next.Admitted) != 1 || next.Admitted[0] != clients[1].token {
+			t.Fatalf("second admission = %+v, %v; want the second client", next, err)
+		}
+		r.hub.Dispatch(ctx, &queue.Line{Epoch: lost.Epoch - 1}, next.Event())
+
+		for i := range 2 {
+			m := clients[i].readTick(t, next.TickAt.UnixMilli())
+			if m.Type != "admitted" || m.Pass == "" {
+				t.Fatalf("client %d after the gap = %+v, want its pass", i, m)
+			}
+		}
+		if m := clients[2].readTick(t, next.TickAt.UnixMilli()); m.Type != "position" || m.Rank != 1 || m.Total != 1 {
+			t.Fatalf("client 2 after the gap = %+v, want position 1 of 1", m)
+		}
+	})
 }

@@ -28,23 +28,10 @@ import (
 // replayed many times while rapid shrinks it.
 const propReadWait = 3 * time.Second
 
-// wire is a server message with every field the property reads.
-type wire struct {
-	Type      string `json:"type"`
-	Token     string `json:"token"`
-	Rank      int64  `json:"rank"`
-	Total     int64  `json:"total"`
-	Inserted  bool   `json:"inserted"`
-	TickAt    int64  `json:"tick_at"`
-	Pass      string `json:"pass"`
-	ExpiresAt string `json:"expires_at"`
-	Code      string `json:"code"`
-}
-
-func readWire(rt *rapid.T, c *wsClient, what string) wire {
+func readWire(rt *rapid.T, c *wsClient, what string) message {
 	rt.Helper()
 	_ = c.conn.SetReadDeadline(time.Now().Add(propReadWait))
-	var m wire
+	var m message
 	if err := c.conn.ReadJSON(&m); err != nil {
 		rt.Fatalf("%s: read: %v", what, err)
 	}
@@ -53,7 +40,7 @@ func readWire(rt *rapid.T, c *wsClient, what string) wire {
 
 // readNews reads past catch-up positions (they carry the wall clock, earlier than every tick time of the
 // property) and returns the first other message.
-func readNews(rt *rapid.T, c *wsClient, firstTickMs int64, what string) wire {
+func readNews(rt *rapid.T, c *wsClient, firstTickMs int64, what string) message {
 	rt.Helper()
 	for {
 		m := readWire(rt, c, what)
@@ -241,7 +228,7 @@ func (lr *lineRun) leave(rt *rapid.T) {
 	lr.changed = true
 }
 
-func (lr *lineRun) verifyPass(rt *rapid.T, h *holder, m wire) {
+func (lr *lineRun) verifyPass(rt *rapid.T, h *holder, m message) {
 	rt.Helper()
 	c, err := lr.r.passes.Verify(m.Pass, lr.id)
 	if err != nil {

@@ -9,8 +9,6 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/waitroom/waitroom/booking"
 )
 
 // Cluster returns an Env on the Redis Cluster at addrs (a test starts one with scripts/redis-cluster.sh) and
@@ -32,15 +30,7 @@ func Cluster(t testing.TB, addrs []string) *Env {
 		t.Fatalf("redis cluster %v: %v", addrs, err)
 	}
 	env.DatabaseURL = newSchema(t)
-	db, err := booking.Open(ctx, env.DatabaseURL, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := booking.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	env.DB = db
+	env.DB = openDB(t, ctx, env.DatabaseURL)
 	return env
 }
 

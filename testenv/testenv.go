@@ -155,7 +155,14 @@ func New(t testing.TB, k Kind) *Env {
 		env.DatabaseURL = newSchema(t)
 	}
 	t.Cleanup(func() { env.Redis.Close() })
-	db, err := booking.Open(ctx, env.DatabaseURL, "")
+	env.DB = openDB(t, ctx, env.DatabaseURL)
+	return env
+}
+
+// openDB opens and migrates the database at url, closed when t ends.
+func openDB(t testing.TB, ctx context.Context, url string) *sqlx.DB {
+	t.Helper()
+	db, err := booking.Open(ctx, url, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +170,7 @@ func New(t testing.TB, k Kind) *Env {
 	if err := booking.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	env.DB = db
-	return env
+	return db
 }
 
 // newSchema creates a schema of its own in the test database and returns a URL whose connections use it.

@@ -306,9 +306,9 @@ func (l *clusterLine) check(t *testing.T, ctx context.Context, env *testenv.Env,
 	var ran, refills []int
 	sum := 0
 	for _, srv := range srvs {
-		k := metric(t, srv, "waitroom_admission_admitted_total", l.id)
+		k := metricValue(t, http.DefaultClient, srv.URL, "waitroom_admission_admitted_total", l.id)
 		ran = append(ran, k)
-		refills = append(refills, metric(t, srv, "waitroom_admission_refills_total", l.id))
+		refills = append(refills, metricValue(t, http.DefaultClient, srv.URL, "waitroom_admission_refills_total", l.id))
 		sum += k
 	}
 	t.Logf("%s: %d admitted (by instance: %v, in %v refills), %d tickets, %d sold out", l.id, admitted, ran, refills, len(tickets), soldOut)
@@ -463,29 +463,6 @@ func freeBasePort(t *testing.T) int {
 	}
 	t.Fatal("no free base port for the cluster")
 	return 0
-}
-
-// metric reads the counter name of the screening from the server's metrics (0 when absent).
-func metric(t *testing.T, srv *testServer, name, screening string) int {
-	t.Helper()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	prefix := fmt.Sprintf("%s{screening=%q} ", name, screening)
-	for line := range strings.Lines(buf.String()) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("metrics line %q: %v", line, err)
-			}
-			return int(n)
-		}
-	}
-	return 0 // never counted on this instance
 }
 
 // getJSONErr and reserveErr are getJSON and reserve for goroutines other than the test's: they return errors.

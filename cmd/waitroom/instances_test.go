@@ -108,16 +108,8 @@ func (c *instCluster) markDead(i int) {
 
 // instMsg is a server message as one socket received it.
 type instMsg struct {
-	Type      string `json:"type"`
-	Token     string `json:"token"`
-	Rank      int64  `json:"rank"`
-	Total     int64  `json:"total"`
-	Inserted  bool   `json:"inserted"`
-	TickAt    int64  `json:"tick_at"`
-	Pass      string `json:"pass"`
-	ExpiresAt string `json:"expires_at"`
-	Code      string `json:"code"`
-	at        time.Time
+	msg
+	at time.Time
 }
 
 func (m instMsg) String() string {
@@ -329,7 +321,7 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 	before := len(events.snapshot())
 	perInstance := make([]int, 3)
 	for i, p := range procs {
-		perInstance[i] = instMetric(t, c.client, p.url, "waitroom_admission_admitted_total", instScreening)
+		perInstance[i] = metricValue(t, c.client, p.url, "waitroom_admission_admitted_total", instScreening)
 	}
 	if after := events.snapshot(); len(after) == before {
 		sum := perInstance[0] + perInstance[1] + perInstance[2]
@@ -1108,29 +1100,6 @@ func instWait(t *testing.T, timeout time.Duration, what string, cond func() bool
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// instMetric reads the counter name{screening} from an instance's /metrics (0 when absent).
-func instMetric(t *testing.T, client *http.Client, baseURL, name, screening string) int {
-	t.Helper()
-	resp, err := client.Get(baseURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	prefix := fmt.Sprintf("%s{screening=%q} ", name, screening)
-	for line := range strings.Lines(buf.String()) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("metrics line %q: %v", line, err)
-			}
-			return int(n)
-		}
-	}
-	return 0
 }
 
 func instEpochs(evs []instEvent) []int64 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -332,4 +333,27 @@ func TestUnknownScreeningAndBadToken(t *testing.T) {
 			t.Errorf("GET unknown screening: %d %v", code, body)
 		}
 	})
+}
+
+// metricValue reads the counter name{screening} from a server's /metrics (0 when absent: never counted there).
+func metricValue(t *testing.T, client *http.Client, baseURL, name, screening string) int {
+	t.Helper()
+	resp, err := client.Get(baseURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	prefix := fmt.Sprintf("%s{screening=%q} ", name, screening)
+	for line := range strings.Lines(buf.String()) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metrics line %q: %v", line, err)
+			}
+			return int(n)
+		}
+	}
+	return 0
 }
