@@ -43,6 +43,10 @@ var (
 	ErrLockLost = errors.New("seat hold expired before the reservation committed")
 	// ErrIdempotencyMismatch: an Idempotency-Key already reserved other seats.
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with another request")
+	// ErrScreeningExists: a screening with that id exists already.
+	ErrScreeningExists = errors.New("screening exists")
+	// ErrBadScreening: a screening to create is malformed (its id, times, seats or admission settings).
+	ErrBadScreening = errors.New("bad screening")
 )
 
 // TakenError names the seats that were already sold.
@@ -444,11 +448,20 @@ func (b *Booking) MaxSeats() int { return b.settings.MaxSeats }
 
 // Exists reports ErrUnknownScreening for a screening that does not exist.
 func (b *Booking) Exists(ctx context.Context, screening string) error {
-	if !queue.ValidScreening(screening) {
-		return fmt.Errorf("booking: %q: %w", truncate(screening, 64), ErrUnknownScreening)
-	}
-	_, err := b.catalog(ctx, screening)
+	_, err := b.OpensAt(ctx, screening)
 	return err
+}
+
+// OpensAt returns the screening's sale time (from memory after the first call), or ErrUnknownScreening.
+func (b *Booking) OpensAt(ctx context.Context, screening string) (time.Time, error) {
+	if !queue.ValidScreening(screening) {
+		return time.Time{}, fmt.Errorf("booking: %q: %w", truncate(screening, 64), ErrUnknownScreening)
+	}
+	cat, err := b.catalog(ctx, screening)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return cat.opensAt, nil
 }
 
 // soldSentinel marks a screening's sold set in Redis as loaded from SQL; it is never a seat id.

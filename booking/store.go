@@ -194,15 +194,6 @@ func (s *Store) Screening(ctx context.Context, id string) (Summary, error) {
 	return out, nil
 }
 
-// OnSale returns the ids of the screenings whose sale has opened by now (the scheduler's list).
-func (s *Store) OnSale(ctx context.Context, now time.Time) ([]string, error) {
-	ids := []string{}
-	if err := s.db.SelectContext(ctx, &ids, s.db.Rebind(`SELECT id FROM screenings WHERE sale_opens_at <= ? ORDER BY id`), now.UTC()); err != nil {
-		return nil, fmt.Errorf("booking: on sale: %w", err)
-	}
-	return ids, nil
-}
-
 // Seats returns the seat map of a screening from SQL, in row and number order. Booking.Seats serves the
 // map during a sale from caches; this is what fills them.
 func (s *Store) Seats(ctx context.Context, screening string) ([]SeatStatus, error) {
@@ -220,8 +211,9 @@ func (s *Store) Seats(ctx context.Context, screening string) ([]SeatStatus, erro
 // catalog is a screening's seats, which never change once created: the map for checks, the list (in map
 // order) for the seat map.
 type catalog struct {
-	ids   map[string]bool
-	seats []Seat
+	ids     map[string]bool
+	seats   []Seat
+	opensAt time.Time // the sale time, which never changes either
 }
 
 // catalog loads the seats of a screening.
@@ -236,6 +228,9 @@ func (s *Store) catalog(ctx context.Context, screening string) (*catalog, error)
 		return nil, fmt.Errorf("booking: catalog of %q: %w", screening, ErrUnknownScreening)
 	}
 	c := &catalog{ids: make(map[string]bool, len(seats)), seats: seats}
+	if err := s.db.GetContext(ctx, &c.opensAt, s.db.Rebind(`SELECT sale_opens_at FROM screenings WHERE id = ?`), screening); err != nil {
+		return nil, fmt.Errorf("booking: catalog of %s: %w", screening, err)
+	}
 	for _, seat := range seats {
 		c.ids[seat.ID] = true
 	}

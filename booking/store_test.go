@@ -210,13 +210,23 @@ func TestStoreCountsSeats(t *testing.T) {
 			t.Errorf("Screening(nope) = %v, want ErrUnknownScreening", err)
 		}
 
-		onSale, err := store.OnSale(ctx, now)
-		if want := []string{"s1"}; err != nil || !slices.Equal(onSale, want) {
-			t.Errorf("OnSale(now) = %v, %v; want %v, nil", onSale, err, want)
+		saleIDs := func(until time.Time) []string {
+			t.Helper()
+			sales, err := store.Sales(ctx, until)
+			if err != nil {
+				t.Fatalf("Sales(%v) = %v", until, err)
+			}
+			var ids []string
+			for _, s := range sales {
+				ids = append(ids, s.ID)
+			}
+			return ids
 		}
-		onSale, err = store.OnSale(ctx, now.Add(2*time.Hour))
-		if want := []string{"later", "s1"}; err != nil || !slices.Equal(onSale, want) {
-			t.Errorf("OnSale(now+2h) = %v, %v; want %v, nil", onSale, err, want)
+		if got, want := saleIDs(now), []string{"s1"}; !slices.Equal(got, want) {
+			t.Errorf("Sales(now) = %v, want %v", got, want)
+		}
+		if got, want := saleIDs(now.Add(2*time.Hour)), []string{"later", "s1"}; !slices.Equal(got, want) {
+			t.Errorf("Sales(now+2h) = %v, want %v", got, want)
 		}
 
 		seats, err := store.Seats(ctx, "s1")

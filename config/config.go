@@ -29,6 +29,8 @@ type Config struct {
 	Database  Database  `koanf:"database"`
 	Pass      Pass      `koanf:"pass"`
 	Admission Admission `koanf:"admission"`
+	Queue     Queue     `koanf:"queue"`
+	Admin     Admin     `koanf:"admin"`
 	Booking   Booking   `koanf:"booking"`
 	Demo      Demo      `koanf:"demo"`
 	Data      Data      `koanf:"data"`
@@ -89,6 +91,19 @@ type Admission struct {
 	LockTTL   time.Duration `koanf:"lock_ttl"`
 }
 
+// Queue is how the line treats who waits.
+type Queue struct {
+	// Grace is how long a waiting user's socket may be gone (a refresh, a tunnel) before the user leaves
+	// the line as abandoned, so no admission is spent on them; reconnecting within it keeps the place.
+	Grace time.Duration `koanf:"grace"`
+}
+
+// Admin guards the operator's API and control room.
+type Admin struct {
+	// Key is the bearer key of /api/admin/… (at least 16 characters). Empty: the admin API is off.
+	Key string `koanf:"key"`
+}
+
 // Booking bounds a reservation.
 type Booking struct {
 	LockWait  time.Duration `koanf:"lock_wait"`
@@ -112,6 +127,7 @@ func Default() Config {
 		HTTP:      HTTP{Addr: ":8080", AllowedOrigins: []string{}},
 		Redis:     Redis{Prefix: "wr:"},
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
+		Queue:     Queue{Grace: 2 * time.Minute},
 		Booking:   Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4},
 		Demo:      Demo{Enabled: true},
 		Data:      Data{Dir: "data"},
@@ -207,6 +223,10 @@ func (c Config) Validate() error {
 	positive("admission.lock_ttl", c.Admission.LockTTL)
 	atLeastOne("admission.batch_size", c.Admission.BatchSize)
 	atLeastOne("admission.max_active", c.Admission.MaxActive)
+	positive("queue.grace", c.Queue.Grace)
+	if c.Admin.Key != "" && len(c.Admin.Key) < 16 {
+		errs = append(errs, fmt.Errorf("admin.key must be at least 16 characters, got %d", len(c.Admin.Key)))
+	}
 	positive("booking.lock_wait", c.Booking.LockWait)
 	positive("booking.lock_lease", c.Booking.LockLease)
 	atLeastOne("booking.max_seats", c.Booking.MaxSeats)

@@ -54,6 +54,12 @@ type Lines interface {
 	Subscribe(ctx context.Context, screening string, fn func(context.Context, queue.Event), subscribed func(context.Context)) error
 	Line(ctx context.Context, screening string) (queue.Line, error)
 	Status(ctx context.Context, screening, token string) (queue.Entry, error)
+	// Seqs returns each token's sequence number in the line (0 for one not in it): once per opening, for
+	// the sockets that waited in the pre-queue.
+	Seqs(ctx context.Context, screening string, tokens []string) ([]int64, error)
+	// Disconnected counts off a socket of the token, so a waiting token whose sockets are all gone past the
+	// grace is dropped as abandoned.
+	Disconnected(ctx context.Context, screening, token string) error
 }
 
 // Passes signs the pass of an admission.
@@ -109,7 +115,9 @@ type Client struct {
 	conn      *websocket.Conn
 	screening string
 	token     string
-	seq       int64 // the token's sequence number while waiting (queue.Line); 0 when it joined admitted
+	// seq is the token's sequence number while waiting (queue.Line); 0 in the pre-queue (until the opening
+	// gives it one) or when it joined admitted.
+	seq atomic.Int64
 
 	mu         sync.Mutex
 	out        [][]byte  // messages queued for the socket, at most sendBuffer
@@ -140,10 +148,11 @@ func Reject(conn *websocket.Conn, msg []byte, code int, reason string) {
 }
 
 // Join adds a socket to the hub; seq is the token's sequence number when it is
-// waiting (0 otherwise) and first its first message (may be nil). It returns nil (and rejects the socket with
+// waiting (0 in the pre-queue or admitted) and first its first message (may be nil). It returns nil (and rejects the socket with
 // 1012) when the hub is draining. The caller then calls Serve (or Start).
 func (h *Hub) Join(conn *websocket.Conn, screening, token string, seq int64, first []byte) *Client {
-	c := &Client{hub: h, conn: conn, screening: screening, token: token, seq: seq, pendingPos: -1}
+	c := &Client{hub: h, conn: conn, screening: screening, token: token, pendingPos: -1}
+	c.seq.Store(seq)
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
@@ -204,6 +213,13 @@ func (h *Hub) Serve(ctx context.Context, c *Client) {
 
 func (h *Hub) leave(c *Client) {
 	c.Close(websocket.CloseNormalClosure, "")
+	// Counted off in Redis, so a waiting user who never comes back stops costing an admission after the
+	// grace (an admitted one's count is just dropped).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), redisTimeout)
+	if err := h.lines.Disconnected(ctx, c.screening, c.token); err != nil {
+		h.log.Warn("hub: disconnect", "screening", c.screening, "err", err)
+	}
+	cancel()
 	h.mu.Lock()
 	if room := h.rooms[c.screening]; room != nil {
 		delete(room, c)
@@ -222,6 +238,10 @@ func (c *Client) Send(msg []byte) bool {
 	defer c.mu.Unlock()
 	return c.sendLocked(msg)
 }
+
+// Place gives a client that joined in the pre-queue its sequence number in the opened line, unless the
+// hub placed it already.
+func (c *Client) Place(seq int64) { c.seq.CompareAndSwap(0, seq) }
 
 // Mark stamps the tick messages queued so far, for SendUnlessTicked.
 func (c *Client) Mark() uint64 {
@@ -352,6 +372,17 @@ func (h *Hub) clients(screening string) []*Client {
 	return out
 }
 
+// Counts returns the hub's open sockets by screening.
+func (h *Hub) Counts() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]int, len(h.rooms))
+	for id, room := range h.rooms {
+		out[id] = len(room)
+	}
+	return out
+}
+
 // allClients lists every socket of the hub.
 func (h *Hub) allClients() []*Client {
 	h.mu.Lock()
@@ -385,6 +416,10 @@ type followed struct {
 	// seen is the newest event epoch whose dispatch began (see Missed). Only the screening's subscription
 	// goroutine writes it.
 	seen atomic.Int64
+	// pace and paused are the screening's measured admission rate and the operator's pause, for the wait
+	// estimates. Only the subscription goroutine touches them.
+	pace   pace
+	paused bool
 }
 
 func (h *Hub) followLocked(screening string) <-chan struct{} {
@@ -490,10 +525,15 @@ func (h *Hub) follow(screening string, ready chan struct{}) {
 }
 
 // Dispatch tells this instance's sockets what an event means for them and moves the screening's line: after
-// a tick, the admitted get their pass and the waiting their new rank and the line's length; on sold out,
-// everyone is told and closed. It runs on the screening's subscription goroutine, which owns line.
+// a tick, the admitted get their pass and the waiting their new rank, the line's length and a wait estimate;
+// at the opening, the sockets of the pre-queue learn their shuffled place; a pause or resume is passed on;
+// on sold out, everyone is told and closed. It runs on the screening's subscription goroutine, which owns
+// line.
 func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
-	h.markSeen(ev.Screening, ev.Epoch) // before listing the sockets: see Missed
+	f := h.followedOf(ev.Screening)
+	if ev.Kind == queue.EventTick || ev.Kind == queue.EventOpened {
+		h.markSeen(ev.Screening, ev.Epoch) // before listing the sockets: see Missed
+	}
 	clients := h.clients(ev.Screening)
 	switch ev.Kind {
 	case queue.EventSoldOut:
@@ -501,6 +541,21 @@ func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 		for _, c := range clients {
 			c.Send(msg)
 			c.Close(websocket.CloseNormalClosure, "sold out")
+		}
+	case queue.EventPaused, queue.EventResumed:
+		if f != nil {
+			f.paused = ev.Kind == queue.EventPaused
+		}
+		msg := PausedMessage(ev.Kind == queue.EventPaused)
+		for _, c := range clients {
+			if !c.admitted() {
+				c.Send(msg)
+			}
+		}
+	case queue.EventOpened:
+		h.placePre(ctx, ev.Screening, clients)
+		if line.Apply(ev) {
+			h.pushRanks(f, line, clients, ev.TickAtMs)
 		}
 	case queue.EventTick:
 		var admitted map[string]bool
@@ -516,8 +571,12 @@ func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 				}
 			}
 		}
+		if f != nil {
+			f.pace.add(ev.TickAtMs, len(ev.Admitted))
+			f.paused = ev.Paused
+		}
 		if line.Apply(ev) {
-			h.pushRanks(line, clients, ev.TickAtMs)
+			h.pushRanks(f, line, clients, ev.TickAtMs)
 			return
 		}
 		if ev.Epoch <= line.Epoch {
@@ -528,8 +587,44 @@ func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 	}
 }
 
+// followedOf is the screening's followed state, nil when the hub does not follow it.
+func (h *Hub) followedOf(screening string) *followed {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.following[screening]
+}
+
+// placePre gives the sockets that joined in the pre-queue their place in the opened line: one round trip
+// for all of them, once per opening.
+func (h *Hub) placePre(ctx context.Context, screening string, clients []*Client) {
+	var pre []*Client
+	var tokens []string
+	for _, c := range clients {
+		if c.seq.Load() == 0 && !c.admitted() {
+			pre = append(pre, c)
+			tokens = append(tokens, c.token)
+		}
+	}
+	if len(pre) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	defer cancel()
+	seqs, err := h.lines.Seqs(ctx, screening, tokens)
+	if err != nil {
+		h.log.Error("hub: places after the opening", "screening", screening, "err", err)
+		return
+	}
+	for i, c := range pre {
+		if seqs[i] > 0 {
+			c.seq.CompareAndSwap(0, seqs[i])
+		}
+	}
+}
+
 // resync reads the screening's line from Redis, hands their pass to local sockets that were admitted by an
-// event this instance missed, and, when push, sends every waiting socket its rank.
+// event this instance missed, places sockets of the pre-queue if the line opened meanwhile, and, when push,
+// sends every waiting socket its rank.
 func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, handled map[string]bool, tickAtMs int64, push bool) {
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
@@ -545,8 +640,12 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 	*line = fresh
 	h.setSeen(screening, line.Epoch) // before listing the sockets: see Missed
 	clients := h.clients(screening)
+	if line.Epoch > 0 {
+		h.placePre(ctx, screening, clients)
+	}
 	for _, c := range clients {
-		if c.seq == 0 || c.seq > line.Head || handled[c.token] || c.admitted() {
+		seq := c.seq.Load()
+		if seq == 0 || seq > line.Head || handled[c.token] || c.admitted() {
 			continue
 		}
 		// Left the line without a pass from this instance: admitted by a missed event, or left.
@@ -560,18 +659,24 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 		}
 	}
 	if push {
-		h.pushRanks(line, clients, tickAtMs)
+		h.pushRanks(h.followedOf(screening), line, clients, tickAtMs)
 	}
 }
 
-// pushRanks sends each waiting client its rank, computed from the line.
-func (h *Hub) pushRanks(line *queue.Line, clients []*Client, tickAtMs int64) {
+// pushRanks sends each waiting client its rank, computed from the line, with a wait estimate from the
+// screening's measured admission rate (none while paused or before the rate is known).
+func (h *Hub) pushRanks(f *followed, line *queue.Line, clients []*Client, tickAtMs int64) {
+	perSecond := 0.0
+	if f != nil && !f.paused {
+		perSecond = f.pace.perSecond()
+	}
 	for _, c := range clients {
-		if c.seq == 0 {
+		seq := c.seq.Load()
+		if seq == 0 {
 			continue
 		}
-		if rank, ok := line.Rank(c.seq); ok {
-			c.sendPosition(PositionMessage(rank, line.Total, tickAtMs))
+		if rank, ok := line.Rank(seq); ok {
+			c.sendPosition(PositionMessage(rank, line.Total, tickAtMs, etaSeconds(rank+1, perSecond)))
 		}
 	}
 }

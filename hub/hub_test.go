@@ -395,10 +395,10 @@ func TestCatchUpNeverFollowsNewerTickNews(t *testing.T) {
 	stale := c.Mark()
 	h.Dispatch(context.Background(), &queue.Line{}, queue.Event{Kind: queue.EventTick, Screening: "s1", TickAtMs: 1,
 		Admitted: []string{token}, ExpiresAtMs: time.Now().Add(time.Minute).UnixMilli()})
-	if c.SendUnlessTicked(stale, hub.PositionMessage(3, 9, 0)) {
+	if c.SendUnlessTicked(stale, hub.PositionMessage(3, 9, 0, -1)) {
 		t.Error("SendUnlessTicked with a mark from before the tick = true, want the stale catch-up dropped")
 	}
-	if !c.SendUnlessTicked(c.Mark(), hub.PositionMessage(3, 9, 0)) {
+	if !c.SendUnlessTicked(c.Mark(), hub.PositionMessage(3, 9, 0, -1)) {
 		t.Error("SendUnlessTicked with a current mark = false, want it sent")
 	}
 	var first message

@@ -17,6 +17,7 @@ type Queued struct {
 	Rank     int64  `json:"rank"`
 	Total    int64  `json:"total"`
 	Inserted bool   `json:"inserted"`
+	Paused   bool   `json:"paused,omitempty"`
 }
 
 // Position follows every admission tick that moved the line.
@@ -25,6 +26,25 @@ type Position struct {
 	Rank   int64  `json:"rank"`
 	Total  int64  `json:"total"`
 	TickAt int64  `json:"tick_at"`
+	// ETASeconds estimates the wait from the measured admission rate; absent while unknown or paused.
+	ETASeconds *int64 `json:"eta_seconds,omitempty"`
+}
+
+// PreQueue is the first message for a token that arrived before the line opened.
+type PreQueue struct {
+	Type  string `json:"type"`
+	Token string `json:"token"`
+	// OpensAt is the sale time, when the pre-queue is shuffled into the line.
+	OpensAt string `json:"opens_at"`
+	// Total is how many are in the pre-queue.
+	Total    int64 `json:"total"`
+	Inserted bool  `json:"inserted"`
+	Paused   bool  `json:"paused,omitempty"`
+}
+
+// Pause tells the line that the operator paused (type "paused") or resumed ("resumed") admission.
+type Pause struct {
+	Type string `json:"type"`
 }
 
 // Admitted carries the pass.
@@ -54,20 +74,38 @@ type Inbound struct {
 
 // QueuedMessage is the first message for a waiting entry.
 func QueuedMessage(e queue.Entry) []byte {
-	return mustJSON(Queued{Type: "queued", Token: e.Token, Rank: e.ZeroBasedRank + 1, Total: e.Total, Inserted: e.Inserted})
+	return mustJSON(Queued{Type: "queued", Token: e.Token, Rank: e.ZeroBasedRank + 1, Total: e.Total, Inserted: e.Inserted, Paused: e.Paused})
 }
 
-// PositionMessage tells a waiting socket where it stands after the tick at tickAtMs.
-// It is built by hand, not by encoding/json: a tick writes one per waiting socket, and this is the same
-// bytes (TestPositionMessageIsTheJSONOfPosition) for a fraction of the cost.
-func PositionMessage(zeroBasedRank, total, tickAtMs int64) []byte {
-	b := make([]byte, 0, 80)
+// PreQueueMessage is the first message for a token in the pre-queue of a line that opens at opensAt.
+func PreQueueMessage(e queue.Entry, opensAt time.Time) []byte {
+	return mustJSON(PreQueue{Type: "prequeue", Token: e.Token, OpensAt: opensAt.UTC().Format(TimeFormat), Total: e.Total, Inserted: e.Inserted, Paused: e.Paused})
+}
+
+// PausedMessage tells the line admission was paused (true) or resumed (false).
+func PausedMessage(paused bool) []byte {
+	if paused {
+		return mustJSON(Pause{Type: "paused"})
+	}
+	return mustJSON(Pause{Type: "resumed"})
+}
+
+// PositionMessage tells a waiting socket where it stands after the tick at tickAtMs, with the estimated
+// wait (etaSeconds < 0: unknown, left out). It is built by hand, not by encoding/json: a tick writes one
+// per waiting socket, and this is the same bytes (TestPositionMessageIsTheJSONOfPosition) for a fraction
+// of the cost.
+func PositionMessage(zeroBasedRank, total, tickAtMs, etaSeconds int64) []byte {
+	b := make([]byte, 0, 100)
 	b = append(b, `{"type":"position","rank":`...)
 	b = strconv.AppendInt(b, zeroBasedRank+1, 10)
 	b = append(b, `,"total":`...)
 	b = strconv.AppendInt(b, total, 10)
 	b = append(b, `,"tick_at":`...)
 	b = strconv.AppendInt(b, tickAtMs, 10)
+	if etaSeconds >= 0 {
+		b = append(b, `,"eta_seconds":`...)
+		b = strconv.AppendInt(b, etaSeconds, 10)
+	}
 	return append(b, '}')
 }
 

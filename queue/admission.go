@@ -19,8 +19,11 @@ const (
 	ActiveCapacityReached SkipReason = "ACTIVE_CAPACITY_REACHED"
 	// QueueEmpty: nobody is waiting.
 	QueueEmpty SkipReason = "QUEUE_EMPTY"
-	// NothingFreed: a refill found no freed slot to fill (another refill or a tick took it).
+	// NothingFreed: a refill found no freed slot to fill (another refill or a tick took it), or admission
+	// is paused.
 	NothingFreed SkipReason = "NOTHING_FREED"
+	// Paused: the operator paused the screening's admission.
+	Paused SkipReason = "PAUSED"
 )
 
 // Settings is the pace of one screening's admission.
@@ -30,6 +33,17 @@ type Settings struct {
 	MaxActive int
 	ActiveTTL time.Duration
 	LockTTL   time.Duration
+	// Grace is how long a waiting token may have no open socket before a tick drops it as abandoned
+	// (0: never).
+	Grace time.Duration
+}
+
+// goneCutoff is the Unix ms at or before which a gone token counts as abandoned at now.
+func (s Settings) goneCutoff(now time.Time) int64 {
+	if s.Grace <= 0 {
+		return -1
+	}
+	return now.Add(-s.Grace).UnixMilli()
 }
 
 // TickResult is what one admission tick did.
@@ -47,6 +61,8 @@ type TickResult struct {
 	// Moved is true when the line changed since the last tick (admissions, joins or leaves): the waiting
 	// must be told their new rank and total, so the event below must be published.
 	Moved bool
+	// Abandoned counts the waiting tokens this tick dropped because their sockets were gone past the grace.
+	Abandoned int64
 	// Epoch, Head, LastSeq and Left are the line after the admission, when Moved (see Line).
 	Epoch, Head, LastSeq int64
 	Left                 []int64
@@ -56,7 +72,7 @@ type TickResult struct {
 func (r TickResult) Event() Event {
 	ev := Event{
 		Kind: EventTick, Screening: r.Screening, TickAtMs: r.TickAt.UnixMilli(), Admitted: r.Admitted, Total: r.Waiting,
-		Epoch: r.Epoch, Head: r.Head, LastSeq: r.LastSeq, Left: r.Left,
+		Epoch: r.Epoch, Head: r.Head, LastSeq: r.LastSeq, Left: r.Left, Paused: r.Skip == Paused,
 	}
 	if len(r.Admitted) > 0 {
 		ev.ExpiresAtMs = r.ExpiresAt.UnixMilli()
@@ -80,8 +96,9 @@ func (q *Queue) Refill(ctx context.Context, screening string, now time.Time, s S
 
 func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Settings, mode string) (TickResult, error) {
 	k := q.keys(screening)
-	res, err := admitScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq},
-		now.UnixMilli(), s.BatchSize, s.MaxActive, ExpiryOf(now, s.ActiveTTL).UnixMilli(), mode).Slice()
+	res, err := admitScript.Run(ctx, q.rdb,
+		[]string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq, k.opened, k.paused, k.gone, k.stats},
+		now.UnixMilli(), s.BatchSize, s.MaxActive, ExpiryOf(now, s.ActiveTTL).UnixMilli(), mode, s.goneCutoff(now)).Slice()
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: admit %s: %w", screening, err)
 	}
@@ -89,20 +106,23 @@ func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Se
 		Screening: screening, TickAt: now, Skip: SkipReason(res[0].(string)),
 		Active: res[2].(int64), Waiting: res[3].(int64), Moved: res[4].(int64) == 1,
 	}
+	if len(res) > 5 {
+		r.Abandoned = res[5].(int64)
+	}
 	if !r.Moved {
 		return r, nil
 	}
-	r.Epoch, r.Head, r.LastSeq = res[5].(int64), res[6].(int64), res[7].(int64)
-	nLeft := int(res[8].(int64))
+	r.Epoch, r.Head, r.LastSeq = res[6].(int64), res[7].(int64), res[8].(int64)
+	nLeft := int(res[9].(int64))
 	r.Left = make([]int64, nLeft)
 	for i := range nLeft {
-		r.Left[i] = res[9+i].(int64)
+		r.Left[i] = res[10+i].(int64)
 	}
 	if r.Skip != "" {
 		return r, nil
 	}
 	r.ExpiresAt = time.UnixMilli(res[1].(int64))
-	tokens := res[9+nLeft:]
+	tokens := res[10+nLeft:]
 	r.Admitted = make([]string, 0, len(tokens))
 	for _, t := range tokens {
 		r.Admitted = append(r.Admitted, t.(string))
@@ -145,6 +165,12 @@ const (
 	EventTick EventKind = "tick"
 	// EventSoldOut: the screening closed.
 	EventSoldOut EventKind = "sold_out"
+	// EventOpened: the line opened and the pre-queue took its shuffled sequence numbers. It carries the
+	// whole line (Left is every number that left above the head), like Queue.Line.
+	EventOpened EventKind = "opened"
+	// EventPaused and EventResumed: the operator paused or resumed admission.
+	EventPaused  EventKind = "paused"
+	EventResumed EventKind = "resumed"
 )
 
 // Event travels over Redis pub/sub from the instance that changed a screening to every instance, which
@@ -159,9 +185,80 @@ type Event struct {
 	ExpiresAtMs int64    `json:"expires_at,omitempty"`
 	// Total is the line's length right after the tick.
 	Total int64 `json:"total"`
-	// Epoch, Head, LastSeq and Left move every instance's Line (set on EventTick).
+	// Epoch, Head, LastSeq and Left move every instance's Line (set on EventTick and EventOpened).
 	Epoch   int64   `json:"epoch,omitempty"`
 	Head    int64   `json:"head,omitempty"`
 	LastSeq int64   `json:"last_seq,omitempty"`
 	Left    []int64 `json:"left,omitempty"`
+	// Paused is set on an EventTick that moved the line while admission is paused.
+	Paused bool `json:"paused,omitempty"`
+}
+
+// Opening is what Open did.
+type Opening struct {
+	// Opened is false when the line was already open (another instance opened it) or the screening closed.
+	Opened bool
+	// Shuffled is how many pre-queue tokens took a place; Abandoned how many were dropped as gone.
+	Shuffled, Abandoned int64
+	Line                Line
+}
+
+// Open opens the screening's line at its sale time, once across instances: the pre-queue takes its places
+// in a uniformly shuffled order (see register.lua and open.lua), and every instance is told (EventOpened),
+// so the sockets that waited for the opening learn their rank. Later arrivals queue first come, first served.
+func (q *Queue) Open(ctx context.Context, screening string, now time.Time, s Settings) (Opening, error) {
+	k := q.keys(screening)
+	res, err := openScript.Run(ctx, q.rdb, []string{k.waiting, k.seq, k.epoch, k.pre, k.opened, k.gone, k.head, k.left, k.closed, k.stats},
+		now.UnixMilli(), s.goneCutoff(now)).Int64Slice()
+	if err != nil {
+		return Opening{}, fmt.Errorf("queue: open %s: %w", screening, err)
+	}
+	o := Opening{Opened: res[0] == 1, Shuffled: res[1], Abandoned: res[2]}
+	if !o.Opened {
+		return o, nil
+	}
+	o.Line = Line{Epoch: res[3], Head: res[4], LastSeq: res[5], Total: res[6], Left: res[7:]}
+	ev := Event{Kind: EventOpened, Screening: screening, TickAtMs: now.UnixMilli(), Total: o.Line.Total,
+		Epoch: o.Line.Epoch, Head: o.Line.Head, LastSeq: o.Line.LastSeq, Left: o.Line.Left}
+	if err := q.publish(ctx, screening, ev); err != nil {
+		// The line is open; instances learn it from the next tick's epoch gap (they read the line whole).
+		return o, fmt.Errorf("queue: opened %s but could not tell the instances: %w", screening, err)
+	}
+	return o, nil
+}
+
+// Pause stops the screening's admission (ticks and refills skip with Paused) until Resume, on every
+// instance, and tells every instance's sockets.
+func (q *Queue) Pause(ctx context.Context, screening string) error {
+	if err := q.rdb.Set(ctx, q.keys(screening).paused, "1", 0).Err(); err != nil {
+		return fmt.Errorf("queue: pause %s: %w", screening, err)
+	}
+	return q.publish(ctx, screening, Event{Kind: EventPaused, Screening: screening, TickAtMs: q.now().UnixMilli()})
+}
+
+// Resume lets a paused screening's admission go on at the next tick.
+func (q *Queue) Resume(ctx context.Context, screening string) error {
+	if err := q.rdb.Del(ctx, q.keys(screening).paused).Err(); err != nil {
+		return fmt.Errorf("queue: resume %s: %w", screening, err)
+	}
+	return q.publish(ctx, screening, Event{Kind: EventResumed, Screening: screening, TickAtMs: q.now().UnixMilli()})
+}
+
+// Seqs returns each token's sequence number in the screening's line (0 for a token not in it), in one
+// round trip per thousand tokens: for an instance placing the sockets of its pre-queue once the line opens.
+func (q *Queue) Seqs(ctx context.Context, screening string, tokens []string) ([]int64, error) {
+	const chunk = 1000
+	k := q.keys(screening)
+	out := make([]int64, len(tokens))
+	for start := 0; start < len(tokens); start += chunk {
+		end := min(start+chunk, len(tokens))
+		scores, err := q.rdb.ZMScore(ctx, k.waiting, tokens[start:end]...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: places in %s: %w", screening, err)
+		}
+		for i, sc := range scores {
+			out[start+i] = int64(sc)
+		}
+	}
+	return out, nil
 }

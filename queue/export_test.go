@@ -10,5 +10,5 @@ func SetNow(q *Queue, now func() time.Time) { q.now = now }
 func Looping(s *Scheduler, screening string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.wakes[screening] != nil
+	return s.loops[screening] != nil
 }

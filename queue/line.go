@@ -34,6 +34,12 @@ type Line struct {
 // Apply moves the line to the event that follows it. It reports false, changing nothing, when ev is not the
 // next event (one was missed, or ev is old): the caller reads the line from Redis instead.
 func (l *Line) Apply(ev Event) bool {
+	if ev.Kind == EventOpened && ev.Epoch > l.Epoch {
+		// The opening carries the whole line: it replaces what came before, missed events or not.
+		*l = Line{Epoch: ev.Epoch, Head: ev.Head, LastSeq: ev.LastSeq, Total: ev.Total, Left: slices.Clone(ev.Left)}
+		slices.Sort(l.Left)
+		return true
+	}
 	if ev.Kind != EventTick || ev.Epoch != l.Epoch+1 {
 		return false
 	}

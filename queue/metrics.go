@@ -12,8 +12,12 @@ type Metrics struct {
 	LockMisses   *prometheus.CounterVec
 	CapacityHits *prometheus.CounterVec
 	Skips        *prometheus.CounterVec
+	Abandoned    *prometheus.CounterVec
+	Shuffled     *prometheus.CounterVec
+	Opens        *prometheus.CounterVec
 	Waiting      *prometheus.GaugeVec
 	Active       *prometheus.GaugeVec
+	Paused       *prometheus.GaugeVec
 	TickSeconds  *prometheus.HistogramVec
 }
 
@@ -25,6 +29,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "waitroom", Subsystem: "queue", Name: name, Help: help}, []string{"screening"})
 	}
+	qcounter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "queue", Name: name, Help: help}, []string{"screening"})
+	}
 	m := &Metrics{
 		Runs:         counter("runs_total", "Admission ticks attempted.", "screening"),
 		Refills:      counter("refills_total", "Admissions into slots freed by a reservation or a leave, between ticks.", "screening"),
@@ -33,13 +40,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		LockMisses:   counter("lock_misses_total", "Ticks skipped because another instance held the lock or ran the tick.", "screening"),
 		CapacityHits: counter("capacity_hits_total", "Ticks that admitted nobody because max_active users held a slot.", "screening"),
 		Skips:        counter("skips_total", "Ticks that admitted nobody, by reason.", "screening", "reason"),
+		Abandoned:    qcounter("abandoned_total", "Waiting users dropped from the line (or the pre-queue) because their sockets were gone longer than queue.grace."),
+		Shuffled:     qcounter("prequeue_shuffled_total", "Users who waited in the pre-queue and took a shuffled place when the line opened."),
+		Opens:        counter("opens_total", "Lines this instance opened at their sale time (once per screening across instances).", "screening"),
 		Waiting:      gauge("waiting", "Users waiting in line after the last tick."),
 		Active:       gauge("active", "Admitted users holding a slot after the last tick."),
+		Paused:       gauge("paused", "1 while the operator has paused the screening's admission (as this instance last saw it)."),
 		TickSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "waitroom", Subsystem: "admission", Name: "tick_duration_seconds",
 			Help: "Time one admission tick took, lock to publish.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}, []string{"screening"}),
 	}
-	reg.MustRegister(m.Runs, m.Refills, m.Admitted, m.Failures, m.LockMisses, m.CapacityHits, m.Skips, m.Waiting, m.Active, m.TickSeconds)
+	reg.MustRegister(m.Runs, m.Refills, m.Admitted, m.Failures, m.LockMisses, m.CapacityHits, m.Skips, m.Abandoned, m.Shuffled, m.Opens, m.Waiting, m.Active, m.Paused, m.TickSeconds)
 	return m
 }

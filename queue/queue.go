@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	_ "embed"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -49,15 +50,21 @@ var (
 	closeLua string
 	//go:embed lua/line.lua
 	lineLua string
+	//go:embed lua/open.lua
+	openLua string
+	//go:embed lua/disconnect.lua
+	disconnectLua string
 
-	registerScript = redis.NewScript(registerLua)
-	admitScript    = redis.NewScript(admitLua)
-	lockScript     = redis.NewScript(lockLua)
-	unlockScript   = redis.NewScript(unlockLua)
-	finishScript   = redis.NewScript(finishLua)
-	leaveScript    = redis.NewScript(leaveLua)
-	closeScript    = redis.NewScript(closeLua)
-	lineScript     = redis.NewScript(lineLua)
+	registerScript   = redis.NewScript(registerLua)
+	admitScript      = redis.NewScript(admitLua)
+	lockScript       = redis.NewScript(lockLua)
+	unlockScript     = redis.NewScript(unlockLua)
+	finishScript     = redis.NewScript(finishLua)
+	leaveScript      = redis.NewScript(leaveLua)
+	closeScript      = redis.NewScript(closeLua)
+	lineScript       = redis.NewScript(lineLua)
+	openScript       = redis.NewScript(openLua)
+	disconnectScript = redis.NewScript(disconnectLua)
 )
 
 var (
@@ -92,6 +99,7 @@ func ClosedKey(prefix, screening string) string { return Key(prefix, screening, 
 type keys struct {
 	waiting, active, seq, closed, changed, freed, spent, lock, lastTick, events string
 	head, left, leftNew, epoch                                                  string
+	pre, opened, paused, gone, conns, stats                                     string
 }
 
 // Queue is the waiting line of every screening, in one Redis.
@@ -118,6 +126,7 @@ func (q *Queue) keys(screening string) keys {
 		waiting: k("waiting"), active: k("active"), seq: k("seq"), closed: ClosedKey(q.prefix, screening), changed: k("changed"), freed: k("freed"), spent: k("spent"),
 		lock: k("lock"), lastTick: k("tick"), events: k("events"),
 		head: k("head"), left: k("left"), leftNew: k("leftnew"), epoch: k("epoch"),
+		pre: k("pre"), opened: k("opened"), paused: k("paused"), gone: k("gone"), conns: k("conns"), stats: k("stats"),
 	}
 }
 
@@ -126,7 +135,9 @@ type State string
 
 // The states a token can be in.
 const (
-	Waiting  State = "waiting"
+	Waiting State = "waiting"
+	// Pre: waiting in the pre-queue for the line to open (the sale time), when the order is shuffled.
+	Pre      State = "pre"
 	Admitted State = "admitted"
 	Unknown  State = "unknown"
 	Closed   State = "closed"
@@ -147,6 +158,8 @@ type Entry struct {
 	Seq int64
 	// Epoch is the number of the last admission event when Register answered (see Line).
 	Epoch int64
+	// Paused is true when Register found admission paused by the operator.
+	Paused bool
 	// ExpiresAt is when an admitted token's slot (and its pass) lapses.
 	ExpiresAt time.Time
 }
@@ -161,10 +174,16 @@ func (q *Queue) check(screening, token string) error {
 	return nil
 }
 
-// Register puts token in the screening's line, or reports where it already stands: waiting (keeping its
-// original place), admitted (with the expiry of its slot), or closed (sold out: ErrClosed). An empty token
-// gets a new random one.
+// Register puts token in the line of a screening whose sale is open (see Enter).
 func (q *Queue) Register(ctx context.Context, screening, token string) (Entry, error) {
+	return q.Enter(ctx, screening, token, time.Time{})
+}
+
+// Enter puts token in the screening's line, or reports where it already stands: waiting (keeping its
+// original place), in the pre-queue (Pre: the line opens at opensAt, when the pre-queue is shuffled; see
+// Open), admitted (with the expiry of its slot), or closed (sold out: ErrClosed). An empty token gets a new
+// random one. Each call counts one more socket of the token (see Disconnected).
+func (q *Queue) Enter(ctx context.Context, screening, token string, opensAt time.Time) (Entry, error) {
 	if token == "" {
 		token = NewToken()
 	}
@@ -172,7 +191,9 @@ func (q *Queue) Register(ctx context.Context, screening, token string) (Entry, e
 		return Entry{}, err
 	}
 	k := q.keys(screening)
-	res, err := registerScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch}, token, q.now().UnixMilli()).Slice()
+	res, err := registerScript.Run(ctx, q.rdb,
+		[]string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch, k.pre, k.opened, k.paused, k.gone, k.conns},
+		token, q.now().UnixMilli(), opensAt.UnixMilli(), shuffleKey()).Slice()
 	if err != nil {
 		return Entry{}, fmt.Errorf("queue: register in %s: %w", screening, err)
 	}
@@ -184,11 +205,15 @@ func (q *Queue) Register(ctx context.Context, screening, token string) (Entry, e
 	case "admitted":
 		e.State = Admitted
 		e.ExpiresAt, err = unixMilli(res[1])
-	case "waiting":
-		e.State = Waiting
+	case "waiting", "pre":
+		e.State = State(res[0].(string))
 		e.ZeroBasedRank, e.Total = res[1].(int64), res[2].(int64)
 		e.Inserted = res[3].(int64) == 1
 		e.Seq, e.Epoch = res[4].(int64), res[5].(int64)
+		e.Paused = res[6].(int64) == 1
+		if e.State == Pre {
+			e.ZeroBasedRank = 0 // a place in the pre-queue means nothing until the shuffle
+		}
 	default:
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
@@ -196,6 +221,29 @@ func (q *Queue) Register(ctx context.Context, screening, token string) (Entry, e
 		return Entry{}, fmt.Errorf("queue: register in %s: %w", screening, err)
 	}
 	return e, nil
+}
+
+// shuffleKey draws a pre-queue key uniformly from [0, 2^53), the integers a Redis score holds exactly: the
+// order of independent uniform keys is a uniform random permutation (ties, 1 in 2^53 per pair, fall back
+// to the token's order, itself random).
+func shuffleKey() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:]) >> 11)
+}
+
+// Disconnected counts off one socket of token. When it was the last and the token is still waiting, the
+// token is noted gone: unless it registers again within the grace, the next tick (or the opening) drops it
+// as abandoned.
+func (q *Queue) Disconnected(ctx context.Context, screening, token string) error {
+	if err := q.check(screening, token); err != nil {
+		return err
+	}
+	k := q.keys(screening)
+	if err := disconnectScript.Run(ctx, q.rdb, []string{k.waiting, k.pre, k.gone, k.conns}, token, q.now().UnixMilli()).Err(); err != nil {
+		return fmt.Errorf("queue: disconnect in %s: %w", screening, err)
+	}
+	return nil
 }
 
 // Status reports where token stands without changing anything.
@@ -206,6 +254,8 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 	k := q.keys(screening)
 	pipe := q.rdb.Pipeline()
 	closed := pipe.Exists(ctx, k.closed)
+	pre := pipe.ZScore(ctx, k.pre, token)
+	preTotal := pipe.ZCard(ctx, k.pre)
 	rank := pipe.ZRank(ctx, k.waiting, token)
 	seq := pipe.ZScore(ctx, k.waiting, token)
 	total := pipe.ZCard(ctx, k.waiting)
@@ -219,6 +269,8 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 		e.State, e.ExpiresAt = Admitted, time.UnixMilli(int64(active.Val()))
 	case rank.Err() == nil:
 		e.State, e.ZeroBasedRank, e.Seq = Waiting, rank.Val(), int64(seq.Val())
+	case pre.Err() == nil:
+		e.State, e.Total = Pre, preTotal.Val()
 	case closed.Val() == 1:
 		e.State = Closed
 	}
@@ -268,7 +320,7 @@ func (q *Queue) Leave(ctx context.Context, screening, token string) (bool, error
 		return false, err
 	}
 	k := q.keys(screening)
-	res, err := leaveScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.changed, k.freed, k.left, k.leftNew}, token).Int64Slice()
+	res, err := leaveScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.changed, k.freed, k.left, k.leftNew, k.pre, k.gone}, token).Int64Slice()
 	if err != nil {
 		return false, fmt.Errorf("queue: leave %s: %w", screening, err)
 	}
@@ -279,7 +331,7 @@ func (q *Queue) Leave(ctx context.Context, screening, token string) (bool, error
 // every instance is told (an EventSoldOut) so it can tell its sockets at once.
 func (q *Queue) Close(ctx context.Context, screening string) error {
 	k := q.keys(screening)
-	if err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed}).Err(); err != nil {
+	if err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns}).Err(); err != nil {
 		return fmt.Errorf("queue: close %s: %w", screening, err)
 	}
 	return q.publish(ctx, screening, Event{Kind: EventSoldOut, Screening: screening, TickAtMs: q.now().UnixMilli()})

@@ -18,7 +18,13 @@ import (
 // onSale is a Screenings that always lists the same screenings.
 type onSale []string
 
-func (o onSale) OnSale(context.Context, time.Time) ([]string, error) { return o, nil }
+func (o onSale) Sales(context.Context, time.Time) ([]queue.Sale, error) {
+	out := make([]queue.Sale, len(o))
+	for i, id := range o {
+		out[i] = queue.Sale{ID: id}
+	}
+	return out, nil
+}
 
 // noTicks is an interval whose next wall-clock multiple is weeks away: a loop with it never ticks during a
 // test, so whatever it admits, it admitted by a refill.

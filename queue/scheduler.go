@@ -5,50 +5,103 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Screenings lists the screenings the scheduler should run admission for.
-type Screenings interface {
-	// OnSale returns the ids of the screenings whose sale is open at now.
-	OnSale(ctx context.Context, now time.Time) ([]string, error)
+// Sale is one screening the scheduler runs admission for: when its line opens, and its own admission
+// settings (a zero field takes the server's default).
+type Sale struct {
+	ID       string
+	OpensAt  time.Time
+	Settings Settings
 }
 
-// refreshEvery is how often the scheduler looks for screenings that opened or ended, so a new screening
-// starts admitting without a restart.
+// Screenings lists the screenings the scheduler should run admission for.
+type Screenings interface {
+	// Sales returns the screenings not closed whose sale opens at or before until.
+	Sales(ctx context.Context, until time.Time) ([]Sale, error)
+}
+
+// refreshEvery is how often the scheduler reads the screenings again, so a new screening starts admitting
+// at its sale time, and changed admission settings take effect, without a restart, on every instance.
 const refreshEvery = 2 * time.Second
 
 // Scheduler sets the pace: every screening on sale gets its own loop that ticks at wall-clock multiples of
-// the interval, so one slow screening never delays another (the seed's single loop did). Across instances
-// each tick runs once: the per-screening lock is taken per tick number.
+// its interval, so one slow screening never delays another (the seed's single loop did). Across instances
+// each tick runs once: the per-screening lock is taken per tick number. A loop starts shortly before the
+// sale time and opens the line at it (Queue.Open).
 type Scheduler struct {
 	q        *Queue
 	list     Screenings
-	settings Settings
+	defaults Settings
 	owner    string
 	metrics  *Metrics
 	log      *slog.Logger
 
 	mu    sync.Mutex
-	wakes map[string]chan struct{} // screening -> its loop's wake-up, while the loop runs
+	loops map[string]*loopState // screening -> its loop, while it runs
 }
 
-// NewScheduler returns a scheduler for the screenings list names, with owner as this instance's lock id.
-func NewScheduler(q *Queue, list Screenings, s Settings, owner string, m *Metrics, log *slog.Logger) *Scheduler {
-	return &Scheduler{q: q, list: list, settings: s, owner: owner, metrics: m, log: log, wakes: map[string]chan struct{}{}}
+// loopState is what others may see of a screening's loop: its settings and its wake-up.
+type loopState struct {
+	wake     chan struct{}
+	settings atomic.Pointer[Settings]
+	opensAt  atomic.Int64 // Unix ms
+}
+
+// NewScheduler returns a scheduler for the screenings list names, with defaults for the settings a
+// screening leaves unset and owner as this instance's lock id.
+func NewScheduler(q *Queue, list Screenings, defaults Settings, owner string, m *Metrics, log *slog.Logger) *Scheduler {
+	return &Scheduler{q: q, list: list, defaults: defaults, owner: owner, metrics: m, log: log, loops: map[string]*loopState{}}
+}
+
+// Merge returns s with every zero field taken from defaults.
+func (s Settings) Merge(defaults Settings) Settings {
+	if s.Interval <= 0 {
+		s.Interval = defaults.Interval
+	}
+	if s.BatchSize <= 0 {
+		s.BatchSize = defaults.BatchSize
+	}
+	if s.MaxActive <= 0 {
+		s.MaxActive = defaults.MaxActive
+	}
+	if s.ActiveTTL <= 0 {
+		s.ActiveTTL = defaults.ActiveTTL
+	}
+	if s.LockTTL <= 0 {
+		s.LockTTL = defaults.LockTTL
+	}
+	if s.Grace <= 0 {
+		s.Grace = defaults.Grace
+	}
+	return s
+}
+
+// Settings returns the settings the screening's loop runs with on this instance, or the defaults when it
+// has no loop here.
+func (s *Scheduler) Settings(screening string) Settings {
+	s.mu.Lock()
+	l := s.loops[screening]
+	s.mu.Unlock()
+	if l == nil {
+		return s.defaults
+	}
+	return *l.settings.Load()
 }
 
 // Wake asks the screening's loop on this instance to refill freed slots now rather than at the next tick.
 // It never blocks: a wake already pending covers this one.
 func (s *Scheduler) Wake(screening string) {
 	s.mu.Lock()
-	wake := s.wakes[screening]
+	l := s.loops[screening]
 	s.mu.Unlock()
-	if wake == nil {
+	if l == nil {
 		return // no loop here (not on sale): the next tick admits into the freed slots
 	}
 	select {
-	case wake <- struct{}{}:
+	case l.wake <- struct{}{}:
 	default:
 	}
 }
@@ -79,12 +132,13 @@ func (s *Scheduler) Close(ctx context.Context, screening string) error {
 	return s.q.Close(ctx, screening)
 }
 
-// Run keeps one admission loop per screening on sale until ctx ends, and waits for them to stop.
+// Run keeps one admission loop per screening on sale (or about to be) until ctx ends, and waits for them
+// to stop.
 func (s *Scheduler) Run(ctx context.Context) error {
-	loops := map[string]context.CancelFunc{}
+	stops := map[string]context.CancelFunc{}
 	var wg sync.WaitGroup
 	defer func() {
-		for _, stop := range loops {
+		for _, stop := range stops {
 			stop()
 		}
 		wg.Wait()
@@ -92,29 +146,53 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	refresh := time.NewTicker(refreshEvery)
 	defer refresh.Stop()
 	for {
-		ids, err := s.list.OnSale(ctx, time.Now())
+		// Loops start one refresh ahead of the sale time, so the line opens on time, not up to a refresh late.
+		sales, err := s.list.Sales(ctx, time.Now().Add(2*refreshEvery))
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("admission: list screenings", "err", err)
 		}
 		if err == nil {
-			onSale := make(map[string]bool, len(ids))
-			for _, id := range ids {
-				onSale[id] = true
-				if _, running := loops[id]; !running {
-					loopCtx, stop := context.WithCancel(ctx)
-					loops[id] = stop
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						s.loop(loopCtx, id)
-					}()
-					s.log.Info("admission: started", "screening", id, "interval", s.settings.Interval.String())
+			current := make(map[string]bool, len(sales))
+			for _, sale := range sales {
+				current[sale.ID] = true
+				settings := sale.Settings.Merge(s.defaults)
+				s.mu.Lock()
+				l := s.loops[sale.ID]
+				if l != nil {
+					if old := l.settings.Load(); *old != settings {
+						s.log.Info("admission: settings changed", "screening", sale.ID, "interval", settings.Interval.String(),
+							"batch_size", settings.BatchSize, "max_active", settings.MaxActive, "active_ttl", settings.ActiveTTL.String())
+					}
+					l.settings.Store(&settings)
+					l.opensAt.Store(sale.OpensAt.UnixMilli())
 				}
+				s.mu.Unlock()
+				if l != nil {
+					continue
+				}
+				l = &loopState{wake: make(chan struct{}, 1)}
+				l.settings.Store(&settings)
+				l.opensAt.Store(sale.OpensAt.UnixMilli())
+				s.mu.Lock()
+				s.loops[sale.ID] = l
+				s.mu.Unlock()
+				loopCtx, stop := context.WithCancel(ctx)
+				stops[sale.ID] = stop
+				wg.Add(1)
+				go func(id string) {
+					defer wg.Done()
+					s.loop(loopCtx, id, l)
+				}(sale.ID)
+				s.log.Info("admission: started", "screening", sale.ID, "opens_at", sale.OpensAt.UTC().Format(time.RFC3339),
+					"interval", settings.Interval.String(), "batch_size", settings.BatchSize, "max_active", settings.MaxActive)
 			}
-			for id, stop := range loops {
-				if !onSale[id] {
+			for id, stop := range stops {
+				if !current[id] {
 					stop()
-					delete(loops, id)
+					delete(stops, id)
+					s.mu.Lock()
+					delete(s.loops, id)
+					s.mu.Unlock()
 					s.log.Info("admission: stopped", "screening", id)
 				}
 			}
@@ -127,30 +205,38 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// loop ticks one screening at each wall-clock multiple of the interval, and refills freed slots when woken.
-func (s *Scheduler) loop(ctx context.Context, screening string) {
-	wake := make(chan struct{}, 1)
-	s.mu.Lock()
-	s.wakes[screening] = wake
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.wakes, screening)
-		s.mu.Unlock()
-	}()
-	interval := s.settings.Interval
-	timer := time.NewTimer(time.Until(nextTick(time.Now(), interval)))
+// loop waits for the sale time, opens the line, then ticks the screening at each wall-clock multiple of
+// its interval (read again every tick, so a change takes effect at once), and refills freed slots when woken.
+func (s *Scheduler) loop(ctx context.Context, screening string, l *loopState) {
+	opened := false
+	timer := time.NewTimer(time.Until(time.UnixMilli(l.opensAt.Load())))
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-timer.C:
-			if _, err := s.Tick(ctx, screening, now); err != nil && ctx.Err() == nil {
-				s.log.Error("admission: tick failed", "screening", screening, "err", err)
+			settings := *l.settings.Load()
+			tickNow := opened
+			if !opened {
+				if now.Before(time.UnixMilli(l.opensAt.Load())) {
+					timer.Reset(time.Until(time.UnixMilli(l.opensAt.Load())))
+					continue // the sale time moved later
+				}
+				// The instance that opens the line admits at once: the sale starts on the second. A line
+				// already open (by another instance, or before a restart) keeps the ticks' wall-clock pace.
+				opened, tickNow = s.open(ctx, screening, now, settings)
 			}
-			timer.Reset(time.Until(nextTick(time.Now(), interval)))
-		case <-wake:
+			if tickNow {
+				if _, err := s.runTick(ctx, screening, now, settings); err != nil && ctx.Err() == nil {
+					s.log.Error("admission: tick failed", "screening", screening, "err", err)
+				}
+			}
+			timer.Reset(time.Until(nextTick(time.Now(), settings.Interval)))
+		case <-l.wake:
+			if !opened {
+				continue
+			}
 			if _, err := s.Refill(ctx, screening, time.Now()); err != nil && ctx.Err() == nil {
 				s.log.Error("admission: refill failed", "screening", screening, "err", err)
 			}
@@ -158,9 +244,28 @@ func (s *Scheduler) loop(ctx context.Context, screening string) {
 	}
 }
 
+// open opens the screening's line (once across instances: the others find it open) and reports whether
+// ticks may start and whether this call opened it; a failure is retried at the next tick.
+func (s *Scheduler) open(ctx context.Context, screening string, now time.Time, settings Settings) (ready, openedHere bool) {
+	o, err := s.q.Open(ctx, screening, now, settings)
+	if o.Opened {
+		s.metrics.Opens.WithLabelValues(screening).Inc()
+		s.metrics.Shuffled.WithLabelValues(screening).Add(float64(o.Shuffled))
+		s.metrics.Abandoned.WithLabelValues(screening).Add(float64(o.Abandoned))
+		s.log.Info("admission: line opened", "screening", screening, "shuffled", o.Shuffled, "abandoned", o.Abandoned)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("admission: open", "screening", screening, "err", err)
+		}
+		return o.Opened, o.Opened // opened but not told: ticks go on, and instances catch up from the epoch gap
+	}
+	return true, o.Opened
+}
+
 // Refill admits into the slots freed since the last admission, now, and tells every instance.
 func (s *Scheduler) Refill(ctx context.Context, screening string, now time.Time) (TickResult, error) {
-	res, err := s.q.Refill(ctx, screening, now, s.settings)
+	res, err := s.q.Refill(ctx, screening, now, s.Settings(screening))
 	if err != nil {
 		s.metrics.Failures.WithLabelValues(screening).Inc()
 		return res, err
@@ -188,16 +293,28 @@ func nextTick(now time.Time, interval time.Duration) time.Time {
 	return now.Truncate(interval).Add(interval)
 }
 
-// Tick runs one admission of screening at now: take the lock for this tick, admit, tell every instance,
-// release the lock, count.
+// Tick runs one admission of screening at now with the settings its loop runs with (Settings): take the
+// lock for this tick, admit, tell every instance, release the lock, count.
 func (s *Scheduler) Tick(ctx context.Context, screening string, now time.Time) (TickResult, error) {
+	return s.runTick(ctx, screening, now, s.Settings(screening))
+}
+
+func (s *Scheduler) runTick(ctx context.Context, screening string, now time.Time, settings Settings) (TickResult, error) {
 	started := time.Now()
 	s.metrics.Runs.WithLabelValues(screening).Inc()
-	res, err := s.tick(ctx, screening, now)
+	res, err := s.tick(ctx, screening, now, settings)
 	s.metrics.TickSeconds.WithLabelValues(screening).Observe(time.Since(started).Seconds())
 	if err != nil {
 		s.metrics.Failures.WithLabelValues(screening).Inc()
 		return res, err
+	}
+	s.metrics.Abandoned.WithLabelValues(screening).Add(float64(res.Abandoned))
+	paused := 0.0
+	if res.Skip == Paused {
+		paused = 1
+	}
+	if res.Skip != LockNotAcquired {
+		s.metrics.Paused.WithLabelValues(screening).Set(paused)
 	}
 	switch res.Skip {
 	case "":
@@ -219,9 +336,9 @@ func (s *Scheduler) Tick(ctx context.Context, screening string, now time.Time) (
 	return res, nil
 }
 
-func (s *Scheduler) tick(ctx context.Context, screening string, now time.Time) (TickResult, error) {
-	tickNo := now.UnixMilli() / s.settings.Interval.Milliseconds()
-	got, err := s.q.TryLock(ctx, screening, s.owner, tickNo, s.settings.LockTTL)
+func (s *Scheduler) tick(ctx context.Context, screening string, now time.Time, settings Settings) (TickResult, error) {
+	tickNo := now.UnixMilli() / settings.Interval.Milliseconds()
+	got, err := s.q.TryLock(ctx, screening, s.owner, tickNo, settings.LockTTL)
 	if err != nil {
 		return TickResult{Screening: screening, TickAt: now}, err
 	}
@@ -234,7 +351,7 @@ func (s *Scheduler) tick(ctx context.Context, screening string, now time.Time) (
 			s.log.Warn("admission: unlock", "screening", screening, "err", err)
 		}
 	}()
-	res, err := s.q.Admit(ctx, screening, now, s.settings)
+	res, err := s.q.Admit(ctx, screening, now, settings)
 	if err != nil {
 		return res, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/waitroom/waitroom/booking"
@@ -32,6 +33,14 @@ func classify(err error) (int, apiErrorBody) {
 	var typeErr *json.UnmarshalTypeError
 	var tooBig *http.MaxBytesError
 	switch {
+	case errors.Is(err, errUnauthorized):
+		return http.StatusUnauthorized, apiErrorBody{Code: "UNAUTHORIZED", Message: "the admin API needs Authorization: Bearer <admin key>"}
+	case errors.Is(err, booking.ErrScreeningExists):
+		return http.StatusConflict, apiErrorBody{Code: "SCREENING_EXISTS", Message: "a screening with this id exists already"}
+	case errors.Is(err, booking.ErrBadScreening):
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_SCREENING", Message: unwrapMessage(err)}
+	case errors.Is(err, errBadAdminBody):
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: unwrapMessage(err)}
 	case errors.As(err, &taken):
 		return http.StatusConflict, apiErrorBody{Code: "SEAT_TAKEN", Message: "a requested seat is already sold", Seats: taken.Seats}
 	case errors.As(err, &locked):
@@ -81,11 +90,13 @@ var (
 // unwrapMessage is the message of a booking error without its package prefix.
 func unwrapMessage(err error) string {
 	msg := err.Error()
-	const prefix = "booking: "
-	for len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
-		msg = msg[len(prefix):]
+	for {
+		trimmed := strings.TrimPrefix(strings.TrimPrefix(msg, "booking: "), "admin: ")
+		if trimmed == msg {
+			return msg
+		}
+		msg = trimmed
 	}
-	return msg
 }
 
 // errorHandler is echo's HTTPErrorHandler: every error leaves as the JSON body above; internal errors reach
@@ -97,7 +108,8 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		status, body := classify(err)
 		if status >= 500 {
-			log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+			log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "screening", c.Param("id"),
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
 		}
 		_ = c.JSON(status, apiError{Error: body})
 	}

@@ -49,7 +49,11 @@ type Deps struct {
 	BenchFloor bool
 	// Pprof serves Go's profiler at /debug/pprof/ (bench.pprof).
 	Pprof bool
-	Log   *slog.Logger
+	// AdminKey is the bearer key of /api/admin (admin.key); empty turns the admin API off.
+	AdminKey string
+	// AdmissionDefaults are the settings a screening leaves unset (admission.*), for the operator's view.
+	AdmissionDefaults queue.Settings
+	Log               *slog.Logger
 }
 
 // Server is the echo app.
@@ -57,11 +61,13 @@ type Server struct {
 	Deps
 	e        *echo.Echo
 	upgrader websocket.Upgrader
+	done     chan struct{} // closed by StopStreams
+	stopOnce sync.Once
 }
 
 // New builds the routes.
 func New(d Deps) *Server {
-	s := &Server{Deps: d, e: echo.New()}
+	s := &Server{Deps: d, e: echo.New(), done: make(chan struct{})}
 	s.upgrader = websocket.Upgrader{
 		// Client frames are tiny (leave); a socket's write buffer is borrowed from a pool only while a write
 		// is under way, so 19,000 idle sockets hold none.
@@ -80,6 +86,8 @@ func New(d Deps) *Server {
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = errorHandler(d.Log)
 	s.e.Use(middleware.Recover())
+	s.e.Use(middleware.RequestID())
+	s.e.Use(s.logRequests)
 	s.e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		ContentTypeNosniff: "nosniff",
 		XFrameOptions:      "DENY",
@@ -94,6 +102,41 @@ func New(d Deps) *Server {
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.e }
 
+// StopStreams ends the control room's live streams, so a graceful shutdown is not held up by them.
+func (s *Server) StopStreams() { s.stopOnce.Do(func() { close(s.done) }) }
+
+// logFor is the log with the request's id, so every line a request writes can be found together.
+func (s *Server) logFor(c echo.Context) *slog.Logger {
+	return s.Log.With("request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+}
+
+// logRequests logs each request once it is answered, with its id and screening: the operator's calls at
+// info (an audit trail), failures at error, everything else at debug (a sale is millions of requests).
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		status := c.Response().Status
+		if err != nil {
+			status, _ = classify(err)
+		}
+		level := slog.LevelDebug
+		switch {
+		case status >= 500:
+			level = slog.LevelError
+		case strings.HasPrefix(c.Path(), "/api/admin"):
+			level = slog.LevelInfo
+		}
+		ctx := c.Request().Context()
+		if s.Log.Enabled(ctx, level) {
+			s.Log.LogAttrs(ctx, level, "request", slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path),
+				slog.Int("status", status), slog.Duration("took", time.Since(start)),
+				slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)), slog.String("screening", c.Param("id")))
+		}
+		return err
+	}
+}
+
 func (s *Server) routes() {
 	s.e.GET("/healthz", s.healthz)
 	s.e.GET("/readyz", s.readyz)
@@ -104,10 +147,11 @@ func (s *Server) routes() {
 		// Only when the list is set: echo's CORS with an empty list would allow every origin.
 		api.Use(middleware.CORSWithConfig(middleware.CORSConfig{
 			AllowOrigins: s.AllowedOrigins,
-			AllowMethods: []string{http.MethodGet, http.MethodPost},
+			AllowMethods: []string{http.MethodGet, http.MethodPost, http.MethodPatch},
 			AllowHeaders: []string{"Authorization", "Content-Type", "Idempotency-Key"},
 		}))
 	}
+	s.adminRoutes(api)
 	api.GET("/screenings", s.listScreenings)
 	api.GET("/screenings/:id", s.getScreening)
 	api.GET("/screenings/:id/seats", s.getSeats)
@@ -130,6 +174,8 @@ func (s *Server) routes() {
 	// load, so a deploy never pairs new HTML with an old cached script.
 	s.e.GET("/", page("index.html"), noCache)
 	s.e.GET("/s/:id", page("room.html"), noCache)
+	// The operator's control room; it asks for the admin key and calls /api/admin with it.
+	s.e.GET("/admin", page("admin.html"), noCache)
 	s.e.Group("/static", noCache).StaticFS("/", web.FS)
 }
 
@@ -361,7 +407,8 @@ func (s *Server) socket(c echo.Context) error {
 	if err != nil {
 		return nil // the upgrader has answered (403 on a foreign origin, 400 on a bad handshake)
 	}
-	if err := s.Booking.Exists(ctx, id); err != nil {
+	opensAt, err := s.Booking.OpensAt(ctx, id)
+	if err != nil {
 		status, body := classify(err)
 		if status == http.StatusNotFound {
 			hub.Reject(conn, hub.ErrorMessage(body.Code, body.Message), websocket.ClosePolicyViolation, body.Code)
@@ -375,7 +422,7 @@ func (s *Server) socket(c echo.Context) error {
 		hub.Reject(conn, hub.ErrorMessage("BAD_TOKEN", "a token is 32 lowercase hex digits; connect without one to get a new place"), websocket.ClosePolicyViolation, "BAD_TOKEN")
 		return nil
 	}
-	e, err := s.Queue.Register(ctx, id, token)
+	e, err := s.Queue.Enter(ctx, id, token, opensAt)
 	switch {
 	case errors.Is(err, queue.ErrClosed):
 		hub.Reject(conn, hub.SoldOutMessage(), websocket.CloseNormalClosure, "sold out")
@@ -386,11 +433,18 @@ func (s *Server) socket(c echo.Context) error {
 		return nil
 	}
 	var first []byte
-	if e.State == queue.Waiting {
+	switch e.State {
+	case queue.Waiting:
 		first = hub.QueuedMessage(e)
+	case queue.Pre:
+		first = hub.PreQueueMessage(e, opensAt)
 	}
 	cl := s.Hub.Join(conn, id, e.Token, e.Seq, first)
 	if cl == nil {
+		// Draining: the socket Enter counted is gone; the client reconnects elsewhere within the grace.
+		if err := s.Queue.Disconnected(context.WithoutCancel(ctx), id, e.Token); err != nil {
+			s.Log.Warn("socket: disconnect", "screening", id, "err", err)
+		}
 		return nil
 	}
 	s.catchUp(ctx, cl, id, e)
@@ -421,7 +475,11 @@ func (s *Server) catchUp(ctx context.Context, cl *hub.Client, screening string, 
 		cl.Close(websocket.CloseNormalClosure, "sold out")
 	case now.State == queue.Admitted:
 		cl.Admit(now.ExpiresAt)
+	case now.State == queue.Waiting && e.State == queue.Pre:
+		// The line opened between registering and joining: this socket missed its shuffled place.
+		cl.Place(now.Seq)
+		cl.SendUnlessTicked(mark, hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli(), -1))
 	case now.State == queue.Waiting && now.ZeroBasedRank != e.ZeroBasedRank:
-		cl.SendUnlessTicked(mark, hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli()))
+		cl.SendUnlessTicked(mark, hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli(), -1))
 	}
 }

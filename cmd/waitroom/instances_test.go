@@ -116,6 +116,8 @@ func (m instMsg) String() string {
 	switch m.Type {
 	case "queued":
 		return fmt.Sprintf("queued rank %d of %d (inserted %v)", m.Rank, m.Total, m.Inserted)
+	case "prequeue":
+		return fmt.Sprintf("prequeue of %d (inserted %v)", m.Total, m.Inserted)
 	case "position":
 		return fmt.Sprintf("position rank %d of %d tick_at %d", m.Rank, m.Total, m.TickAt)
 	case "admitted":
@@ -234,7 +236,8 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Users join one after the other, round robin over the instances, before the sale opens.
+	// Users join one after the other, round robin over the instances, before the sale opens: they wait in the
+	// pre-queue, and take shuffled places in the line when it opens.
 	users := make([]*instUser, instUsers)
 	waitingKey := queue.Key(env.Prefix, instScreening, "waiting")
 	for i := range users {
@@ -243,14 +246,10 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 		if err != nil {
 			t.Fatalf("user %d: %v", i, err)
 		}
-		if first.Type != "queued" || !first.Inserted || first.Rank != int64(i+1) || first.Total != int64(i+1) {
-			t.Fatalf("user %d on instance %d: first message %+v, want queued, inserted, rank %d of %d", i, i%3, first, i+1, i+1)
+		if first.Type != "prequeue" || !first.Inserted || first.Total != int64(i+1) {
+			t.Fatalf("user %d on instance %d: first message %+v, want prequeue, inserted, %d in it", i, i%3, first, i+1)
 		}
-		seq, err := env.Redis.ZScore(ctx, waitingKey, first.Token).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.token, u.seq, u.conn = first.Token, int64(seq), conn
+		u.token, u.conn = first.Token, conn
 		u.conns = []*instConn{{inst: i % 3, msgs: []instMsg{first}, zrank: -1, zcard: -1}}
 		users[i] = u
 	}
@@ -258,7 +257,7 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 	if !allIn.Before(opens) {
 		t.Fatalf("registering %d users took until %v after the sale opened; raise instRegisterWithin", instUsers, allIn.Sub(opens))
 	}
-	t.Logf("%d users in line, the sale opens in %v", instUsers, opens.Sub(allIn).Round(time.Millisecond))
+	t.Logf("%d users in the pre-queue, the sale opens in %v", instUsers, opens.Sub(allIn).Round(time.Millisecond))
 
 	var usersDone sync.WaitGroup
 	deadline := time.Now().Add(instUserDeadline)
@@ -298,6 +297,19 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 		return n
 	}
 	instWait(t, 15*time.Second, "the first admission", func() bool { return admittedSoFar() > 0 })
+	// The line opened: every user of the pre-queue holds a number now (the shuffle is checked in queue's tests).
+	for _, u := range users {
+		seq, err := env.Redis.ZScore(ctx, waitingKey, u.token).Result()
+		if errors.Is(err, redis.Nil) {
+			seq, err = instSeqOfAdmitted(events.snapshot(), u.token)
+		}
+		if err != nil {
+			t.Fatalf("user %d has no place after the opening: %v", u.n, err)
+		}
+		u.mu.Lock()
+		u.seq = int64(seq)
+		u.mu.Unlock()
+	}
 	leavers := []*instUser{users[17], users[22]}
 	for _, u := range leavers {
 		u.mu.Lock()
@@ -420,7 +432,7 @@ func (c *instCluster) check(t *testing.T, users, leavers []*instUser, evs []inst
 	soldOut := 0
 	for _, ev := range evs {
 		switch ev.Kind {
-		case queue.EventTick:
+		case queue.EventTick, queue.EventOpened:
 			ticks = append(ticks, ev)
 		case queue.EventSoldOut:
 			soldOut++
@@ -486,7 +498,7 @@ func (c *instCluster) check(t *testing.T, users, leavers []*instUser, evs []inst
 		rankAfter[ev.Epoch] = ranks
 		byTickAt[ev.TickAtMs] = append(byTickAt[ev.TickAtMs], ev)
 		// Before anyone could reserve, no slot was freed, so every event was a tick: one per tick number.
-		if ev.at.Before(gateAt) {
+		if ev.at.Before(gateAt) && ev.Kind == queue.EventTick {
 			perTickNo[ev.TickAtMs/instInterval.Milliseconds()]++
 		}
 	}
@@ -515,6 +527,10 @@ func (c *instCluster) check(t *testing.T, users, leavers []*instUser, evs []inst
 			lastEpoch, admittedMsgs := int64(0), 0
 			for mi, m := range cn.msgs {
 				switch m.Type {
+				case "prequeue":
+					if ci != 0 || mi != 0 || m.Token != u.token || !m.Inserted {
+						t.Errorf("user %d connection %d message %d: %+v, want prequeue only first, at its first connection", u.n, ci, mi, m)
+					}
 				case "queued":
 					if mi != 0 || m.Token != u.token || (ci > 0 && m.Inserted) {
 						t.Errorf("user %d connection %d message %d: %+v, want queued first, with its token, inserted only at its first", u.n, ci, mi, m)
@@ -526,7 +542,7 @@ func (c *instCluster) check(t *testing.T, users, leavers []*instUser, evs []inst
 				case "position":
 					matches := byTickAt[m.TickAt]
 					if len(matches) == 0 {
-						if mi != 1 || cn.msgs[0].Type != "queued" {
+						if mi != 1 || (cn.msgs[0].Type != "queued" && cn.msgs[0].Type != "prequeue") {
 							t.Errorf("user %d connection %d message %d: position %+v matches no event and does not follow queued", u.n, ci, mi, m)
 						}
 						lastRank = m.Rank
@@ -620,8 +636,10 @@ func (c *instCluster) check(t *testing.T, users, leavers []*instUser, evs []inst
 	}
 	for _, ev := range ticks {
 		ranks := pushed[ev.Epoch]
-		// Pushed before the kill, to three live instances: every waiting socket was told.
-		if !ev.at.Before(killAt.Add(-instInterval / 4)) {
+		// Pushed before the kill, to three live instances: every waiting socket was told. (Not checked for the
+		// opening: the first tick follows it in the same millisecond, and its position may replace the
+		// opening's before that is written, as a newer position does.)
+		if !ev.at.Before(killAt.Add(-instInterval/4)) || ev.Kind == queue.EventOpened {
 			continue
 		}
 		for s, rank := range rankAfter[ev.Epoch] {
@@ -1108,4 +1126,15 @@ func instEpochs(evs []instEvent) []int64 {
 		out[i] = ev.Epoch
 	}
 	return out
+}
+
+// instSeqOfAdmitted is the sequence number of a token admitted before anyone left: admission takes the
+// numbers after the head in order, so the i-th admitted of an event holds head − #admitted + 1 + i.
+func instSeqOfAdmitted(evs []instEvent, token string) (float64, error) {
+	for _, ev := range evs {
+		if i := slices.Index(ev.Admitted, token); i >= 0 {
+			return float64(ev.Head - int64(len(ev.Admitted)) + 1 + int64(i)), nil
+		}
+	}
+	return 0, fmt.Errorf("token %s neither waiting nor admitted by an event", token)
 }

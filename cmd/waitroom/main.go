@@ -101,10 +101,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		collectors.NewDBStatsCollector(db.DB, "waitroom"))
 	q := queue.New(rdb, cfg.Redis.Prefix)
 	passes := queue.NewPasses(secret)
-	sched := queue.NewScheduler(q, store, queue.Settings{
+	defaults := queue.Settings{
 		Interval: cfg.Admission.Interval, BatchSize: cfg.Admission.BatchSize, MaxActive: cfg.Admission.MaxActive,
-		ActiveTTL: cfg.Admission.ActiveTTL, LockTTL: cfg.Admission.LockTTL,
-	}, instanceID(), queue.NewMetrics(reg), log)
+		ActiveTTL: cfg.Admission.ActiveTTL, LockTTL: cfg.Admission.LockTTL, Grace: cfg.Queue.Grace,
+	}
+	instance := instanceID()
+	sched := queue.NewScheduler(q, store, defaults, instance, queue.NewMetrics(reg), log)
 	// The scheduler stands for the queue where a slot is freed (a reservation, a leave), so it refills at once.
 	book := booking.New(store, rdb, cfg.Redis.Prefix, sched, passes, booking.Settings{
 		LockWait: cfg.Booking.LockWait, LockLease: cfg.Booking.LockLease, MaxSeats: cfg.Booking.MaxSeats,
@@ -112,8 +114,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	h := hub.New(q, passes, sched, reg, log)
 	srv := server.New(server.Deps{
 		Queue: q, Store: store, Booking: book, Hub: h, Redis: rdb, Gatherer: reg,
-		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Pprof: cfg.Bench.Pprof, Log: log,
+		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Pprof: cfg.Bench.Pprof,
+		AdminKey: cfg.Admin.Key, AdmissionDefaults: defaults, Log: log,
 	})
+	if cfg.Admin.Key == "" {
+		log.Info("admin.key not set: the admin API and control room are off (set WAITROOM_ADMIN_KEY)")
+	}
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {
@@ -128,6 +134,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	bgCtx, stopBg := context.WithCancel(bgCtx)
 	defer stopBg()
 	bg.Go(func() error { return sched.Run(bgCtx) })
+	bg.Go(func() error { return report(bgCtx, q, instance, h, log) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
@@ -143,6 +150,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	log.Info("draining")
 	drainCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	srv.StopStreams()
 	shutdownErr := httpSrv.Shutdown(drainCtx)
 	<-serveErr
 	hubErr := h.Shutdown(drainCtx)
@@ -180,6 +188,25 @@ func seedDemo(ctx context.Context, store *booking.Store, log *slog.Logger) error
 		log.Info("seeded the demo screening", "screening", "demo", "seats", 100)
 	}
 	return nil
+}
+
+// reportEvery paces this instance's report of its sockets to the control room.
+const reportEvery = time.Second
+
+// report tells the control room this instance's sockets by screening every second until ctx ends.
+func report(ctx context.Context, q *queue.Queue, instance string, h *hub.Hub, log *slog.Logger) error {
+	t := time.NewTicker(reportEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := q.Report(ctx, instance, h.Counts()); err != nil && ctx.Err() == nil {
+				log.Warn("report sockets", "err", err)
+			}
+		}
+	}
 }
 
 func instanceID() string {

@@ -30,15 +30,17 @@
 -- ARGV[3] max_active
 -- ARGV[4] the admitted tokens' expiry, Unix ms (now + active_ttl)
 -- ARGV[5] mode: "tick" or "refill"
+-- ARGV[6] a tick first drops, as abandoned, the waiting tokens gone at or before this (Unix ms: now - grace)
 --
 -- Returns {skipReason ("" when someone was admitted), expiresAtMs, activeAfter, waitingAfter, moved,
---          epoch, head, lastSeq, #left, left..., token...}
+--          abandoned, epoch, head, lastSeq, #left, left..., token...}
 -- where moved is 1 when the line changed (the event must be published; epoch..left are 0/empty otherwise).
 local now = tonumber(ARGV[1])
 local batch = tonumber(ARGV[2])
 local maxActive = tonumber(ARGV[3])
 local expires = tonumber(ARGV[4])
 local refill = ARGV[5] == 'refill'
+local abandoned = 0
 
 -- event numbers the line's change and drains the leaves since the last event.
 local function event(skip, exp, active, waiting, tokens)
@@ -48,7 +50,7 @@ local function event(skip, exp, active, waiting, tokens)
   redis.call('DEL', KEYS[9])
   local epoch = redis.call('INCR', KEYS[10])
   local last = tonumber(redis.call('GET', KEYS[11]) or '0')
-  local out = {skip, exp, active, waiting, 1, epoch, head, last, #left}
+  local out = {skip, exp, active, waiting, 1, abandoned, epoch, head, last, #left}
   for i = 1, #left do
     out[#out + 1] = tonumber(left[i])
   end
@@ -61,14 +63,40 @@ end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 
-local active = redis.call('ZCARD', KEYS[2])
-local waiting = redis.call('ZCARD', KEYS[1])
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  return {'NO_VALID_SCREENING', 0, active, waiting, 0}
+-- skipped counts a reason that admitted nobody.
+local function skipped(reason)
+  redis.call('HINCRBY', KEYS[15], 'skip:' .. reason, 1)
+  return reason
 end
+
+local active = redis.call('ZCARD', KEYS[2])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  return {skipped('NO_VALID_SCREENING'), 0, active, 0, 0}
+end
+-- Before the line opens everyone is in the pre-queue: waiting is empty, and nobody is swept yet.
+if not refill and redis.call('EXISTS', KEYS[12]) == 1 then
+  -- Abandonment: a waiting token whose sockets all closed before the cutoff leaves the line as a leave does.
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[14], '-inf', ARGV[6])
+  for i = 1, #gone do
+    local seq = redis.call('ZSCORE', KEYS[1], gone[i])
+    if seq then
+      redis.call('ZREM', KEYS[1], gone[i])
+      redis.call('ZADD', KEYS[8], seq, seq)
+      redis.call('RPUSH', KEYS[9], seq)
+      redis.call('SET', KEYS[5], '1')
+      abandoned = abandoned + 1
+    end
+    redis.call('ZREM', KEYS[14], gone[i])
+  end
+  if abandoned > 0 then
+    redis.call('HINCRBY', KEYS[15], 'abandoned', abandoned)
+  end
+end
+local waiting = redis.call('ZCARD', KEYS[1])
+local paused = redis.call('EXISTS', KEYS[13]) == 1
 if refill then
   batch = math.min(batch, tonumber(redis.call('GET', KEYS[6]) or '0'))
-  if batch <= 0 or waiting == 0 or active >= maxActive then
+  if paused or batch <= 0 or waiting == 0 or active >= maxActive then
     return {'NOTHING_FREED', 0, active, waiting, 0}
   end
 else
@@ -76,16 +104,19 @@ else
 end
 local moved = redis.call('DEL', KEYS[5])
 local skip = nil
-if waiting == 0 then
+if paused then
+  skip = 'PAUSED'
+elseif waiting == 0 then
   skip = 'QUEUE_EMPTY'
 elseif math.min(batch, maxActive - active) <= 0 then
   skip = 'ACTIVE_CAPACITY_REACHED'
 end
 if skip then
+  skipped(skip)
   if moved == 1 then
     return event(skip, 0, active, waiting, {})
   end
-  return {skip, 0, active, waiting, 0}
+  return {skip, 0, active, waiting, 0, abandoned}
 end
 
 local room = math.min(batch, maxActive - active)
@@ -97,6 +128,7 @@ for i = 1, #popped, 2 do
 end
 redis.call('SET', KEYS[7], popped[#popped])
 local n = #tokens
+redis.call('HINCRBY', KEYS[15], 'admitted', n)
 if refill then
   redis.call('DECRBY', KEYS[6], n)
 end

@@ -8,6 +8,8 @@
 -- KEYS[4] freed    STRING slots freed since the last admission (a refill admits that many)
 -- KEYS[5] left     ZSET seq -> seq: sequence numbers that left the line, above the head
 -- KEYS[6] leftnew  LIST sequence numbers that left since the last published admission
+-- KEYS[7] pre      ZSET token -> random shuffle key, before the line opens
+-- KEYS[8] gone     ZSET token -> when its last socket closed
 -- ARGV[1] token
 --
 -- Returns {removedFromWaiting (0|1), removedFromActive (0|1)}
@@ -20,6 +22,10 @@ if seq then
   redis.call('SET', KEYS[3], '1')
   waiting = 1
 end
+if redis.call('ZREM', KEYS[7], ARGV[1]) == 1 then
+  waiting = 1 -- out of the pre-queue: it has no number yet, so no rank moves
+end
+redis.call('ZREM', KEYS[8], ARGV[1])
 local active = redis.call('ZREM', KEYS[2], ARGV[1])
 if active == 1 then
   redis.call('INCR', KEYS[4])

@@ -2,22 +2,39 @@
 -- A first registration takes the next number of the screening's dense sequence, so re-registering never
 -- burns a number and the line is strictly first come, first served.
 --
+-- Before the line opens (open.lua, run by the scheduler at the sale time) a newcomer waits in the pre-queue
+-- under a random key the caller drew; at opening the pre-queue takes its sequence numbers in the order of
+-- those keys, a uniform shuffle (docs/fairness.md). A line with an empty pre-queue opens here, at once, when
+-- its sale time has come.
+--
+-- Every registration of a waiting token counts one more socket for it (conns) and forgets that it was
+-- gone (abandonment, admit.lua); disconnect.lua counts the socket off.
+--
 -- KEYS[1] waiting  ZSET token -> sequence number
 -- KEYS[2] active   ZSET token -> admission expiry (Unix ms)
 -- KEYS[3] seq      STRING the last sequence number handed out
 -- KEYS[4] closed   STRING present once the screening is sold out
 -- KEYS[5] changed  STRING set when the line changed since the last tick (the next tick pushes positions)
 -- KEYS[6] epoch    STRING the number of the last admission event (admit.lua)
+-- KEYS[7] pre      ZSET token -> random shuffle key, before the line opens
+-- KEYS[8] opened   STRING present once the line is open
+-- KEYS[9] paused   STRING present while the operator has paused admission
+-- KEYS[10] gone    ZSET token -> when its last socket closed (Unix ms)
+-- KEYS[11] conns   HASH token -> open sockets
 -- ARGV[1] token
 -- ARGV[2] now, Unix ms
+-- ARGV[3] the sale time, Unix ms (the line opens then)
+-- ARGV[4] a random shuffle key in [0, 2^53), used if the token enters the pre-queue
 --
 -- Returns one of
 --   {"closed"}
 --   {"admitted", expiresAtMs}
---   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch}
+--   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch, paused (0|1)}
+--   {"pre", zeroBasedPlace, preTotal, inserted (0|1), 0, epoch, paused (0|1)}
 -- where epoch lets the caller tell whether an event came between this answer and its socket joining the hub.
 local token = ARGV[1]
 local now = tonumber(ARGV[2])
+local opensAt = tonumber(ARGV[3])
 
 if redis.call('EXISTS', KEYS[4]) == 1 then
   return {'closed'}
@@ -32,6 +49,20 @@ if expires then
   redis.call('ZREM', KEYS[2], token)
 end
 
+redis.call('ZREM', KEYS[10], token)
+redis.call('HINCRBY', KEYS[11], token, 1)
+local paused = redis.call('EXISTS', KEYS[9])
+local epoch = tonumber(redis.call('GET', KEYS[6]) or '0')
+
+if redis.call('EXISTS', KEYS[8]) == 0 then
+  if now >= opensAt and redis.call('ZCARD', KEYS[7]) == 0 then
+    redis.call('SET', KEYS[8], '1') -- nobody to shuffle: the line opens now
+  else
+    local inserted = redis.call('ZADD', KEYS[7], 'NX', ARGV[4], token)
+    return {'pre', redis.call('ZRANK', KEYS[7], token), redis.call('ZCARD', KEYS[7]), inserted, 0, epoch, paused}
+  end
+end
+
 local inserted = 0
 if not redis.call('ZSCORE', KEYS[1], token) then
   local seq = redis.call('INCR', KEYS[3])
@@ -40,4 +71,4 @@ if not redis.call('ZSCORE', KEYS[1], token) then
   inserted = 1
 end
 return {'waiting', redis.call('ZRANK', KEYS[1], token), redis.call('ZCARD', KEYS[1]), inserted,
-  tonumber(redis.call('ZSCORE', KEYS[1], token)), tonumber(redis.call('GET', KEYS[6]) or '0')}
+  tonumber(redis.call('ZSCORE', KEYS[1], token)), epoch, paused}

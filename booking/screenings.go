@@ -1,0 +1,227 @@
+package booking
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/queue"
+)
+
+// Limits of a screening an operator creates.
+const (
+	// MaxSeatsPerScreening bounds a screening's catalog (a stadium block, not a stadium).
+	MaxSeatsPerScreening = 10000
+	// maxNameLen bounds a screening's name, in bytes.
+	maxNameLen = 200
+)
+
+// seatIDRe is a seat id an operator may list: a row of letters and a number within it ("A1", "AB12").
+var seatIDRe = regexp.MustCompile(`^([A-Z]{1,3})([1-9][0-9]{0,3})$`)
+
+// SeatsFromIDs turns listed seat ids into the catalog's seats, refusing a malformed or repeated id.
+func SeatsFromIDs(ids []string) ([]Seat, error) {
+	seats := make([]Seat, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m := seatIDRe.FindStringSubmatch(id)
+		if m == nil {
+			return nil, fmt.Errorf("booking: seat id %q: want a row of 1–3 capital letters and a number 1–9999, like A1: %w", truncate(id, 16), ErrBadScreening)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("booking: seat %s listed twice: %w", id, ErrBadScreening)
+		}
+		seen[id] = true
+		n, _ := strconv.Atoi(m[2])
+		seats = append(seats, Seat{ID: id, Row: m[1], Number: n})
+	}
+	return seats, nil
+}
+
+// CheckSettings refuses admission settings a screening cannot run with (a zero field means the default).
+func CheckSettings(a queue.Settings) error {
+	switch {
+	case a.Interval < 0 || (a.Interval > 0 && a.Interval < 100*time.Millisecond) || a.Interval > time.Hour:
+		return fmt.Errorf("booking: admission interval %s: want 100ms to 1h: %w", a.Interval, ErrBadScreening)
+	case a.BatchSize < 0 || a.BatchSize > 100000:
+		return fmt.Errorf("booking: admission batch_size %d: want 1 to 100000: %w", a.BatchSize, ErrBadScreening)
+	case a.MaxActive < 0 || a.MaxActive > 1000000:
+		return fmt.Errorf("booking: admission max_active %d: want 1 to 1000000: %w", a.MaxActive, ErrBadScreening)
+	case a.ActiveTTL < 0 || (a.ActiveTTL > 0 && a.ActiveTTL < time.Second) || a.ActiveTTL > 24*time.Hour:
+		return fmt.Errorf("booking: admission active_ttl %s: want 1s to 24h: %w", a.ActiveTTL, ErrBadScreening)
+	}
+	return nil
+}
+
+// CreateScreening adds a screening with its seats and its own admission settings (zero fields: the
+// server's defaults), in one transaction. An id already taken is ErrScreeningExists; a malformed screening
+// is ErrBadScreening. Every instance's scheduler finds it at its next refresh and opens its line at the sale
+// time: no restart, no deploy.
+func (s *Store) CreateScreening(ctx context.Context, sc Screening, seats []Seat, a queue.Settings) error {
+	switch {
+	case !queue.ValidScreening(sc.ID):
+		return fmt.Errorf("booking: screening id %q: want 1–64 letters, digits, '-' or '_': %w", truncate(sc.ID, 64), ErrBadScreening)
+	case strings.TrimSpace(sc.Name) == "" || len(sc.Name) > maxNameLen:
+		return fmt.Errorf("booking: screening name: want 1–%d bytes: %w", maxNameLen, ErrBadScreening)
+	case sc.StartsAt.IsZero() || sc.SaleOpensAt.IsZero():
+		return fmt.Errorf("booking: starts_at and sale_opens_at are required: %w", ErrBadScreening)
+	case sc.SaleOpensAt.After(sc.StartsAt):
+		return fmt.Errorf("booking: the sale cannot open after the screening starts: %w", ErrBadScreening)
+	case len(seats) == 0 || len(seats) > MaxSeatsPerScreening:
+		return fmt.Errorf("booking: %d seats: want 1 to %d: %w", len(seats), MaxSeatsPerScreening, ErrBadScreening)
+	}
+	if err := CheckSettings(a); err != nil {
+		return err
+	}
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("booking: create %s: %w", sc.ID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO screenings (id, name, starts_at, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`), sc.ID, sc.Name, sc.StartsAt.UTC(), sc.SaleOpensAt.UTC(),
+		nullMs(a.Interval), nullInt(a.BatchSize), nullInt(a.MaxActive), nullMs(a.ActiveTTL))
+	if err != nil {
+		return fmt.Errorf("booking: create %s: %w", sc.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("booking: create %s: %w", sc.ID, ErrScreeningExists)
+	}
+	// Many rows per statement: a 10,000-seat catalog is 20 round trips, not 10,000.
+	const perInsert = 500
+	for start := 0; start < len(seats); start += perInsert {
+		batch := seats[start:min(start+perInsert, len(seats))]
+		var q strings.Builder
+		q.WriteString(`INSERT INTO seats (screening_id, seat_id, row_label, number) VALUES `)
+		args := make([]any, 0, 4*len(batch))
+		for i, seat := range batch {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?)")
+			args = append(args, sc.ID, seat.ID, seat.Row, seat.Number)
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(q.String()), args...); err != nil {
+			return fmt.Errorf("booking: create %s seats: %w", sc.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("booking: create %s: %w", sc.ID, err)
+	}
+	return nil
+}
+
+// SetAdmission changes the screening's admission settings: each non-zero field of a replaces the stored
+// one. It returns the screening's settings after the change (zero fields: the server's defaults). Every
+// instance's scheduler applies them at its next refresh.
+func (s *Store) SetAdmission(ctx context.Context, id string, a queue.Settings) (queue.Settings, error) {
+	if err := CheckSettings(a); err != nil {
+		return queue.Settings{}, err
+	}
+	res, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE screenings SET
+		interval_ms = COALESCE(?, interval_ms), batch_size = COALESCE(?, batch_size),
+		max_active = COALESCE(?, max_active), active_ttl_ms = COALESCE(?, active_ttl_ms) WHERE id = ?`),
+		nullMs(a.Interval), nullInt(a.BatchSize), nullInt(a.MaxActive), nullMs(a.ActiveTTL), id)
+	if err != nil {
+		return queue.Settings{}, fmt.Errorf("booking: admission of %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return queue.Settings{}, fmt.Errorf("booking: admission of %q: %w", id, ErrUnknownScreening)
+	}
+	var row saleRow
+	if err := s.db.GetContext(ctx, &row, s.db.Rebind(saleSQL+` WHERE id = ?`), id); err != nil {
+		return queue.Settings{}, fmt.Errorf("booking: admission of %s: %w", id, err)
+	}
+	return row.settings(), nil
+}
+
+// CloseSale records that the operator closed the screening's sale: its scheduler stops. (The line itself is
+// closed in Redis by the caller: queue.Close.)
+func (s *Store) CloseSale(ctx context.Context, id string, at time.Time) error {
+	res, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE screenings SET closed_at = COALESCE(closed_at, ?) WHERE id = ?`), at.UTC(), id)
+	if err != nil {
+		return fmt.Errorf("booking: close %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("booking: close %q: %w", id, ErrUnknownScreening)
+	}
+	return nil
+}
+
+const saleSQL = `SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms, closed_at FROM screenings`
+
+// saleRow is a screening as the scheduler and the operator see it.
+type saleRow struct {
+	ID          string        `db:"id"`
+	SaleOpensAt time.Time     `db:"sale_opens_at"`
+	IntervalMs  sql.NullInt64 `db:"interval_ms"`
+	BatchSize   sql.NullInt64 `db:"batch_size"`
+	MaxActive   sql.NullInt64 `db:"max_active"`
+	ActiveTTLMs sql.NullInt64 `db:"active_ttl_ms"`
+	ClosedAt    sql.NullTime  `db:"closed_at"`
+}
+
+func (r saleRow) settings() queue.Settings {
+	return queue.Settings{
+		Interval: time.Duration(r.IntervalMs.Int64) * time.Millisecond, BatchSize: int(r.BatchSize.Int64),
+		MaxActive: int(r.MaxActive.Int64), ActiveTTL: time.Duration(r.ActiveTTLMs.Int64) * time.Millisecond,
+	}
+}
+
+// Sales returns the screenings whose sale is not closed and opens at or before until, with their own
+// admission settings: the scheduler's list.
+func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error) {
+	var rows []saleRow
+	if err := s.db.SelectContext(ctx, &rows, s.db.Rebind(saleSQL+` WHERE sale_opens_at <= ? AND closed_at IS NULL ORDER BY id`), until.UTC()); err != nil {
+		return nil, fmt.Errorf("booking: sales: %w", err)
+	}
+	out := make([]queue.Sale, len(rows))
+	for i, r := range rows {
+		out[i] = queue.Sale{ID: r.ID, OpensAt: r.SaleOpensAt, Settings: r.settings()}
+	}
+	return out, nil
+}
+
+// Managed is a screening as its operator sees it: its summary, its own admission settings (zero fields:
+// the server's defaults) and when its sale was closed.
+type Managed struct {
+	Summary
+	Admission queue.Settings
+	ClosedAt  *time.Time
+}
+
+// Managed lists every screening for the operator, by start time.
+func (s *Store) Managed(ctx context.Context) ([]Managed, error) {
+	sums, err := s.Screenings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var rows []saleRow
+	if err := s.db.SelectContext(ctx, &rows, saleSQL); err != nil {
+		return nil, fmt.Errorf("booking: managed: %w", err)
+	}
+	byID := make(map[string]saleRow, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	out := make([]Managed, len(sums))
+	for i, sum := range sums {
+		r := byID[sum.ID]
+		out[i] = Managed{Summary: sum, Admission: r.settings()}
+		if r.ClosedAt.Valid {
+			at := r.ClosedAt.Time.UTC()
+			out[i].ClosedAt = &at
+		}
+	}
+	return out, nil
+}
+
+func nullMs(d time.Duration) sql.NullInt64 {
+	return sql.NullInt64{Int64: d.Milliseconds(), Valid: d > 0}
+}
+
+func nullInt(n int) sql.NullInt64 { return sql.NullInt64{Int64: int64(n), Valid: n > 0} }

@@ -1,0 +1,50 @@
+-- open.lua: open a screening's line at its sale time, once. The pre-queue's tokens take the next sequence
+-- numbers in the order of their random keys (drawn independently at registration, so the order is a uniform
+-- random permutation of those who came early; docs/fairness.md); those whose sockets have been gone longer
+-- than the grace are dropped instead (abandoned). Numbers the change as an event, like admit.lua, and returns
+-- the whole line so every instance can rebase on it.
+--
+-- KEYS[1] waiting  ZSET token -> sequence number
+-- KEYS[2] seq      STRING the last sequence number handed out
+-- KEYS[3] epoch    STRING the number of the last event
+-- KEYS[4] pre      ZSET token -> random shuffle key
+-- KEYS[5] opened   STRING present once the line is open
+-- KEYS[6] gone     ZSET token -> when its last socket closed (Unix ms)
+-- KEYS[7] head     STRING the highest sequence number admitted so far
+-- KEYS[8] left     ZSET seq -> seq: sequence numbers that left the line, above the head
+-- KEYS[9] closed   STRING present once the screening is sold out
+-- KEYS[10] stats   HASH the screening's counters (abandoned)
+-- ARGV[1] now, Unix ms
+-- ARGV[2] gone before this (Unix ms: now - grace) counts as abandoned
+--
+-- Returns {opened (0: already open or closed), shuffled, abandoned, epoch, head, lastSeq, total, left...}
+if redis.call('EXISTS', KEYS[5]) == 1 or redis.call('EXISTS', KEYS[9]) == 1 then
+  return {0, 0, 0}
+end
+redis.call('SET', KEYS[5], '1')
+local cutoff = tonumber(ARGV[2])
+local members = redis.call('ZRANGE', KEYS[4], 0, -1)
+local shuffled, abandoned = 0, 0
+for i = 1, #members do
+  local t = members[i]
+  local gone = redis.call('ZSCORE', KEYS[6], t)
+  if gone and tonumber(gone) <= cutoff then
+    redis.call('ZREM', KEYS[6], t)
+    abandoned = abandoned + 1
+  else
+    redis.call('ZADD', KEYS[1], 'NX', redis.call('INCR', KEYS[2]), t)
+    shuffled = shuffled + 1
+  end
+end
+redis.call('DEL', KEYS[4])
+if abandoned > 0 then
+  redis.call('HINCRBY', KEYS[10], 'abandoned', abandoned)
+end
+local head = tonumber(redis.call('GET', KEYS[7]) or '0')
+local out = {1, shuffled, abandoned, redis.call('INCR', KEYS[3]), head, tonumber(redis.call('GET', KEYS[2]) or '0'),
+  redis.call('ZCARD', KEYS[1])}
+local left = redis.call('ZRANGEBYSCORE', KEYS[8], '(' .. head, '+inf')
+for i = 1, #left do
+  out[#out + 1] = tonumber(left[i])
+end
+return out

@@ -1,0 +1,365 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/queue"
+)
+
+const (
+	// maxAdminBodyBytes bounds an admin body: a listed catalog of 10,000 seat ids fits in well under this.
+	maxAdminBodyBytes = 512 << 10
+	// streamEvery paces the control room's live figures.
+	streamEvery = time.Second
+	// maxRows bounds rows × seats_per_row's rows: A … ZZ.
+	maxRows = 702
+)
+
+var (
+	errUnauthorized = errors.New("admin: missing or wrong key")
+	errBadAdminBody = errors.New("admin: bad body")
+)
+
+// adminRoutes serves the operator's API under /api/admin, behind the bearer key. Without a key configured
+// the routes do not exist (404): the admin API is off, never open.
+func (s *Server) adminRoutes(api *echo.Group) {
+	if s.AdminKey == "" {
+		return
+	}
+	admin := api.Group("/admin", s.requireAdmin)
+	admin.GET("/screenings", s.adminList)
+	admin.POST("/screenings", s.adminCreate)
+	admin.GET("/screenings/:id", s.adminGet)
+	admin.PATCH("/screenings/:id/admission", s.adminSetAdmission)
+	admin.POST("/screenings/:id/pause", s.adminPause)
+	admin.POST("/screenings/:id/resume", s.adminResume)
+	admin.POST("/screenings/:id/close", s.adminClose)
+	admin.GET("/instances", s.adminInstances)
+	admin.GET("/stream", s.adminStream)
+}
+
+// requireAdmin lets through a request whose Authorization is "Bearer <admin.key>", compared in constant time.
+func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminKey)) != 1 {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="waitroom admin"`)
+			return errUnauthorized
+		}
+		return next(c)
+	}
+}
+
+// admissionBody is a screening's admission settings on the wire: durations as Go durations ("1s", "5m").
+// An absent field keeps the current value (on create: the server's default).
+type admissionBody struct {
+	Interval  string `json:"interval,omitempty"`
+	BatchSize int    `json:"batch_size,omitempty"`
+	MaxActive int    `json:"max_active,omitempty"`
+	ActiveTTL string `json:"active_ttl,omitempty"`
+}
+
+func (a admissionBody) settings() (queue.Settings, error) {
+	var out queue.Settings
+	var err error
+	parse := func(name, v string) time.Duration {
+		if v == "" || err != nil {
+			return 0
+		}
+		d, perr := time.ParseDuration(v)
+		if perr != nil || d <= 0 {
+			err = fmt.Errorf("admin: admission %s %q: want a positive Go duration like 1s or 5m: %w", name, v, booking.ErrBadScreening)
+		}
+		return d
+	}
+	out.Interval, out.ActiveTTL = parse("interval", a.Interval), parse("active_ttl", a.ActiveTTL)
+	if a.BatchSize < 0 || a.MaxActive < 0 {
+		return out, fmt.Errorf("admin: batch_size and max_active must be positive: %w", booking.ErrBadScreening)
+	}
+	out.BatchSize, out.MaxActive = a.BatchSize, a.MaxActive
+	return out, err
+}
+
+func bodyOf(s queue.Settings) admissionBody {
+	return admissionBody{Interval: s.Interval.String(), BatchSize: s.BatchSize, MaxActive: s.MaxActive, ActiveTTL: s.ActiveTTL.String()}
+}
+
+// createBody is POST /api/admin/screenings.
+type createBody struct {
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	StartsAt    time.Time      `json:"starts_at"`
+	SaleOpensAt time.Time      `json:"sale_opens_at"`
+	Rows        int            `json:"rows"`
+	SeatsPerRow int            `json:"seats_per_row"`
+	Seats       []string       `json:"seats"`
+	Admission   *admissionBody `json:"admission"`
+}
+
+// decodeStrict reads exactly one JSON object into v, refusing unknown fields and trailing data.
+func decodeStrict(c echo.Context, limit int64, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errBadAdminBody, err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: one JSON object, nothing after it", errBadAdminBody)
+	}
+	return nil
+}
+
+func (s *Server) adminCreate(c echo.Context) error {
+	var body createBody
+	if err := decodeStrict(c, maxAdminBodyBytes, &body); err != nil {
+		return err
+	}
+	var seats []booking.Seat
+	switch {
+	case len(body.Seats) > 0 && (body.Rows != 0 || body.SeatsPerRow != 0):
+		return fmt.Errorf("admin: give either seats or rows and seats_per_row, not both: %w", booking.ErrBadScreening)
+	case len(body.Seats) > 0:
+		if len(body.Seats) > booking.MaxSeatsPerScreening {
+			return fmt.Errorf("admin: %d seats: at most %d: %w", len(body.Seats), booking.MaxSeatsPerScreening, booking.ErrBadScreening)
+		}
+		var err error
+		if seats, err = booking.SeatsFromIDs(body.Seats); err != nil {
+			return err
+		}
+	case body.Rows < 1 || body.Rows > maxRows || body.SeatsPerRow < 1 || body.SeatsPerRow > booking.MaxSeatsPerScreening ||
+		body.Rows*body.SeatsPerRow > booking.MaxSeatsPerScreening:
+		return fmt.Errorf("admin: rows (1–%d) × seats_per_row (1–%d) must make 1 to %d seats, or list seats: %w",
+			maxRows, booking.MaxSeatsPerScreening, booking.MaxSeatsPerScreening, booking.ErrBadScreening)
+	default:
+		seats = booking.Grid(body.Rows, body.SeatsPerRow)
+	}
+	var settings queue.Settings
+	if body.Admission != nil {
+		var err error
+		if settings, err = body.Admission.settings(); err != nil {
+			return err
+		}
+	}
+	ctx := c.Request().Context()
+	sc := booking.Screening{ID: body.ID, Name: body.Name, StartsAt: body.StartsAt, SaleOpensAt: body.SaleOpensAt}
+	if err := s.Store.CreateScreening(ctx, sc, seats, settings); err != nil {
+		return err
+	}
+	s.logFor(c).Info("admin: screening created", "screening", sc.ID, "seats", len(seats), "sale_opens_at", sc.SaleOpensAt.UTC().Format(time.RFC3339))
+	view, err := s.adminView(ctx, sc.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, view)
+}
+
+// adminScreening is a screening as the operator sees it: the public view, its effective admission
+// settings, and the live figures of its line.
+type adminScreening struct {
+	screeningView
+	Admission admissionBody  `json:"admission"`
+	ClosedAt  *time.Time     `json:"closed_at,omitempty"`
+	SeatsSold int            `json:"seats_sold"`
+	Line      *queue.Figures `json:"line,omitempty"`
+}
+
+func (s *Server) adminScreenings(ctx context.Context) ([]adminScreening, error) {
+	list, err := s.Store.Managed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := make([]adminScreening, len(list))
+	for i, m := range list {
+		out[i] = adminScreening{
+			screeningView: screeningView{Summary: m.Summary, State: state(m.Summary, now), MaxSeats: s.Booking.MaxSeats()},
+			Admission:     bodyOf(m.Admission.Merge(s.AdmissionDefaults)),
+			ClosedAt:      m.ClosedAt,
+			SeatsSold:     m.SeatsTotal - m.SeatsAvailable,
+		}
+		if m.ClosedAt != nil {
+			out[i].State = "closed"
+		}
+		f, err := s.Queue.Figures(ctx, m.ID)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Line = &f
+		if f.Paused && out[i].State == "on_sale" {
+			out[i].State = "paused"
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) adminView(ctx context.Context, id string) (adminScreening, error) {
+	all, err := s.adminScreenings(ctx)
+	if err != nil {
+		return adminScreening{}, err
+	}
+	for _, v := range all {
+		if v.ID == id {
+			return v, nil
+		}
+	}
+	return adminScreening{}, fmt.Errorf("admin: %q: %w", id, booking.ErrUnknownScreening)
+}
+
+func (s *Server) adminList(c echo.Context) error {
+	all, err := s.adminScreenings(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, all)
+}
+
+func (s *Server) adminGet(c echo.Context) error {
+	v, err := s.adminView(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) adminSetAdmission(c echo.Context) error {
+	var body admissionBody
+	if err := decodeStrict(c, maxBodyBytes, &body); err != nil {
+		return err
+	}
+	settings, err := body.settings()
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	stored, err := s.Store.SetAdmission(ctx, c.Param("id"), settings)
+	if err != nil {
+		return err
+	}
+	effective := bodyOf(stored.Merge(s.AdmissionDefaults))
+	s.logFor(c).Info("admin: admission changed", "screening", c.Param("id"), "interval", effective.Interval,
+		"batch_size", effective.BatchSize, "max_active", effective.MaxActive, "active_ttl", effective.ActiveTTL)
+	return c.JSON(http.StatusOK, effective)
+}
+
+// known checks the screening exists before an operator's action on its line.
+func (s *Server) known(ctx context.Context, id string) error {
+	if !queue.ValidScreening(id) {
+		return fmt.Errorf("admin: %q: %w", truncateID(id), booking.ErrUnknownScreening)
+	}
+	_, err := s.Store.Screening(ctx, id)
+	return err
+}
+
+func truncateID(id string) string {
+	if len(id) > 64 {
+		return id[:64] + "…"
+	}
+	return id
+}
+
+func (s *Server) adminPause(c echo.Context) error {
+	return s.adminAction(c, "paused", func(ctx context.Context, id string) error { return s.Queue.Pause(ctx, id) })
+}
+
+func (s *Server) adminResume(c echo.Context) error {
+	return s.adminAction(c, "resumed", func(ctx context.Context, id string) error { return s.Queue.Resume(ctx, id) })
+}
+
+// adminClose ends the sale: the scheduler stops (SQL), registration is refused and the waiting are told
+// (the line closes in Redis, as when the last seat sells).
+func (s *Server) adminClose(c echo.Context) error {
+	return s.adminAction(c, "closed", func(ctx context.Context, id string) error {
+		if err := s.Store.CloseSale(ctx, id, time.Now()); err != nil {
+			return err
+		}
+		return s.Queue.Close(ctx, id)
+	})
+}
+
+func (s *Server) adminAction(c echo.Context, what string, act func(context.Context, string) error) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if err := s.known(ctx, id); err != nil {
+		return err
+	}
+	if err := act(ctx, id); err != nil {
+		return err
+	}
+	s.logFor(c).Info("admin: sale "+what, "screening", id)
+	v, err := s.adminView(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) adminInstances(c echo.Context) error {
+	list, err := s.Queue.Instances(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list)
+}
+
+// liveFigures is one frame of the control room's stream.
+type liveFigures struct {
+	AtMs       int64            `json:"at"`
+	Screenings []adminScreening `json:"screenings"`
+	Instances  []queue.Instance `json:"instances"`
+}
+
+// adminStream sends the control room a frame of live figures every second, as server-sent events, until
+// the client goes or the server shuts down. (The page reads it with fetch, which can send the key.)
+func (s *Server) adminStream(c echo.Context) error {
+	ctx := c.Request().Context()
+	w := c.Response()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	t := time.NewTicker(streamEvery)
+	defer t.Stop()
+	for {
+		frame := liveFigures{AtMs: time.Now().UnixMilli()}
+		var err error
+		if frame.Screenings, err = s.adminScreenings(ctx); err == nil {
+			frame.Instances, err = s.Queue.Instances(ctx)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.logFor(c).Warn("admin: stream figures", "err", err)
+			if _, werr := fmt.Fprintf(w, "event: error\ndata: %q\n\n", "figures unavailable; retrying"); werr != nil {
+				return nil
+			}
+		} else {
+			b, _ := json.Marshal(frame)
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+				return nil
+			}
+		}
+		w.Flush()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.done:
+			return nil
+		case <-t.C:
+		}
+	}
+}
