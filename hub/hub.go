@@ -638,6 +638,9 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 		return
 	}
 	*line = fresh
+	if f := h.followedOf(screening); f != nil {
+		f.paused = fresh.Paused
+	}
 	h.setSeen(screening, line.Epoch) // before listing the sockets: see Missed
 	clients := h.clients(screening)
 	if line.Epoch > 0 {

@@ -29,6 +29,8 @@ type Line struct {
 	Total int64
 	// Left holds, sorted, the sequence numbers above Head that left the line (leave, lapse).
 	Left []int64
+	// Paused is whether admission was paused when the line was read (Queue.Line; events do not set it).
+	Paused bool
 }
 
 // Apply moves the line to the event that follows it. It reports false, changing nothing, when ev is not the
@@ -70,13 +72,13 @@ func (l *Line) Rank(seq int64) (int64, bool) {
 // events, and again after it missed one.
 func (q *Queue) Line(ctx context.Context, screening string) (Line, error) {
 	k := q.keys(screening)
-	res, err := lineScript.Run(ctx, q.rdb, []string{k.waiting, k.head, k.left, k.epoch, k.seq}).Int64Slice()
+	res, err := lineScript.Run(ctx, q.rdb, []string{k.waiting, k.head, k.left, k.epoch, k.seq, k.paused}).Int64Slice()
 	if err != nil {
 		return Line{}, fmt.Errorf("queue: line of %s: %w", screening, err)
 	}
-	l := Line{Epoch: res[0], Head: res[1], LastSeq: res[2], Total: res[3]}
-	if len(res) > 4 {
-		l.Left = res[4:]
+	l := Line{Epoch: res[0], Head: res[1], LastSeq: res[2], Total: res[3], Paused: res[4] == 1}
+	if len(res) > 5 {
+		l.Left = res[5:]
 	}
 	return l, nil
 }

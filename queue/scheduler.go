@@ -41,6 +41,8 @@ type Scheduler struct {
 
 	mu    sync.Mutex
 	loops map[string]*loopState // screening -> its loop, while it runs
+
+	refresh chan struct{} // Refresh's nudge to Run
 }
 
 // loopState is what others may see of a screening's loop: its settings and its wake-up.
@@ -53,7 +55,16 @@ type loopState struct {
 // NewScheduler returns a scheduler for the screenings list names, with defaults for the settings a
 // screening leaves unset and owner as this instance's lock id.
 func NewScheduler(q *Queue, list Screenings, defaults Settings, owner string, m *Metrics, log *slog.Logger) *Scheduler {
-	return &Scheduler{q: q, list: list, defaults: defaults, owner: owner, metrics: m, log: log, loops: map[string]*loopState{}}
+	return &Scheduler{q: q, list: list, defaults: defaults, owner: owner, metrics: m, log: log, loops: map[string]*loopState{}, refresh: make(chan struct{}, 1)}
+}
+
+// Refresh asks Run to read the screenings now rather than at its next refresh: the instance where an
+// operator created a screening or changed its settings applies it at once (the others within refreshEvery).
+func (s *Scheduler) Refresh() {
+	select {
+	case s.refresh <- struct{}{}:
+	default:
+	}
 }
 
 // Merge returns s with every zero field taken from defaults.
@@ -201,6 +212,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-refresh.C:
+		case <-s.refresh:
 		}
 	}
 }

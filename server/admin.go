@@ -159,6 +159,7 @@ func (s *Server) adminCreate(c echo.Context) error {
 	if err := s.Store.CreateScreening(ctx, sc, seats, settings); err != nil {
 		return err
 	}
+	s.refreshScheduler()
 	s.logFor(c).Info("admin: screening created", "screening", sc.ID, "seats", len(seats), "sale_opens_at", sc.SaleOpensAt.UTC().Format(time.RFC3339))
 	view, err := s.adminView(ctx, sc.ID)
 	if err != nil {
@@ -219,6 +220,12 @@ func (s *Server) adminView(ctx context.Context, id string) (adminScreening, erro
 	return adminScreening{}, fmt.Errorf("admin: %q: %w", id, booking.ErrUnknownScreening)
 }
 
+func (s *Server) refreshScheduler() {
+	if s.Scheduler != nil {
+		s.Scheduler.Refresh()
+	}
+}
+
 func (s *Server) adminList(c echo.Context) error {
 	all, err := s.adminScreenings(c.Request().Context())
 	if err != nil {
@@ -249,6 +256,7 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.refreshScheduler()
 	effective := bodyOf(stored.Merge(s.AdmissionDefaults))
 	s.logFor(c).Info("admin: admission changed", "screening", c.Param("id"), "interval", effective.Interval,
 		"batch_size", effective.BatchSize, "max_active", effective.MaxActive, "active_ttl", effective.ActiveTTL)
@@ -286,6 +294,7 @@ func (s *Server) adminClose(c echo.Context) error {
 		if err := s.Store.CloseSale(ctx, id, time.Now()); err != nil {
 			return err
 		}
+		s.refreshScheduler()
 		return s.Queue.Close(ctx, id)
 	})
 }

@@ -49,6 +49,9 @@ type Deps struct {
 	BenchFloor bool
 	// Pprof serves Go's profiler at /debug/pprof/ (bench.pprof).
 	Pprof bool
+	// Scheduler is told to read the screenings again after an operator's change (nil: it finds out at its
+	// next refresh).
+	Scheduler interface{ Refresh() }
 	// AdminKey is the bearer key of /api/admin (admin.key); empty turns the admin API off.
 	AdminKey string
 	// AdmissionDefaults are the settings a screening leaves unset (admission.*), for the operator's view.

@@ -115,7 +115,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	srv := server.New(server.Deps{
 		Queue: q, Store: store, Booking: book, Hub: h, Redis: rdb, Gatherer: reg,
 		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Pprof: cfg.Bench.Pprof,
-		AdminKey: cfg.Admin.Key, AdmissionDefaults: defaults, Log: log,
+		Scheduler: sched, AdminKey: cfg.Admin.Key, AdmissionDefaults: defaults, Log: log,
 	})
 	if cfg.Admin.Key == "" {
 		log.Info("admin.key not set: the admin API and control room are off (set WAITROOM_ADMIN_KEY)")

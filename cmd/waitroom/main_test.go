@@ -95,6 +95,10 @@ type msg struct {
 	ExpiresAt string `json:"expires_at"`
 	Code      string `json:"code"`
 	Message   string `json:"message"`
+	OpensAt   string `json:"opens_at"`
+	Paused    bool   `json:"paused"`
+	// ETASeconds is absent (nil) while the server does not know the admission rate.
+	ETASeconds *int64 `json:"eta_seconds"`
 }
 
 type client struct {

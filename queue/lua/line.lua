@@ -8,12 +8,13 @@
 -- KEYS[3] left     ZSET seq -> seq: sequence numbers that left the line
 -- KEYS[4] epoch    STRING the number of the last event
 -- KEYS[5] seq      STRING the last sequence number handed out
+-- KEYS[6] paused   STRING present while the operator has paused admission
 --
--- Returns {epoch, head, lastSeq, total, left...}
+-- Returns {epoch, head, lastSeq, total, paused (0|1), left...}
 local head = tonumber(redis.call('GET', KEYS[2]) or '0')
 local out = {
   tonumber(redis.call('GET', KEYS[4]) or '0'), head, tonumber(redis.call('GET', KEYS[5]) or '0'),
-  redis.call('ZCARD', KEYS[1]),
+  redis.call('ZCARD', KEYS[1]), redis.call('EXISTS', KEYS[6]),
 }
 local left = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. head, '+inf')
 for i = 1, #left do
