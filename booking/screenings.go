@@ -152,7 +152,7 @@ func (s *Store) CloseSale(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
-const saleSQL = `SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms, closed_at FROM screenings`
+const saleSQL = `SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms FROM screenings`
 
 // saleRow is a screening as the scheduler and the operator see it.
 type saleRow struct {
@@ -162,7 +162,6 @@ type saleRow struct {
 	BatchSize   sql.NullInt64 `db:"batch_size"`
 	MaxActive   sql.NullInt64 `db:"max_active"`
 	ActiveTTLMs sql.NullInt64 `db:"active_ttl_ms"`
-	ClosedAt    sql.NullTime  `db:"closed_at"`
 }
 
 func (r saleRow) settings() queue.Settings {
@@ -186,12 +185,11 @@ func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error
 	return out, nil
 }
 
-// Managed is a screening as its operator sees it: its summary, its own admission settings (zero fields:
-// the server's defaults) and when its sale was closed.
+// Managed is a screening as its operator sees it: its summary and its own admission settings (zero
+// fields: the server's defaults).
 type Managed struct {
 	Summary
 	Admission queue.Settings
-	ClosedAt  *time.Time
 }
 
 // Managed lists every screening for the operator, by start time.
@@ -210,12 +208,7 @@ func (s *Store) Managed(ctx context.Context) ([]Managed, error) {
 	}
 	out := make([]Managed, len(sums))
 	for i, sum := range sums {
-		r := byID[sum.ID]
-		out[i] = Managed{Summary: sum, Admission: r.settings()}
-		if r.ClosedAt.Valid {
-			at := r.ClosedAt.Time.UTC()
-			out[i].ClosedAt = &at
-		}
+		out[i] = Managed{Summary: sum, Admission: byID[sum.ID].settings()}
 	}
 	return out, nil
 }

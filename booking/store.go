@@ -112,6 +112,8 @@ type Summary struct {
 	Screening
 	SeatsTotal     int `db:"seats_total" json:"seats_total"`
 	SeatsAvailable int `db:"seats_available" json:"seats_available"`
+	// ClosedAt is when the operator closed the sale (nil while it is not closed).
+	ClosedAt *time.Time `db:"closed_at" json:"closed_at,omitempty"`
 }
 
 // SeatStatus is one seat of the map.
@@ -166,7 +168,7 @@ func (s *Store) EnsureScreening(ctx context.Context, sc Screening, seats []Seat)
 	return true, nil
 }
 
-const summarySQL = `SELECT s.id, s.name, s.starts_at, s.sale_opens_at,
+const summarySQL = `SELECT s.id, s.name, s.starts_at, s.sale_opens_at, s.closed_at,
 	(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) AS seats_total,
 	(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) -
 	(SELECT COUNT(*) FROM reservation_seats r WHERE r.screening_id = s.id) AS seats_available

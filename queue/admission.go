@@ -135,7 +135,7 @@ func ExpiryOf(now time.Time, ttl time.Duration) time.Time {
 	return time.UnixMilli(now.Add(ttl).UnixMilli())
 }
 
-// TryLock takes the screening's admission lock for tick number tick (now / interval). It fails when another
+// TryLock takes the screening's admission lock for tick number tick (the start of its interval, Unix ms). It fails when another
 // owner holds the lock, or when any owner already took this tick.
 func (q *Queue) TryLock(ctx context.Context, screening, owner string, tick int64, ttl time.Duration) (bool, error) {
 	k := q.keys(screening)

@@ -165,7 +165,7 @@ func TestLockMissChangesNothing(t *testing.T) {
 					t.Fatalf("first Tick = %d admitted, %v, want 3 admitted", len(res.Admitted), err)
 				}
 				now := at(3)
-				c.other(t, q, now.UnixMilli()/time.Second.Milliseconds())
+				c.other(t, q, now.Truncate(time.Second).UnixMilli())
 				waiting, active := members(t, env, screening, "waiting"), members(t, env, screening, "active")
 
 				res, err := s.Tick(t.Context(), screening, now)
@@ -318,7 +318,7 @@ func TestTickRecordsMetrics(t *testing.T) {
 		tick(2, "") // admits 2
 		tick(3, "") // admits 1: the room left
 		tick(4, queue.ActiveCapacityReached)
-		if ok, err := q.TryLock(t.Context(), screening, "other", at(5).Unix(), time.Minute); err != nil || !ok {
+		if ok, err := q.TryLock(t.Context(), screening, "other", at(5).UnixMilli(), time.Minute); err != nil || !ok {
 			t.Fatalf("TryLock(other) = %v, %v, want true", ok, err)
 		}
 		// Empty the line behind the scheduler's back: a lock miss must leave the gauges at the last tick's counts.
@@ -360,4 +360,27 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// An operator who lengthens a running line's interval slows admission; it does not stop it: the next tick
+// at a multiple of the new interval still takes the lock (tick numbers are the interval's start in ms, so
+// they keep rising; numbered now / interval, they would fall and every tick would be refused).
+func TestLongerIntervalKeepsTicking(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		registerN(t, q, screening, 10)
+		fast, _ := newScheduler(t, q, settings(2, 50), "a")
+		first := tickTimes()(1)
+		if res, err := fast.Tick(t.Context(), screening, first); err != nil || len(res.Admitted) != 2 {
+			t.Fatalf("Tick at 1s interval = %d admitted, %v, want 2", len(res.Admitted), err)
+		}
+		slower := settings(2, 50)
+		slower.Interval = 10 * time.Second
+		slow, _ := newScheduler(t, q, slower, "a")
+		next := first.Truncate(slower.Interval).Add(slower.Interval) // where a 10 s loop ticks next
+		res, err := slow.Tick(t.Context(), screening, next)
+		if err != nil || res.Skip != "" || len(res.Admitted) != 2 {
+			t.Errorf("Tick at %v after lengthening the interval to 10s = skip %q, %d admitted, %v; want 2 admitted", next, res.Skip, len(res.Admitted), err)
+		}
+	})
 }

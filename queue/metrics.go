@@ -48,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Paused:       gauge("paused", "1 while the operator has paused the screening's admission (as this instance last saw it)."),
 		TickSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "waitroom", Subsystem: "admission", Name: "tick_duration_seconds",
-			Help: "Time one admission tick took, lock to publish.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+			Help: "Time one admission tick took on this instance, lock to publish (lock misses included).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}, []string{"screening"}),
 	}
 	reg.MustRegister(m.Runs, m.Refills, m.Admitted, m.Failures, m.LockMisses, m.CapacityHits, m.Skips, m.Abandoned, m.Shuffled, m.Opens, m.Waiting, m.Active, m.Paused, m.TickSeconds)

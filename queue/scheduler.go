@@ -289,7 +289,11 @@ func (s *Scheduler) Refill(ctx context.Context, screening string, now time.Time)
 	s.metrics.Admitted.WithLabelValues(screening).Add(float64(len(res.Admitted)))
 	s.metrics.Waiting.WithLabelValues(screening).Set(float64(res.Waiting))
 	s.metrics.Active.WithLabelValues(screening).Set(float64(res.Active))
-	return res, s.publishTick(ctx, res)
+	if err := s.publishTick(ctx, res); err != nil {
+		s.metrics.Failures.WithLabelValues(screening).Inc()
+		return res, err
+	}
+	return res, nil
 }
 
 // publishTick tells every instance what an admission changed.
@@ -318,6 +322,8 @@ func (s *Scheduler) runTick(ctx context.Context, screening string, now time.Time
 	s.metrics.TickSeconds.WithLabelValues(screening).Observe(time.Since(started).Seconds())
 	if err != nil {
 		s.metrics.Failures.WithLabelValues(screening).Inc()
+		// A failed publish comes after the admission: those admitted hold their slots and count.
+		s.metrics.Admitted.WithLabelValues(screening).Add(float64(len(res.Admitted)))
 		return res, err
 	}
 	s.metrics.Abandoned.WithLabelValues(screening).Add(float64(res.Abandoned))
@@ -349,7 +355,9 @@ func (s *Scheduler) runTick(ctx context.Context, screening string, now time.Time
 }
 
 func (s *Scheduler) tick(ctx context.Context, screening string, now time.Time, settings Settings) (TickResult, error) {
-	tickNo := now.UnixMilli() / settings.Interval.Milliseconds()
+	// A tick is numbered by the start of its interval, in Unix ms, not by now / interval: the numbers keep
+	// rising when an operator lengthens the interval (the lock refuses a number at or below the last one).
+	tickNo := now.Truncate(settings.Interval).UnixMilli()
 	got, err := s.q.TryLock(ctx, screening, s.owner, tickNo, settings.LockTTL)
 	if err != nil {
 		return TickResult{Screening: screening, TickAt: now}, err

@@ -23,6 +23,8 @@ const (
 	streamEvery = time.Second
 	// maxRows bounds rows × seats_per_row's rows: A … ZZ.
 	maxRows = 702
+	// maxSeatsPerRow keeps seat numbers to the four digits a seat id may have ("A9999").
+	maxSeatsPerRow = 9999
 )
 
 var (
@@ -140,10 +142,10 @@ func (s *Server) adminCreate(c echo.Context) error {
 		if seats, err = booking.SeatsFromIDs(body.Seats); err != nil {
 			return err
 		}
-	case body.Rows < 1 || body.Rows > maxRows || body.SeatsPerRow < 1 || body.SeatsPerRow > booking.MaxSeatsPerScreening ||
+	case body.Rows < 1 || body.Rows > maxRows || body.SeatsPerRow < 1 || body.SeatsPerRow > maxSeatsPerRow ||
 		body.Rows*body.SeatsPerRow > booking.MaxSeatsPerScreening:
 		return fmt.Errorf("admin: rows (1–%d) × seats_per_row (1–%d) must make 1 to %d seats, or list seats: %w",
-			maxRows, booking.MaxSeatsPerScreening, booking.MaxSeatsPerScreening, booking.ErrBadScreening)
+			maxRows, maxSeatsPerRow, booking.MaxSeatsPerScreening, booking.ErrBadScreening)
 	default:
 		seats = booking.Grid(body.Rows, body.SeatsPerRow)
 	}
@@ -173,7 +175,6 @@ func (s *Server) adminCreate(c echo.Context) error {
 type adminScreening struct {
 	screeningView
 	Admission admissionBody  `json:"admission"`
-	ClosedAt  *time.Time     `json:"closed_at,omitempty"`
 	SeatsSold int            `json:"seats_sold"`
 	Line      *queue.Figures `json:"line,omitempty"`
 }
@@ -189,11 +190,7 @@ func (s *Server) adminScreenings(ctx context.Context) ([]adminScreening, error) 
 		out[i] = adminScreening{
 			screeningView: screeningView{Summary: m.Summary, State: state(m.Summary, now), MaxSeats: s.Booking.MaxSeats()},
 			Admission:     bodyOf(m.Admission.Merge(s.AdmissionDefaults)),
-			ClosedAt:      m.ClosedAt,
 			SeatsSold:     m.SeatsTotal - m.SeatsAvailable,
-		}
-		if m.ClosedAt != nil {
-			out[i].State = "closed"
 		}
 		f, err := s.Queue.Figures(ctx, m.ID)
 		if err != nil {

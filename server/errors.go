@@ -90,6 +90,10 @@ var (
 // unwrapMessage is the message of a booking error without its package prefix.
 func unwrapMessage(err error) string {
 	msg := err.Error()
+	// The sentinel the code already says is not repeated at the end.
+	for _, sentinel := range []error{booking.ErrBadScreening, booking.ErrBadRequest, errBadAdminBody} {
+		msg = strings.TrimSuffix(msg, ": "+sentinel.Error())
+	}
 	for {
 		trimmed := strings.TrimPrefix(strings.TrimPrefix(msg, "booking: "), "admin: ")
 		if trimmed == msg {

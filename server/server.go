@@ -258,7 +258,8 @@ func (s *Server) redisReady(ctx context.Context) error {
 // screeningView is a screening as the API shows it.
 type screeningView struct {
 	booking.Summary
-	// State is "upcoming" before the sale opens, "on_sale", or "sold_out".
+	// State is "upcoming" before the sale opens, "on_sale", "sold_out", or "closed" by the operator (the
+	// operator's view also shows "paused").
 	State string `json:"state"`
 	// MaxSeats is the most seats one reservation may take.
 	MaxSeats int    `json:"max_seats"`
@@ -268,6 +269,8 @@ type screeningView struct {
 
 func state(sum booking.Summary, now time.Time) string {
 	switch {
+	case sum.ClosedAt != nil:
+		return "closed"
 	case sum.SeatsAvailable <= 0:
 		return "sold_out"
 	case now.Before(sum.SaleOpensAt):
@@ -377,7 +380,7 @@ func (s *Server) reserve(c echo.Context) error {
 	r, err := s.Booking.ReserveOnce(ctx, c.Param("id"), pass, key, body.Seats)
 	var after *booking.AfterCommitError
 	if errors.As(err, &after) {
-		s.Log.Warn("reserve: committed, follow-up failed", "screening", c.Param("id"), "err", err)
+		s.logFor(c).Warn("reserve: committed, follow-up failed", "screening", c.Param("id"), "err", err)
 		err = nil
 	}
 	if err != nil {
@@ -416,7 +419,7 @@ func (s *Server) socket(c echo.Context) error {
 		if status == http.StatusNotFound {
 			hub.Reject(conn, hub.ErrorMessage(body.Code, body.Message), websocket.ClosePolicyViolation, body.Code)
 		} else {
-			s.Log.Error("socket: screening", "screening", id, "err", err)
+			s.logFor(c).Error("socket: screening", "screening", id, "err", err)
 			hub.Reject(conn, hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), hub.CloseTryAgainLater, "UNAVAILABLE")
 		}
 		return nil
@@ -431,7 +434,7 @@ func (s *Server) socket(c echo.Context) error {
 		hub.Reject(conn, hub.SoldOutMessage(), websocket.CloseNormalClosure, "sold out")
 		return nil
 	case err != nil:
-		s.Log.Error("socket: register", "screening", id, "err", err)
+		s.logFor(c).Error("socket: register", "screening", id, "err", err)
 		hub.Reject(conn, hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), hub.CloseTryAgainLater, "UNAVAILABLE")
 		return nil
 	}

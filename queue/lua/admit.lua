@@ -25,6 +25,10 @@
 -- KEYS[9] leftnew  LIST sequence numbers that left since the last event
 -- KEYS[10] epoch   STRING the number of the last event
 -- KEYS[11] seq     STRING the last sequence number handed out
+-- KEYS[12] opened  STRING present once the line is open (open.lua; until then the line is empty)
+-- KEYS[13] paused  STRING present while the operator has paused admission
+-- KEYS[14] gone    ZSET token -> when its last socket closed (Unix ms; disconnect.lua)
+-- KEYS[15] stats   HASH the screening's counters: admitted, abandoned, skip:<reason>
 -- ARGV[1] now, Unix ms
 -- ARGV[2] batch_size
 -- ARGV[3] max_active

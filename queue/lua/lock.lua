@@ -1,6 +1,7 @@
--- lock.lua: take a screening's admission lock for one tick. Ticks are numbered by wall-clock interval
--- (now / interval); a tick that any instance has already taken cannot be taken again, so instances whose
--- tickers are out of phase still admit once per interval cluster-wide.
+-- lock.lua: take a screening's admission lock for one tick. Ticks are numbered by the start of their
+-- wall-clock interval (Unix ms), so numbers keep rising when an operator changes the interval; a tick that
+-- any instance has already taken cannot be taken again, so instances whose tickers are out of phase still
+-- admit once per interval cluster-wide.
 --
 -- KEYS[1] lock      STRING owner id, with a TTL
 -- KEYS[2] lastTick  STRING the number of the last tick taken

@@ -7,8 +7,8 @@
 -- those keys, a uniform shuffle (docs/fairness.md). A line with an empty pre-queue opens here, at once, when
 -- its sale time has come.
 --
--- Every registration of a waiting token counts one more socket for it (conns) and forgets that it was
--- gone (abandonment, admit.lua); disconnect.lua counts the socket off.
+-- Every registration counts one more socket for the token (conns; disconnect.lua counts it off), and one
+-- of a waiting token forgets that it was gone (abandonment, admit.lua).
 --
 -- KEYS[1] waiting  ZSET token -> sequence number
 -- KEYS[2] active   ZSET token -> admission expiry (Unix ms)
@@ -40,6 +40,9 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   return {'closed'}
 end
 
+-- Every socket counts, whatever the token's state: disconnect.lua counts each one off.
+redis.call('HINCRBY', KEYS[11], token, 1)
+
 local expires = redis.call('ZSCORE', KEYS[2], token)
 if expires then
   if tonumber(expires) > now then
@@ -50,7 +53,6 @@ if expires then
 end
 
 redis.call('ZREM', KEYS[10], token)
-redis.call('HINCRBY', KEYS[11], token, 1)
 local paused = redis.call('EXISTS', KEYS[9])
 local epoch = tonumber(redis.call('GET', KEYS[6]) or '0')
 
