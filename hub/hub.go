@@ -11,7 +11,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"math"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/waitroom/waitroom/queue"
+	"golang.org/x/time/rate"
 )
 
 const (
@@ -38,6 +38,13 @@ const (
 	redisTimeout = 5 * time.Second
 	// resubscribeEvery paces the retries of a screening's subscription after Redis refused or dropped it.
 	resubscribeEvery = time.Second
+	// messagesPerSecond and messageBurst bound what one client may send: the protocol's only client message
+	// is a leave, so a socket past them is a bot or a bug, and is closed with 1008.
+	messagesPerSecond = 5
+	messageBurst      = 10
+	// maxBadMessages is how many malformed or unknown messages a socket may send: the first is answered with
+	// an error message, the next closes the socket with 1008.
+	maxBadMessages = 2
 )
 
 // Close codes the hub uses beyond RFC 6455's basics.
@@ -129,6 +136,8 @@ type Client struct {
 	closed     bool
 	closeCode  int
 	closeText  string
+	linger     bool   // the reader closes the connection after the close frame (closeRead), not the writer
+	toldPaused bool   // whether the client was last told admission is paused
 	admittedMs int64  // expiry of the admission whose pass was sent; 0 while waiting
 	ticks      uint64 // tick messages (positions, passes) queued so far
 }
@@ -148,10 +157,11 @@ func Reject(conn *websocket.Conn, msg []byte, code int, reason string) {
 }
 
 // Join adds a socket to the hub; seq is the token's sequence number when it is
-// waiting (0 in the pre-queue or admitted) and first its first message (may be nil). It returns nil (and rejects the socket with
+// waiting (0 in the pre-queue or admitted), paused whether its first message (may be nil) says admission is
+// paused. It returns nil (and rejects the socket with
 // 1012) when the hub is draining. The caller then calls Serve (or Start).
-func (h *Hub) Join(conn *websocket.Conn, screening, token string, seq int64, first []byte) *Client {
-	c := &Client{hub: h, conn: conn, screening: screening, token: token, pendingPos: -1}
+func (h *Hub) Join(conn *websocket.Conn, screening, token string, seq int64, paused bool, first []byte) *Client {
+	c := &Client{hub: h, conn: conn, screening: screening, token: token, pendingPos: -1, toldPaused: paused}
 	c.seq.Store(seq)
 	h.mu.Lock()
 	if h.draining {
@@ -167,18 +177,31 @@ func (h *Hub) Join(conn *websocket.Conn, screening, token string, seq int64, fir
 	room[c] = struct{}{}
 	h.serving.Add(1)
 	h.followLocked(screening)
+	pause := pauseUnknown
+	if f := h.following[screening]; f != nil {
+		pause = f.pause.Load()
+	}
 	h.mu.Unlock()
 	h.sockets.Inc()
 	if first != nil {
 		c.Send(first)
+	}
+	if pause != pauseUnknown {
+		c.tellPaused(pause == pausePaused) // a pause or resume dispatched between registering and joining
 	}
 	return c
 }
 
 // Start serves the client (Serve) on a goroutine of the hub's own, so the HTTP handler that upgraded the
 // socket can return and its deep stack be freed: an idle socket then costs one small reading goroutine.
-func (h *Hub) Start(c *Client) {
-	go h.Serve(h.ctx, c)
+// done, when not nil, runs once the socket is gone.
+func (h *Hub) Start(c *Client, done func()) {
+	go func() {
+		h.Serve(h.ctx, c)
+		if done != nil {
+			done()
+		}
+	}()
 }
 
 // Serve reads the client's messages until the socket closes, then removes it from the hub.
@@ -188,6 +211,9 @@ func (h *Hub) Serve(ctx context.Context, c *Client) {
 	c.conn.SetReadLimit(maxMessageSize)
 	_ = c.conn.SetReadDeadline(time.Now().Add(pongWait))
 	c.conn.SetPongHandler(func(string) error { return c.conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	// Made at the first message: most sockets never send one, and an idle socket should cost little.
+	var limiter *rate.Limiter
+	bad := 0
 	for {
 		_, data, err := c.conn.ReadMessage()
 		if err != nil {
@@ -197,11 +223,24 @@ func (h *Hub) Serve(ctx context.Context, c *Client) {
 			return
 		}
 		_ = c.conn.SetReadDeadline(time.Now().Add(pongWait))
-		var in Inbound
-		if json.Unmarshal(data, &in) != nil || in.Type != "leave" {
-			c.Send(ErrorMessage("BAD_MESSAGE", `the only client message is {"type":"leave"}`))
+		if limiter == nil {
+			limiter = rate.NewLimiter(messagesPerSecond, messageBurst)
+		}
+		if !limiter.Allow() {
+			c.Send(ErrorMessage("TOO_MANY_MESSAGES", "more messages than the protocol needs; reconnect with your token"))
+			c.closeRead(websocket.ClosePolicyViolation, "too many messages")
+			return
+		}
+		in, err := DecodeInbound(data)
+		if err != nil {
+			c.Send(ErrorMessage("BAD_MESSAGE", err.Error()))
+			if bad++; bad >= maxBadMessages {
+				c.closeRead(websocket.ClosePolicyViolation, "repeated bad messages")
+				return
+			}
 			continue
 		}
+		_ = in // a leave: the only message there is
 		if _, err := h.leaver.Leave(ctx, c.screening, c.token); err != nil {
 			h.log.Error("hub: leave", "screening", c.screening, "err", err)
 			c.Send(ErrorMessage("UNAVAILABLE", "could not leave the line; try again"))
@@ -209,6 +248,29 @@ func (h *Hub) Serve(ctx context.Context, c *Client) {
 		}
 		c.Close(websocket.CloseNormalClosure, "left")
 	}
+}
+
+// closeWait bounds how long a socket the server closed is read (and discarded) for the peer's answer.
+const closeWait = time.Second
+
+// closeRead closes a socket from its reader while the peer is still sending: the close frame is queued
+// as by Close, then what the peer sends is read and dropped until it answers the close or closeWait passes,
+// and only then is the connection closed. Closed at once with unread data in it, TCP would reset the
+// connection, and the peer would lose the close frame that says why.
+func (c *Client) closeRead(code int, reason string) {
+	c.mu.Lock()
+	if !c.closed {
+		c.linger = true
+	}
+	c.closeLocked(code, reason)
+	c.mu.Unlock()
+	_ = c.conn.SetReadDeadline(time.Now().Add(closeWait))
+	for {
+		if _, _, err := c.conn.NextReader(); err != nil {
+			break
+		}
+	}
+	_ = c.conn.Close()
 }
 
 func (h *Hub) leave(c *Client) {
@@ -416,10 +478,52 @@ type followed struct {
 	// seen is the newest event epoch whose dispatch began (see Missed). Only the screening's subscription
 	// goroutine writes it.
 	seen atomic.Int64
-	// pace and paused are the screening's measured admission rate and the operator's pause, for the wait
-	// estimates. Only the subscription goroutine touches them.
-	pace   pace
-	paused bool
+	// pace is the screening's measured admission rate, for the wait estimates. Only the subscription
+	// goroutine touches it.
+	pace pace
+	// pause is the operator's pause as the hub last learnt it (pauseUnknown until the line is first read).
+	// The subscription goroutine writes it before it lists the sockets, and Join reads it after adding one,
+	// so a socket joining during a pause or resume is told either way (see tellPaused).
+	pause atomic.Int32
+}
+
+// The values of followed.pause.
+const (
+	pauseUnknown int32 = iota
+	pauseRunning
+	pausePaused
+)
+
+func pauseOf(paused bool) int32 {
+	if paused {
+		return pausePaused
+	}
+	return pauseRunning
+}
+
+// setPause records the screening's pause and, when it changed or every client must be checked (all),
+// tells the clients that were told otherwise.
+func (h *Hub) setPause(f *followed, screening string, paused, all bool) {
+	if f == nil {
+		return
+	}
+	if old := f.pause.Swap(pauseOf(paused)); old == pauseOf(paused) && !all {
+		return
+	}
+	for _, c := range h.clients(screening) {
+		c.tellPaused(paused)
+	}
+}
+
+// tellPaused sends paused or resumed to a waiting client told otherwise so far.
+func (c *Client) tellPaused(paused bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.admittedMs != 0 || c.toldPaused == paused {
+		return
+	}
+	c.toldPaused = paused
+	c.sendLocked(PausedMessage(paused))
 }
 
 func (h *Hub) followLocked(screening string) <-chan struct{} {
@@ -543,15 +647,7 @@ func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 			c.Close(websocket.CloseNormalClosure, "sold out")
 		}
 	case queue.EventPaused, queue.EventResumed:
-		if f != nil {
-			f.paused = ev.Kind == queue.EventPaused
-		}
-		msg := PausedMessage(ev.Kind == queue.EventPaused)
-		for _, c := range clients {
-			if !c.admitted() {
-				c.Send(msg)
-			}
-		}
+		h.setPause(f, ev.Screening, ev.Kind == queue.EventPaused, true)
 	case queue.EventOpened:
 		h.placePre(ctx, ev.Screening, clients)
 		if line.Apply(ev) {
@@ -573,8 +669,8 @@ func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 		}
 		if f != nil {
 			f.pace.add(ev.TickAtMs, len(ev.Admitted))
-			f.paused = ev.Paused
 		}
+		h.setPause(f, ev.Screening, ev.Paused, false) // a pause or resume whose own event was lost
 		if line.Apply(ev) {
 			h.pushRanks(f, line, clients, ev.TickAtMs)
 			return
@@ -638,9 +734,8 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 		return
 	}
 	*line = fresh
-	if f := h.followedOf(screening); f != nil {
-		f.paused = fresh.Paused
-	}
+	// Events lost while the subscription was down may include a pause or a resume.
+	h.setPause(h.followedOf(screening), screening, fresh.Paused, true)
 	h.setSeen(screening, line.Epoch) // before listing the sockets: see Missed
 	clients := h.clients(screening)
 	if line.Epoch > 0 {
@@ -669,9 +764,9 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 // pushRanks sends each waiting client its rank, computed from the line, with a wait estimate from the
 // screening's measured admission rate (none while paused or before the rate is known).
 func (h *Hub) pushRanks(f *followed, line *queue.Line, clients []*Client, tickAtMs int64) {
-	perSecond := 0.0
-	if f != nil && !f.paused {
-		perSecond = f.pace.perSecond()
+	var rate paceRate // unknown: no estimate
+	if f != nil && f.pause.Load() != pausePaused {
+		rate = f.pace.rate()
 	}
 	for _, c := range clients {
 		seq := c.seq.Load()
@@ -679,7 +774,7 @@ func (h *Hub) pushRanks(f *followed, line *queue.Line, clients []*Client, tickAt
 			continue
 		}
 		if rank, ok := line.Rank(seq); ok {
-			c.sendPosition(PositionMessage(rank, line.Total, tickAtMs, etaSeconds(rank+1, perSecond)))
+			c.sendPosition(PositionMessage(rank, line.Total, tickAtMs, etaSeconds(rank+1, rate)))
 		}
 	}
 }

@@ -2,10 +2,12 @@ package hub_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -221,7 +223,7 @@ func TestSlowClientIsDisconnectedNotWaitedOn(t *testing.T) {
 		if err != nil {
 			return
 		}
-		c := h.Join(conn, "s1", queue.NewToken(), 0, nil)
+		c := h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
 		joined <- c
 		h.Serve(req.Context(), c)
 	}))
@@ -344,25 +346,33 @@ func TestBadClientMessageGetsAnError(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	env.Demo(t, "s1", 1, 5)
 	r := newRig(t, env, queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1, ActiveTTL: time.Minute, LockTTL: time.Second})
-	c := r.dial(t, "s1", "")
-	q := c.read(t)
 	for _, bad := range []string{`nonsense`, `{"type":"dance"}`, `[]`} {
-		if err := c.conn.WriteMessage(websocket.TextMessage, []byte(bad)); err != nil {
-			t.Fatal(err)
+		c := r.dial(t, "s1", "")
+		q := c.read(t)
+		// The first bad message is answered; the second closes the socket with 1008.
+		for i := range 2 {
+			if err := c.conn.WriteMessage(websocket.TextMessage, []byte(bad)); err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if err := c.conn.ReadJSON(&m); err != nil {
+				t.Fatalf("after %q #%d: %v", bad, i+1, err)
+			}
+			if m["type"] != "error" || m["code"] != "BAD_MESSAGE" {
+				t.Errorf("after %q #%d got %v, want error BAD_MESSAGE", bad, i+1, m)
+			}
 		}
-		var m map[string]any
-		_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if err := c.conn.ReadJSON(&m); err != nil {
-			t.Fatalf("after %q: %v", bad, err)
+		_, _, err := c.conn.ReadMessage()
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation {
+			t.Errorf("after a second %q: %v, want close 1008", bad, err)
 		}
-		if m["type"] != "error" || m["code"] != "BAD_MESSAGE" {
-			t.Errorf("after %q got %v, want error BAD_MESSAGE", bad, m)
+		// Still in line: a bad client loses its socket, not its place.
+		e, err := r.q.Status(context.Background(), "s1", q.Token)
+		if err != nil || e.State != queue.Waiting {
+			t.Errorf("Status after bad messages = %+v, %v; want waiting", e, err)
 		}
-	}
-	// Still in line.
-	e, err := r.q.Status(context.Background(), "s1", q.Token)
-	if err != nil || e.State != queue.Waiting {
-		t.Errorf("Status after bad messages = %+v, %v; want waiting", e, err)
 	}
 }
 
@@ -379,7 +389,7 @@ func TestCatchUpNeverFollowsNewerTickNews(t *testing.T) {
 		if err != nil {
 			return
 		}
-		c := h.Join(conn, "s1", token, 0, nil)
+		c := h.Join(conn, "s1", token, 0, false, nil)
 		joined <- c
 		h.Serve(req.Context(), c)
 	}))
@@ -448,4 +458,111 @@ func TestMissedEventIsRecoveredFromTheLine(t *testing.T) {
 			t.Fatalf("client 2 after the gap = %+v, want position 1 of 1", m)
 		}
 	})
+}
+
+// failingLeaver cannot take anyone out of a line (its Redis is down).
+type failingLeaver struct{}
+
+func (failingLeaver) Leave(context.Context, string, string) (bool, error) {
+	return false, errors.New("redis: connection refused")
+}
+
+// A client that sends more messages than the protocol could need is closed with 1008, even when every one is
+// well formed: here a leave retried in a tight loop while leaving fails.
+func TestMessageFloodIsClosed(t *testing.T) {
+	env := testenv.New(t, testenv.Embedded)
+	q := queue.New(env.Redis, env.Prefix)
+	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), failingLeaver{}, prometheus.NewRegistry(), quiet)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
+		if err != nil {
+			return
+		}
+		h.Serve(req.Context(), h.Join(conn, "s1", queue.NewToken(), 0, false, nil))
+	}))
+	defer srv.Close()
+	conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	defer conn.Close()
+	for range 50 {
+		if err := conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"leave"}`)); err != nil {
+			break // closed before all were written
+		}
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	code := 0
+	for code == 0 {
+		_, data, err := conn.ReadMessage()
+		var ce *websocket.CloseError
+		switch {
+		case errors.As(err, &ce):
+			code = ce.Code
+		case err != nil:
+			t.Fatalf("reading until the close: %v", err)
+		case !strings.Contains(string(data), "UNAVAILABLE") && !strings.Contains(string(data), "TOO_MANY_MESSAGES"):
+			t.Errorf("message during the flood: %s, want UNAVAILABLE answers, then TOO_MANY_MESSAGES", data)
+		}
+	}
+	if code != websocket.ClosePolicyViolation {
+		t.Errorf("after 50 leaves at once: close %d, want 1008", code)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn.Close()
+	if err := h.Shutdown(sctx); err != nil {
+		t.Fatalf("Shutdown = %v", err)
+	}
+}
+
+// A pause dispatched between a socket's registration (which said "not paused") and its joining the hub is
+// still told to that socket, and a pause lost by the subscription is told when the line is read again.
+func TestPauseBetweenRegisteringAndJoiningIsTold(t *testing.T) {
+	env := testenv.New(t, testenv.Embedded)
+	q := queue.New(env.Redis, env.Prefix)
+	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	ctx := context.Background()
+	if err := h.Follow(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	// The pause is set in Redis and its event dispatched before the socket joins.
+	if err := env.Redis.Set(ctx, queue.Key(env.Prefix, "s1", "paused"), "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.Dispatch(ctx, &queue.Line{}, queue.Event{Kind: queue.EventPaused, Screening: "s1", TickAtMs: 1})
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
+		if err != nil {
+			return
+		}
+		h.Serve(req.Context(), h.Join(conn, "s1", queue.NewToken(), 0, false, []byte(`{"type":"queued"}`)))
+	}))
+	defer srv.Close()
+	conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	defer conn.Close()
+	var got []string
+	for range 2 {
+		var m message
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if err := conn.ReadJSON(&m); err != nil {
+			t.Fatalf("messages so far %v: %v", got, err)
+		}
+		got = append(got, m.Type)
+	}
+	if want := []string{"queued", "paused"}; !slices.Equal(got, want) {
+		t.Errorf("messages = %v, want %v", got, want)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn.Close()
+	if err := h.Shutdown(sctx); err != nil {
+		t.Fatalf("Shutdown = %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 
@@ -70,6 +71,19 @@ type Error struct {
 // Inbound is a client message ({"type":"leave"}).
 type Inbound struct {
 	Type string `json:"type"`
+}
+
+// errBadInbound explains every refused client message: the protocol has one.
+var errBadInbound = errors.New(`the only client message is {"type":"leave"}`)
+
+// DecodeInbound reads a client message: exactly {"type":"leave"} (unknown fields are ignored, so a newer
+// client's extras do no harm); anything else is refused with an error to send back.
+func DecodeInbound(data []byte) (Inbound, error) {
+	var in Inbound
+	if err := json.Unmarshal(data, &in); err != nil || in.Type != "leave" {
+		return Inbound{}, errBadInbound
+	}
+	return in, nil
 }
 
 // QueuedMessage is the first message for a waiting entry.

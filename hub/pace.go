@@ -1,7 +1,5 @@
 package hub
 
-import "math"
-
 // paceWindow is how far back the admission rate is measured: long enough to smooth the ticks, short
 // enough to follow an operator's change of pace within a minute.
 const paceWindowMs = 60_000
@@ -32,28 +30,46 @@ func (p *pace) add(atMs int64, n int) {
 	}
 }
 
-// perSecond is the admissions per second over the window, or 0 while fewer than two events span it: the
-// admissions of the first event are the start line, not part of the rate.
-func (p *pace) perSecond() float64 {
+// paceRate is a measured admission rate as the exact fraction admitted / spanMs, so a wait computed from
+// it is exact too (a float rate's quotient can land a hair above a whole second and round up one more).
+type paceRate struct {
+	admitted int64
+	spanMs   int64
+}
+
+// rate is the admissions over the window and the time they span; zero while fewer than two events span it:
+// the admissions of the first event are the start line, not part of the rate.
+func (p *pace) rate() paceRate {
 	if len(p.samples) < 2 {
-		return 0
+		return paceRate{}
 	}
 	first, last := p.samples[0], p.samples[len(p.samples)-1]
 	spanMs := last.atMs - first.atMs
 	if spanMs <= 0 {
-		return 0
+		return paceRate{}
 	}
-	n := 0
+	var n int64
 	for _, s := range p.samples[1:] {
-		n += s.admitted
+		n += int64(s.admitted)
 	}
-	return float64(n) * 1000 / float64(spanMs)
+	return paceRate{admitted: n, spanMs: spanMs}
 }
 
-// etaSeconds is the wait of the rank (1-based) at perSecond, rounded up; -1 when unknown (no rate yet).
-func etaSeconds(rank int64, perSecond float64) int64 {
-	if perSecond <= 0 {
+// perSecond is the rate in admissions per second (0 while unknown).
+func (p *pace) perSecond() float64 {
+	r := p.rate()
+	if r.admitted <= 0 {
+		return 0
+	}
+	return float64(r.admitted) * 1000 / float64(r.spanMs)
+}
+
+// etaSeconds is the wait of the rank (1-based) at rate r, rounded up to the second: ⌈rank·span / (admitted·1000)⌉
+// in integers; -1 when unknown (no rate yet, or nobody admitted in the window).
+func etaSeconds(rank int64, r paceRate) int64 {
+	if r.admitted <= 0 || r.spanMs <= 0 || rank <= 0 {
 		return -1
 	}
-	return int64(math.Ceil(float64(rank) / perSecond))
+	den := r.admitted * 1000
+	return (rank*r.spanMs + den - 1) / den
 }

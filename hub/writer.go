@@ -93,7 +93,7 @@ func (c *Client) flush() {
 			c.mu.Unlock()
 			return
 		}
-		code, text := c.closeCode, c.closeText
+		code, text, linger := c.closeCode, c.closeText, c.linger
 		c.mu.Unlock()
 
 		c.extendWrite()
@@ -111,8 +111,10 @@ func (c *Client) flush() {
 		}
 		if closing {
 			_ = c.conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, text))
-			_ = c.conn.Close() // the reader's next read fails, and Serve takes the client out of the hub
-			return             // scheduled stays true: nothing is ever written to this client again
+			if !linger {
+				_ = c.conn.Close() // the reader's next read fails, and Serve takes the client out of the hub
+			}
+			return // scheduled stays true: nothing is ever written to this client again
 		}
 		c.mu.Lock()
 		clear(msgs)

@@ -938,3 +938,46 @@ func TestSeqsAreTheSequenceNumbersOfTheWaiting(t *testing.T) {
 		}
 	})
 }
+
+// A socket counts for its token whatever the token's state when it connected: a tab that connected while the
+// token was admitted, and closed, must not count off a tab that is still open. Here tab A waits and is
+// admitted, tab B connects while admitted and closes, the admission lapses, tab C connects (queueing again),
+// and tab A closes: tab C is still open, so the token is not gone.
+func TestASocketOpenedWhileAdmittedDoesNotCountOffAnother(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		t0 := time.Now().Truncate(time.Second)
+		clk := newClock(q, t0)
+		tok := registerN(t, q, screening, 1)[0] // tab A
+		st := withGrace(settings(1, 1), grace)
+		res, err := q.Admit(t.Context(), screening, t0, st)
+		if err != nil || !slices.Equal(res.Admitted, []string{tok}) {
+			t.Fatalf("Admit = %v, %v; want [%s]", res.Admitted, err, tok)
+		}
+		if e, err := q.Register(t.Context(), screening, tok); err != nil || e.State != queue.Admitted { // tab B
+			t.Fatalf("Register while admitted = %s, %v; want %s", e.State, err, queue.Admitted)
+		}
+		if err := q.Disconnected(t.Context(), screening, tok); err != nil { // tab B closes
+			t.Fatal(err)
+		}
+
+		clk.Set(res.ExpiresAt)                                                                         // the admission lapses unused
+		if e, err := q.Register(t.Context(), screening, tok); err != nil || e.State != queue.Waiting { // tab C
+			t.Fatalf("Register after the admission lapsed = %s, %v; want %s", e.State, err, queue.Waiting)
+		}
+		if err := q.Disconnected(t.Context(), screening, tok); err != nil { // tab A closes; tab C is open
+			t.Fatal(err)
+		}
+
+		tick, err := q.Admit(t.Context(), screening, res.ExpiresAt.Add(grace), sweep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tick.Abandoned != 0 {
+			t.Errorf("tick a grace later = abandoned %d, want 0: tab C is still open", tick.Abandoned)
+		}
+		if e := status(t, q, screening, tok); e.State != queue.Waiting {
+			t.Errorf("Status with tab C open = %s, want %s", e.State, queue.Waiting)
+		}
+	})
+}

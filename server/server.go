@@ -52,6 +52,11 @@ type Deps struct {
 	// Scheduler is told to read the screenings again after an operator's change (nil: it finds out at its
 	// next refresh).
 	Scheduler interface{ Refresh() }
+	// Limits bounds the sockets and new connections of one client address (limits.*).
+	Limits Limits
+	// BehindProxy takes the client address from X-Forwarded-For, as set by a proxy on a private or loopback
+	// address (http.behind_proxy); otherwise it is the TCP peer.
+	BehindProxy bool
 	// AdminKey is the bearer key of /api/admin (admin.key); empty turns the admin API off.
 	AdminKey string
 	// AdmissionDefaults are the settings a screening leaves unset (admission.*), for the operator's view.
@@ -66,11 +71,17 @@ type Server struct {
 	upgrader websocket.Upgrader
 	done     chan struct{} // closed by StopStreams
 	stopOnce sync.Once
+	addrs    *addressLimits
+	clientIP func(*http.Request) string
 }
 
 // New builds the routes.
 func New(d Deps) *Server {
-	s := &Server{Deps: d, e: echo.New(), done: make(chan struct{})}
+	s := &Server{Deps: d, e: echo.New(), done: make(chan struct{}), addrs: newAddressLimits(d.Limits)}
+	s.clientIP = func(r *http.Request) string { return peerAddress(r.RemoteAddr) }
+	if d.BehindProxy {
+		s.clientIP = echo.ExtractIPFromXFFHeader()
+	}
 	s.upgrader = websocket.Upgrader{
 		// Client frames are tiny (leave); a socket's write buffer is borrowed from a pool only while a write
 		// is under way, so 19,000 idle sockets hold none.
@@ -125,6 +136,8 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		level := slog.LevelDebug
 		switch {
+		case status >= 500 && c.Path() == "/readyz":
+			level = slog.LevelWarn // a probe saying a dependency is down, every few seconds: not an error of ours
 		case status >= 500:
 			level = slog.LevelError
 		case strings.HasPrefix(c.Path(), "/api/admin"):
@@ -413,6 +426,17 @@ func (s *Server) socket(c echo.Context) error {
 	if err != nil {
 		return nil // the upgrader has answered (403 on a foreign origin, 400 on a bad handshake)
 	}
+	addr := s.clientIP(c.Request())
+	if ok, reason := s.addrs.admit(addr, time.Now()); !ok {
+		hub.Reject(conn, hub.ErrorMessage("RATE_LIMITED", reason+"; retry later with your token"), hub.CloseTryAgainLater, "rate limited")
+		return nil
+	}
+	handed := false // to the hub, which releases the address's count when the socket is gone
+	defer func() {
+		if !handed {
+			s.addrs.release(addr)
+		}
+	}()
 	opensAt, err := s.Booking.OpensAt(ctx, id)
 	if err != nil {
 		status, body := classify(err)
@@ -445,7 +469,7 @@ func (s *Server) socket(c echo.Context) error {
 	case queue.Pre:
 		first = hub.PreQueueMessage(e, opensAt)
 	}
-	cl := s.Hub.Join(conn, id, e.Token, e.Seq, first)
+	cl := s.Hub.Join(conn, id, e.Token, e.Seq, e.Paused, first)
 	if cl == nil {
 		// Draining: the socket Enter counted is gone; the client reconnects elsewhere within the grace.
 		if err := s.Queue.Disconnected(context.WithoutCancel(ctx), id, e.Token); err != nil {
@@ -454,7 +478,8 @@ func (s *Server) socket(c echo.Context) error {
 		return nil
 	}
 	s.catchUp(ctx, cl, id, e)
-	s.Hub.Start(cl)
+	handed = true
+	s.Hub.Start(cl, func() { s.addrs.release(addr) })
 	return nil
 }
 

@@ -1,0 +1,130 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/waitroom/waitroom/server"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+// queuedSocket opens a socket to s1 and reads its first message, which must be queued.
+func (a *app) queuedSocket(t *testing.T) *websocket.Conn {
+	t.Helper()
+	conn, res, err := a.dial("/ws/screenings/s1", "")
+	if err != nil {
+		t.Fatalf("socket = %v (%v), want it open", status(res), err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if m := read(t, conn); m.Type != "queued" {
+		t.Fatalf("first message = %+v, want queued", m)
+	}
+	return conn
+}
+
+// One address holds at most limits.sockets_per_address sockets; the next is told why and closed with 1013,
+// and a place frees up when one of its sockets closes.
+func TestSocketsPerAddressAreCapped(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(d *server.Deps) { d.Limits = server.Limits{SocketsPerAddress: 2} })
+		first := a.queuedSocket(t)
+		a.queuedSocket(t)
+
+		conn, res, err := a.dial("/ws/screenings/s1", "")
+		if err != nil {
+			t.Fatalf("third socket = %v (%v), want it open, then refused", status(res), err)
+		}
+		defer conn.Close()
+		if m := read(t, conn); m.Type != "error" || m.Code != "RATE_LIMITED" {
+			t.Errorf("third socket's message = %+v, want error RATE_LIMITED", m)
+		}
+		if code := readClose(t, conn); code != 1013 {
+			t.Errorf("third socket closed with %d, want 1013", code)
+		}
+
+		first.Close()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			conn, _, err := a.dial("/ws/screenings/s1", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := read(t, conn)
+			conn.Close()
+			if m.Type == "queued" {
+				break // the closed socket's place was given back
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after one of its sockets closed, the address still gets %+v, want queued", m)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+// New sockets from one address beyond the burst and rate are refused with 1013 and RATE_LIMITED.
+func TestRegistrationsPerAddressAreRateLimited(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(d *server.Deps) {
+			d.Limits = server.Limits{RegistrationsPerSecond: 0.1, RegistrationBurst: 3}
+		})
+		for range 3 {
+			a.queuedSocket(t).Close()
+		}
+		conn, res, err := a.dial("/ws/screenings/s1", "")
+		if err != nil {
+			t.Fatalf("fourth socket = %v (%v), want it open, then refused", status(res), err)
+		}
+		defer conn.Close()
+		if m := read(t, conn); m.Type != "error" || m.Code != "RATE_LIMITED" {
+			t.Errorf("fourth socket within the burst's second = %+v, want error RATE_LIMITED", m)
+		}
+		if code := readClose(t, conn); code != 1013 {
+			t.Errorf("fourth socket closed with %d, want 1013", code)
+		}
+	})
+}
+
+// A malformed or unknown message is answered with an error; a second one closes the socket with 1008.
+// A frame larger than the protocol allows closes it with 1009.
+func TestBadClientMessages(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, nil)
+		for _, c := range []struct {
+			name  string
+			frame string
+		}{
+			{"not JSON", "hello"},
+			{"unknown type", `{"type":"jump"}`},
+			{"no type", `{}`},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				conn := a.queuedSocket(t)
+				if err := conn.WriteMessage(websocket.TextMessage, []byte(c.frame)); err != nil {
+					t.Fatal(err)
+				}
+				if m := read(t, conn); m.Type != "error" || m.Code != "BAD_MESSAGE" {
+					t.Errorf("answer to %q = %+v, want error BAD_MESSAGE", c.frame, m)
+				}
+				if err := conn.WriteMessage(websocket.TextMessage, []byte(c.frame)); err != nil {
+					t.Fatal(err)
+				}
+				if code := readClose(t, conn); code != websocket.ClosePolicyViolation {
+					t.Errorf("after a second %q: close %d, want 1008", c.frame, code)
+				}
+			})
+		}
+		t.Run("oversized frame", func(t *testing.T) {
+			conn := a.queuedSocket(t)
+			if err := conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"leave","x":"`+strings.Repeat("a", 4096)+`"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if code := readClose(t, conn); code != websocket.CloseMessageTooBig {
+				t.Errorf("after a 4 KiB frame: close %d, want 1009", code)
+			}
+		})
+	})
+}
