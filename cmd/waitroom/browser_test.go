@@ -9,6 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,8 +47,8 @@ func chromium(t *testing.T) string {
 
 // newTab starts a headless Chromium with a fresh profile and returns the context of its first tab. The
 // browser and its goroutines stop when the test ends. JavaScript exceptions and console errors on the page
-// fail the test.
-func newTab(t *testing.T, path string) context.Context {
+// fail the test, except errors that one of expected matches (a status the test provokes on purpose).
+func newTab(t *testing.T, path string, expected ...func(chromedp.ConsoleMessage) bool) context.Context {
 	t.Helper()
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
@@ -84,6 +87,9 @@ func newTab(t *testing.T, path string) context.Context {
 				return
 			}
 			if m.IsException() || m.Type == chromedp.ConsoleError {
+				if !m.IsException() && slices.ContainsFunc(expected, func(ok func(chromedp.ConsoleMessage) bool) bool { return ok(m) }) {
+					continue
+				}
 				mu.Lock()
 				problems = append(problems, m.String())
 				mu.Unlock()
@@ -101,6 +107,14 @@ func newTab(t *testing.T, path string) context.Context {
 		}
 	})
 	return ctx
+}
+
+// networkStatus matches the browser's own log line for a response with the HTTP status code ("Failed to load
+// resource: the server responded with a status of 401"), which a page cannot silence.
+func networkStatus(code int) func(chromedp.ConsoleMessage) bool {
+	return func(m chromedp.ConsoleMessage) bool {
+		return m.Source == "network" && strings.Contains(m.Text, fmt.Sprintf("status of %d", code))
+	}
 }
 
 // step runs actions with a timeout of their own; the browser outlives it.
@@ -255,6 +269,17 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 			fmt.Sprintf(`(() => { const r = Number(document.querySelector('[data-testid="rank"]').dataset.rank); return r > 0 && r < %d ? r : 0; })()`, firstRank),
 			chromedp.WithPollingTimeout(aheadTimeout)))
 		t.Logf("rank went from %d to %d", firstRank, lower)
+		// The position that lowered the rank followed an admission, so the server knew the pace and sent a
+		// wait estimate, which the page put into words (it keeps the figure once the view moves on).
+		type estimate struct{ Seconds, Text string }
+		eta := value(t, tab, "wait estimate", chromedp.Evaluate[estimate](`(() => {
+			const e = document.querySelector('[data-testid="eta"]');
+			return {Seconds: e.dataset.etaSeconds, Text: e.textContent};
+		})()`))
+		if n, err := strconv.Atoi(eta.Seconds); err != nil || n < 1 ||
+			(eta.Text != "Estimated wait: less than a minute" && !strings.HasPrefix(eta.Text, "Estimated wait: about ")) {
+			t.Errorf("wait estimate = %+v, want eta_seconds ≥ 1 shown as \"Estimated wait: …\"", eta)
+		}
 
 		// Admitted: the seat map, with the seats the clients booked shown as sold.
 		step(t, tab, "seat map", chromedp.WaitVisible(chromedp.CSS(`[data-seat="A1"]`)))
@@ -304,6 +329,115 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 			if s["id"] == seat && s["status"] != "sold" {
 				t.Errorf("seat %s after booking in the browser: %v, want sold", seat, s["status"])
 			}
+		}
+	})
+}
+
+// preQueueLead is how far ahead of the page the sale of the pre-queue test opens: time to load the page and
+// connect before the opening (the browser is started and warm by then).
+const preQueueLead = 4 * time.Second
+
+// TestBrowserPreQueueCountsDownThenShowsARank opens the room of a screening whose sale opens in a few
+// seconds: the page counts down to the opening, says that arriving early gives no advantage, shows the
+// operator's pause, then shows the place drawn at the opening, and is admitted once the operator resumes.
+func TestBrowserPreQueueCountsDownThenShowsARank(t *testing.T) {
+	path := chromium(t)
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		srv := start(t, env, map[string]string{
+			"WAITROOM_ADMIN_KEY":          testAdminKey,
+			"WAITROOM_ADMISSION_INTERVAL": "500ms",
+		})
+		tab := newTab(t, path)
+		step(t, tab, "warm up the browser", chromedp.Navigate(srv.URL+"/"))
+
+		// The sale opens on a whole second, so the time the page shows is exactly the one sent. Admission
+		// is paused before anyone arrives, so after the opening the page waits with its rank instead of being
+		// admitted at the first tick.
+		opensAt := time.Now().Add(preQueueLead).Add(time.Second).Truncate(time.Second).UTC()
+		if code := srv.admin(t, http.MethodPost, "/screenings", map[string]any{
+			"id": "early", "name": "Opening night", "starts_at": opensAt.Add(2 * time.Hour), "sale_opens_at": opensAt,
+			"rows": 2, "seats_per_row": 5,
+		}, nil); code != http.StatusCreated {
+			t.Fatalf("create the screening: %d, want 201", code)
+		}
+		if code := srv.admin(t, http.MethodPost, "/screenings/early/pause", nil, nil); code != http.StatusOK {
+			t.Fatalf("pause: %d, want 200", code)
+		}
+
+		step(t, tab, "open the room before the opening",
+			chromedp.EmulateViewport(375, 800),
+			chromedp.Navigate(srv.URL+"/s/early"),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="prequeue"]`)),
+		)
+		type before struct {
+			Countdown, OpensAtMs, Total, Fair, Notice string
+			NoticeShown, RankShown                    bool
+		}
+		got := value(t, tab, "the pre-queue view", chromedp.Evaluate[before](`(() => {
+			const q = (s) => document.querySelector(s);
+			return {
+				Countdown: q('[data-testid="countdown"]').textContent,
+				OpensAtMs: q('[data-testid="countdown"]').dataset.opensAt,
+				Total: q('[data-testid="prequeue-total"]').dataset.total,
+				Fair: q('.notice.fair').textContent,
+				Notice: q('[data-testid="paused-notice"]').textContent,
+				NoticeShown: !q('[data-testid="paused-notice"]').hidden,
+				RankShown: !q('#view-waiting').hidden,
+			};
+		})()`))
+		screenshot(t, tab, "room-prequeue-375.png")
+		if ok, _ := regexp.MatchString(`^(\d+:)?\d\d:\d\d$`, got.Countdown); !ok && time.Now().Before(opensAt) {
+			t.Errorf("countdown = %q before the opening, want mm:ss", got.Countdown)
+		}
+		if want := strconv.FormatInt(opensAt.UnixMilli(), 10); got.OpensAtMs != want {
+			t.Errorf("countdown counts to %s, want %s (sale_opens_at)", got.OpensAtMs, want)
+		}
+		if got.Total != "1" {
+			t.Errorf("pre-queue size shown = %q, want 1", got.Total)
+		}
+		if !strings.Contains(got.Fair, "random place") || !strings.Contains(got.Fair, "no advantage") {
+			t.Errorf("fairness note = %q, want it to say places are drawn at random and arriving early gives no advantage", got.Fair)
+		}
+		if !got.NoticeShown || !strings.Contains(got.Notice, "paused") {
+			t.Errorf("paused notice = %q (shown %v), want it shown: the prequeue message said paused", got.Notice, got.NoticeShown)
+		}
+		if got.RankShown {
+			t.Error("a rank is shown before the opening")
+		}
+		token := value(t, tab, "stored token", chromedp.Evaluate[string](
+			`(JSON.parse(localStorage.getItem('waitroom:room:early') || '{}').token || '')`))
+		if ok, _ := regexp.MatchString(`^[0-9a-f]{32}$`, token); !ok {
+			t.Errorf("stored token = %q, want the prequeue message's token kept like a queued one", token)
+		}
+
+		// The opening: the page leaves the countdown for the place drawn at the opening.
+		step(t, tab, "rank after the opening", chromedp.Poll[chromedp.Void](
+			`document.querySelector('[data-testid="rank"]').dataset.rank !== '' && !document.querySelector('#view-waiting').hidden`,
+			chromedp.WithPollingTimeout(aheadTimeout)))
+		type after struct {
+			Rank, Total                string
+			PreShown, NoticeShown, ETA bool
+		}
+		place := value(t, tab, "place after the opening", chromedp.Evaluate[after](`(() => {
+			const q = (s) => document.querySelector(s);
+			return {
+				Rank: q('[data-testid="rank"]').dataset.rank, Total: q('[data-testid="total"]').dataset.total,
+				PreShown: !q('[data-testid="prequeue"]').hidden, NoticeShown: !q('[data-testid="paused-notice"]').hidden,
+				ETA: !q('[data-testid="eta"]').hidden,
+			};
+		})()`))
+		if want := (after{Rank: "1", Total: "1", NoticeShown: true}); place != want {
+			t.Errorf("after the opening = %+v, want %+v (alone in line, still paused, no estimate)", place, want)
+		}
+		screenshot(t, tab, "room-opened-paused-375.png")
+
+		// The operator resumes: the notice goes and the page is admitted.
+		if code := srv.admin(t, http.MethodPost, "/screenings/early/resume", nil, nil); code != http.StatusOK {
+			t.Fatalf("resume: %d, want 200", code)
+		}
+		step(t, tab, "admitted after resuming", chromedp.WaitVisible(chromedp.CSS(`[data-seat="A1"]`)))
+		if shown := value(t, tab, "paused notice", chromedp.Evaluate[bool](`!document.querySelector('[data-testid="paused-notice"]').hidden`)); shown {
+			t.Error("the paused notice is still shown after resuming")
 		}
 	})
 }

@@ -5,6 +5,10 @@
 // second tab keeps the place. A lost connection is retried with exponential backoff and jitter; close code
 // 1012 (server restarting) is retried soon, 1013 (try later) after a longer wait. Server data reaches the
 // page through textContent only.
+//
+// Before the sale opens the server answers "prequeue": the page counts down to opens_at (by its estimate of
+// the server clock) until the first "position" gives the place drawn at the opening. "position" may carry a
+// wait estimate (eta_seconds); "paused" and "resumed" show and hide the operator's pause.
 'use strict';
 
 (function () {
@@ -34,6 +38,9 @@
   const expiryGraceMs = 250;
   // leaveWaitMs is how long a leaving socket may take to be closed by the server before the page closes it.
   const leaveWaitMs = 3000;
+  // dateSkewMinMs: the HTTP Date header tells the server's time to the second only, so an offset it shows
+  // is used (before any tick_at) only when larger than that uncertainty: a client clock that is clearly off.
+  const dateSkewMinMs = 1000;
 
   const screening = screeningFromPath();
   const storeKey = 'waitroom:room:' + screening;
@@ -57,7 +64,16 @@
     progress: $('#progress'),
     progressText: $('#progress-text'),
     waitingNote: $('#waiting-note'),
+    eta: $('[data-testid="eta"]'),
     leave: $('#leave'),
+    pausedNotice: $('[data-testid="paused-notice"]'),
+    prequeue: $('#view-prequeue'),
+    prequeueHeading: $('#prequeue-heading'),
+    countdownLabel: $('#countdown-label'),
+    countdown: $('[data-testid="countdown"]'),
+    opensAt: $('#opens-at'),
+    preTotal: $('[data-testid="prequeue-total"]'),
+    leavePre: $('#leave-pre'),
     admitted: $('#view-admitted'),
     admittedHeading: $('#admitted-heading'),
     timerBox: $('#timer-box'),
@@ -110,7 +126,7 @@
   // --- What the page shows ---------------------------------------------------------------------------------
 
   const st = {
-    phase: 'connecting', // connecting | waiting | admitted | confirmed | final
+    phase: 'connecting', // connecting | prequeue | waiting | admitted | confirmed | final
     finalKind: '', // sold_out | expired | left | spent | unknown
     conn: 'connecting', // connecting | open | reconnecting | offline | closed
     retryAtMs: 0,
@@ -125,7 +141,12 @@
     busy: false,
     message: null, // {kind: 'warn' | 'bad', text}
     warnedLow: false,
-    skewMs: 0, // server clock minus this clock, from the tick_at of position messages
+    skewMs: 0, // server clock minus this clock, from the tick_at of position messages (or the Date header)
+    skewFromTick: false, // skewMs came from a tick_at, the finer estimate
+    opensAtMs: 0, // the opening of the sale, while in the pre-queue
+    preTotal: 0, // the pre-queue's size at the last prequeue message
+    paused: false, // the operator paused admission
+    etaSeconds: null, // the wait estimate of the last position message, null when unknown
   };
 
   function serverNow() { return Date.now() + st.skewMs; }
@@ -249,7 +270,10 @@
     if (stopped && !(m && m.type === 'error')) return;
     switch (m && m.type) {
       case 'queued': onQueued(m); break;
+      case 'prequeue': onPrequeue(m); break;
       case 'position': onPosition(m); break;
+      case 'paused': onPaused(true); break;
+      case 'resumed': onPaused(false); break;
       case 'admitted': onAdmitted(m); break;
       case 'sold_out': finish('sold_out'); break;
       case 'error': onError(m); break;
@@ -269,8 +293,47 @@
     if (m.inserted || !store.startRank) store.startRank = m.rank;
     delete store.ended;
     save();
+    const opened = st.phase === 'prequeue';
+    st.paused = m.paused === true;
+    st.etaSeconds = null;
     setPhase('waiting');
     setRank(m.rank, m.total);
+    if (opened) onOpened();
+  }
+
+  // onPrequeue: the sale has not opened; every token that arrives before it gets a random place at the
+  // opening, so there is no rank yet, only a countdown. The token is kept as for "queued".
+  function onPrequeue(m) {
+    if (typeof m.token === 'string' && m.token) store.token = m.token;
+    if (store.pass) {
+      delete store.pass;
+      delete store.expiresAtMs;
+      st.selected.clear();
+    }
+    delete store.startRank; // the place is drawn at the opening; the first rank after it is the start
+    delete store.ended;
+    save();
+    const opens = Date.parse(m.opens_at);
+    st.opensAtMs = Number.isNaN(opens) ? 0 : opens;
+    st.preTotal = Math.max(1, m.total | 0);
+    st.paused = m.paused === true;
+    st.etaSeconds = null;
+    st.note = '';
+    setPhase('prequeue');
+  }
+
+  // onOpened: the line opened and this page left the pre-queue for its drawn place.
+  function onOpened() {
+    focusHeading(el.waitingHeading);
+    announce(t('announce.opened', { rank: I.ordinal(st.rank), total: I.num(st.total) }));
+  }
+
+  function onPaused(paused) {
+    if (st.paused === paused) return;
+    st.paused = paused;
+    if (paused) st.etaSeconds = null; // no estimate holds while nobody is admitted
+    render();
+    if (st.phase === 'waiting' || st.phase === 'prequeue') announce(t(paused ? 'announce.paused' : 'announce.resumed'));
   }
 
   function onPosition(m) {
@@ -278,10 +341,14 @@
       // The tick happened before the message arrived, so this errs towards a server clock that is behind,
       // which makes the countdown end late rather than early.
       st.skewMs = m.tick_at - Date.now();
+      st.skewFromTick = true;
     }
-    if (st.phase !== 'waiting' && st.phase !== 'connecting') return;
+    if (st.phase !== 'waiting' && st.phase !== 'connecting' && st.phase !== 'prequeue') return;
+    const opened = st.phase === 'prequeue';
+    st.etaSeconds = typeof m.eta_seconds === 'number' && Number.isFinite(m.eta_seconds) && m.eta_seconds >= 0 ? m.eta_seconds : null;
     setPhase('waiting');
     setRank(m.rank, m.total);
+    if (opened) onOpened();
   }
 
   function setRank(rank, total) {
@@ -393,6 +460,8 @@
     attempt = 0;
     st.note = '';
     st.message = null;
+    st.paused = false;
+    st.etaSeconds = null;
     st.selected.clear();
     st.seats = null;
     st.seatsState = 'idle';
@@ -424,7 +493,9 @@
 
   async function loadInfo() {
     try {
+      const sentMs = Date.now();
       const res = await fetch(`/api/screenings/${enc}`, { cache: 'no-store' });
+      noteServerDate(res.headers.get('Date'), sentMs, Date.now());
       if (res.status === 404) {
         if (!store.reservation) finish('unknown');
         return;
@@ -433,6 +504,19 @@
       st.info = await res.json();
       render();
     } catch (_) { /* the name is a nicety; the socket says what matters */ }
+  }
+
+  // noteServerDate estimates the server clock from a response's Date header, for the countdown to the
+  // opening before any tick_at arrives. The header is truncated to the second: the middle of that second,
+  // against the middle of the request.
+  function noteServerDate(header, sentMs, receivedMs) {
+    const d = Date.parse(header || '');
+    if (Number.isNaN(d) || st.skewFromTick) return;
+    const skew = d + 500 - (sentMs + receivedMs) / 2;
+    if (Math.abs(skew) > dateSkewMinMs) {
+      st.skewMs = skew;
+      if (st.phase === 'prequeue') renderCountdown();
+    }
   }
 
   async function loadSeats() {
@@ -585,6 +669,7 @@
   function render() {
     const p = st.phase;
     el.main.dataset.phase = p;
+    el.prequeue.hidden = p !== 'prequeue';
     el.waiting.hidden = p !== 'waiting';
     el.admitted.hidden = p !== 'admitted';
     el.confirmed.hidden = p !== 'confirmed';
@@ -595,12 +680,17 @@
     el.when.textContent = st.info ? t('startsAt', { time: I.dateTime(st.info.starts_at) }) : '';
 
     renderConn();
+    const showPaused = st.paused && (p === 'waiting' || p === 'prequeue');
+    el.pausedNotice.hidden = !showPaused;
+    el.pausedNotice.textContent = showPaused ? t('pausedNotice') : '';
+    if (p === 'prequeue') renderPrequeue();
     if (p === 'waiting') renderWaiting();
     if (p === 'admitted') renderAdmitted();
     if (p === 'confirmed') renderConfirmed();
     if (p === 'final') renderFinal();
 
     if (p === 'waiting' && st.rank) document.title = t('title.waiting', { rank: I.ordinal(st.rank), name });
+    else if (p === 'prequeue') document.title = t('title.prequeue', { name });
     else if (p === 'admitted') document.title = t('title.admitted', { name });
     else document.title = name + ' · waitroom';
   }
@@ -638,6 +728,40 @@
     el.progress.value = pct;
     el.progressText.textContent = st.rank === 1 ? t('progressNext') : t('progress', { p: I.num(pct) });
     el.waitingNote.textContent = st.note ? t(st.note) : '';
+    const eta = st.etaSeconds !== null && !st.paused ? etaText(st.etaSeconds) : '';
+    el.eta.textContent = eta;
+    el.eta.hidden = eta === '';
+    el.eta.dataset.etaSeconds = eta === '' ? '' : String(st.etaSeconds);
+  }
+
+  // etaText is the wait estimate in words: under a minute, whole minutes, or hours and minutes.
+  function etaText(seconds) {
+    if (seconds < 60) return t('eta.soon');
+    const min = Math.round(seconds / 60);
+    if (min < 120) return t('eta.minutes', { min });
+    return t('eta.hours', { h: I.num(Math.floor(min / 60)), min: min % 60 });
+  }
+
+  function renderPrequeue() {
+    renderCountdown();
+    el.opensAt.textContent = st.opensAtMs ? t('opensAt', { time: I.dateTime(st.opensAtMs) }) : '';
+    el.preTotal.textContent = t('prequeueTotal', { n: st.preTotal, total: I.num(st.preTotal) });
+    el.preTotal.dataset.total = String(st.preTotal);
+  }
+
+  // renderCountdown shows the time to the opening by the server's clock: h:mm:ss, or mm:ss within the hour.
+  function renderCountdown() {
+    const leftMs = st.opensAtMs - serverNow();
+    const total = Math.max(0, Math.ceil(leftMs / 1000));
+    const h = Math.floor(total / 3600);
+    const mm = String(Math.floor((total % 3600) / 60)).padStart(2, '0');
+    const ss = String(total % 60).padStart(2, '0');
+    const text = total > 0 ? (h > 0 ? `${h}:${mm}:${ss}` : `${mm}:${ss}`) : t('prequeueOpening');
+    if (el.countdown.textContent !== text) el.countdown.textContent = text;
+    el.countdown.dateTime = `PT${h}H${Math.floor((total % 3600) / 60)}M${total % 60}S`;
+    el.countdown.dataset.opensAt = st.opensAtMs ? String(st.opensAtMs) : '';
+    el.countdown.dataset.left = String(total);
+    el.countdownLabel.hidden = total === 0;
   }
 
   function renderAdmitted() {
@@ -840,6 +964,7 @@
   });
   el.reserve.addEventListener('click', reserve);
   el.leave.addEventListener('click', leave);
+  el.leavePre.addEventListener('click', leave);
   el.rejoin.addEventListener('click', () => rejoin(st.finalKind !== 'expired'));
   el.bookAgain.addEventListener('click', () => rejoin(true));
   el.retryNow.addEventListener('click', () => {
@@ -871,7 +996,7 @@
     if (next.reservation && st.phase !== 'confirmed') {
       store = next;
       showConfirmed();
-    } else if (next.ended && !store.ended && (st.phase === 'waiting' || st.phase === 'admitted')) {
+    } else if (next.ended && !store.ended && (st.phase === 'waiting' || st.phase === 'prequeue' || st.phase === 'admitted')) {
       store = next;
       finish(next.ended);
     } else if (next.token && next.token !== store.token && !stopped) {
@@ -899,6 +1024,7 @@
       }
       renderTimer();
     }
+    if (st.phase === 'prequeue') renderCountdown();
     if (st.conn === 'reconnecting') renderConn();
   }, tickMs);
 
