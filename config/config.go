@@ -30,6 +30,7 @@ type Config struct {
 	Pass      Pass      `koanf:"pass"`
 	Admission Admission `koanf:"admission"`
 	Queue     Queue     `koanf:"queue"`
+	Limits    Limits    `koanf:"limits"`
 	Admin     Admin     `koanf:"admin"`
 	Booking   Booking   `koanf:"booking"`
 	Demo      Demo      `koanf:"demo"`
@@ -60,6 +61,9 @@ type HTTP struct {
 	// AllowedOrigins lists the extra origins (scheme://host[:port]) whose pages may open a socket; the
 	// server's own origin is always allowed. "*" allows any.
 	AllowedOrigins []string `koanf:"allowed_origins"`
+	// BehindProxy takes a client's address from X-Forwarded-For (as set by a proxy on a private or loopback
+	// address) for the per-address limits; otherwise it is the TCP peer.
+	BehindProxy bool `koanf:"behind_proxy"`
 }
 
 // Redis selects the shared Redis. An empty Addr runs an in-process Redis (miniredis) for one instance.
@@ -98,6 +102,14 @@ type Queue struct {
 	Grace time.Duration `koanf:"grace"`
 }
 
+// Limits bounds what one client address may hold and open on one instance (0 turns a limit off). They are
+// generous by default so that many users behind one NAT or office address still get in.
+type Limits struct {
+	SocketsPerAddress      int     `koanf:"sockets_per_address"`
+	RegistrationsPerSecond float64 `koanf:"registrations_per_second"`
+	RegistrationBurst      int     `koanf:"registration_burst"`
+}
+
 // Admin guards the operator's API and control room.
 type Admin struct {
 	// Key is the bearer key of /api/admin/… (at least 16 characters). Empty: the admin API is off.
@@ -128,6 +140,7 @@ func Default() Config {
 		Redis:     Redis{Prefix: "wr:"},
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
+		Limits:    Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000},
 		Booking:   Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4},
 		Demo:      Demo{Enabled: true},
 		Data:      Data{Dir: "data"},
@@ -224,6 +237,12 @@ func (c Config) Validate() error {
 	atLeastOne("admission.batch_size", c.Admission.BatchSize)
 	atLeastOne("admission.max_active", c.Admission.MaxActive)
 	positive("queue.grace", c.Queue.Grace)
+	if c.Limits.SocketsPerAddress < 0 || c.Limits.RegistrationsPerSecond < 0 || c.Limits.RegistrationBurst < 0 {
+		errs = append(errs, errors.New("limits.* must not be negative (0 turns a limit off)"))
+	}
+	if c.Limits.RegistrationsPerSecond > 0 && c.Limits.RegistrationBurst < 1 {
+		errs = append(errs, errors.New("limits.registration_burst must be at least 1 when limits.registrations_per_second is set"))
+	}
 	if c.Admin.Key != "" && len(c.Admin.Key) < 16 {
 		errs = append(errs, fmt.Errorf("admin.key must be at least 16 characters, got %d", len(c.Admin.Key)))
 	}

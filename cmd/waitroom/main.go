@@ -116,6 +116,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Queue: q, Store: store, Booking: book, Hub: h, Redis: rdb, Gatherer: reg,
 		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Pprof: cfg.Bench.Pprof,
 		Scheduler: sched, AdminKey: cfg.Admin.Key, AdmissionDefaults: defaults, Log: log,
+		Limits: server.Limits{
+			SocketsPerAddress: cfg.Limits.SocketsPerAddress, RegistrationsPerSecond: cfg.Limits.RegistrationsPerSecond,
+			RegistrationBurst: cfg.Limits.RegistrationBurst,
+		},
+		BehindProxy: cfg.HTTP.BehindProxy,
 	})
 	if cfg.Admin.Key == "" {
 		log.Info("admin.key not set: the admin API and control room are off (set WAITROOM_ADMIN_KEY)")
