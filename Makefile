@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test` (README.md).
 GO ?= go
 
-.PHONY: run test test-cluster lint build bench-booking
+.PHONY: run test test-cluster lint build bench-booking bench-replay
 
 # The embedded default: in-process Redis, SQLite under data/, the demo screening, a 1 s admission interval so
 # the line visibly moves. Any WAITROOM_* variable set in the environment wins.
@@ -33,3 +33,9 @@ build:
 # reservation path and the HTTP floor, against the real Redis and PostgreSQL (docs/benchmarks.md).
 bench-booking:
 	$(GO) run ./bench/booking
+
+# The seed-1 replay: 30,000 users, 5,000 connected at once, on 1,000 seats with the seed's admission settings
+# (1 s, 300, 1,000), on its own Redis and PostgreSQL database; three runs, each on a quiet machine
+# (docs/benchmarks.md). RUNS=n for another count.
+bench-replay:
+	bench/replay/run.sh $(or $(RUNS),3)

@@ -199,7 +199,7 @@ func missedTicks(r result, ticks []tick) int {
 // Registration is how fast the users got their place: from the first dial of the run to the moment the
 // last of them got its first queued message.
 type Registration struct {
-	// Registered counts the users that got a queued message.
+	// Registered counts the users that got a queued message (or a prequeue one, before the sale opened).
 	Registered int `json:"registered"`
 	// FirstDialAtMs is the run's first dial, Unix milliseconds; 0 if no user dialed.
 	FirstDialAtMs int64 `json:"first_dial_at_ms"`

@@ -215,6 +215,8 @@ func TestDecodePositionAgreesWithEncodingJSON(t *testing.T) {
 	for _, in := range []string{
 		`{"type":"position","rank":3,"total":9,"tick_at":1764480000123}`,
 		`{"type":"position","rank":1,"total":1,"tick_at":0}`,
+		`{"type":"position","rank":3,"total":9,"tick_at":1764480000123,"eta_seconds":42}`,
+		`{"type":"position","rank":3,"total":9,"tick_at":1764480000123,"eta_seconds":0}`,
 	} {
 		got, ok := decodePosition([]byte(in))
 		var want message
@@ -230,6 +232,11 @@ func TestDecodePositionAgreesWithEncodingJSON(t *testing.T) {
 		`{"type":"position","rank":3,"total":9,"tick_at":"soon"}`,
 		`{"type":"position","rank":3}`,
 		`{"type":"position","tick_at":12`,
+		`{"type":"position","rank":3,"total":9,"tick_at":-1}`,
+		`{"type":"position","rank":3,"total":9,"tick_at":17,"eta_seconds":}`,
+		`{"type":"position","rank":3,"total":9,"tick_at":17,"eta_seconds":"soon"}`,
+		`{"type":"position","rank":3,"total":9,"tick_at":17,"eta_seconds":4,"x":1}`,
+		`{"type":"position","rank":3,"total":9,"eta_seconds":4}`,
 	} {
 		if m, ok := decodePosition([]byte(in)); ok {
 			t.Errorf("decodePosition(%s) = %+v, true; want it left to encoding/json", in, m)

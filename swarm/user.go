@@ -78,8 +78,8 @@ type result struct {
 	// Seats are the seats of the ticket.
 	Seats      []string
 	Reconnects int
-	// FirstDialAt is when the user first dialed; RegisteredAt when it got its first queued message (zero if
-	// it never did). Wall-clock times: the processes of a run share the machine's clock.
+	// FirstDialAt is when the user first dialed; RegisteredAt when it got its first queued (or prequeue)
+	// message (zero if it never did). Wall-clock times: the processes of a run share the machine's clock.
 	FirstDialAt, RegisteredAt time.Time
 	// Positions are the position messages the user received, in order.
 	Positions []position
@@ -241,7 +241,9 @@ func (v *visit) connection(ctx context.Context, p *place, r *result) (sock *sock
 			r.Connect, r.Connected = p.firstMessageAt.Sub(dialAt), true
 		}
 		switch m.Type {
-		case "queued":
+		case "queued", "prequeue":
+			// prequeue: the sale has not opened; the place is in the pre-queue, and position messages follow
+			// the opening. Either way the token keeps the place across reconnects.
 			p.token = m.Token
 			if r.RegisteredAt.IsZero() {
 				r.RegisteredAt = at
@@ -277,7 +279,7 @@ func (v *visit) connection(ctx context.Context, p *place, r *result) (sock *sock
 			}
 			refused = &m
 		}
-		// Any type a newer server adds: keep waiting.
+		// "paused", "resumed", "unavailable", "available", and any type a newer server adds: keep waiting.
 		prev = m.Type
 	}
 }
@@ -638,20 +640,45 @@ func (k *socket) next() ([]byte, error) {
 var positionPrefix = []byte(`{"type":"position",`)
 
 // decodePosition reads a position message without encoding/json, the swarm's commonest message by far
-// (one per waiting user per tick); anything else, or anything unexpected, is left to encoding/json.
+// (one per waiting user per tick): tick_at last, or followed only by eta_seconds, as the server writes it.
+// Anything else, or anything unexpected, is left to encoding/json.
 func decodePosition(data []byte) (message, bool) {
 	if !bytes.HasPrefix(data, positionPrefix) || !bytes.HasSuffix(data, []byte("}")) {
 		return message{}, false
 	}
-	i := bytes.LastIndex(data, []byte(`,"tick_at":`))
+	body := data[:len(data)-1]
+	if i := bytes.LastIndex(body, []byte(`,"eta_seconds":`)); i >= 0 {
+		if !digits(body[i+len(`,"eta_seconds":`):]) {
+			return message{}, false
+		}
+		body = body[:i]
+	}
+	i := bytes.LastIndex(body, []byte(`,"tick_at":`))
 	if i < 0 {
 		return message{}, false
 	}
-	ms, err := strconv.ParseInt(string(data[i+len(`,"tick_at":`):len(data)-1]), 10, 64)
+	tick := body[i+len(`,"tick_at":`):]
+	if !digits(tick) {
+		return message{}, false
+	}
+	ms, err := strconv.ParseInt(string(tick), 10, 64)
 	if err != nil {
 		return message{}, false
 	}
 	return message{Type: "position", TickAtMs: ms}, true
+}
+
+// digits reports whether b is a non-empty run of ASCII digits.
+func digits(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // leave tells the server the user is done with its place or slot ({"type":"leave"}).

@@ -171,6 +171,48 @@ func TestUserReconnectsWithItsTokenAndTriesOtherSeats(t *testing.T) {
 	}
 }
 
+// TestPreQueuePauseAndWaitEstimateAreNotErrors: a user that arrives before the sale opens gets prequeue
+// first, keeps that token across a reconnect, sits through a pause, reads positions with eta_seconds, and
+// ends with its ticket.
+func TestPreQueuePauseAndWaitEstimateAreNotErrors(t *testing.T) {
+	token := strings.Repeat("b", 32)
+	f := &fake{
+		onSocket: func(n int, got string, conn *websocket.Conn) {
+			if n == 0 {
+				send(t, conn, map[string]any{"type": "prequeue", "token": token, "opens_at": "2030-01-01T00:00:00.000Z", "total": 1, "inserted": true})
+				_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseServiceRestart, "restarting"))
+				return
+			}
+			send(t, conn, map[string]any{"type": "prequeue", "token": token, "opens_at": "2030-01-01T00:00:00.000Z", "total": 1, "inserted": false, "paused": true})
+			tickAt := time.Now().UnixMilli()
+			_ = conn.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"type":"position","rank":1,"total":1,"tick_at":%d,"eta_seconds":3}`, tickAt)))
+			send(t, conn, map[string]any{"type": "paused"})
+			_ = conn.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"type":"position","rank":1,"total":1,"tick_at":%d}`, tickAt+1)))
+			send(t, conn, map[string]any{"type": "resumed"})
+			send(t, conn, map[string]any{"type": "admitted", "token": token, "pass": "p1", "expires_at": "2030-01-01T00:00:00Z"})
+		},
+		onReserve: func(n int, seats []string) (int, any) {
+			return http.StatusCreated, map[string]any{"id": 1, "screening": "x", "seats": seats, "seats_left": 2}
+		},
+	}
+	url := newFake(t, f)
+	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: 1, Timeout: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcomes != (Outcomes{Ticket: 1}) || rep.Reconnects != 1 {
+		t.Errorf("outcomes %+v, reconnects %d; want one ticket after one reconnect (errors %v)", rep.Outcomes, rep.Reconnects, rep.Errors)
+	}
+	if rep.Registration.Registered != 1 || rep.Push.Positions.Count != 2 || rep.Latency.Queue.Count != 1 {
+		t.Errorf("registered %d, positions %d, queue latencies %d; want 1, 2, 1", rep.Registration.Registered, rep.Push.Positions.Count, rep.Latency.Queue.Count)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Equal(f.tokens, []string{"", token}) {
+		t.Errorf("tokens dialed = %q, want none, then the prequeue's", f.tokens)
+	}
+}
+
 func TestUserGivesUpAfterRetriesAndLeaves(t *testing.T) {
 	f := &fake{
 		onSocket: func(n int, token string, conn *websocket.Conn) {
