@@ -38,6 +38,9 @@ const (
 	redisTimeout = 5 * time.Second
 	// resubscribeEvery paces the retries of a screening's subscription after Redis refused or dropped it.
 	resubscribeEvery = time.Second
+	// healthEvery paces the hub's Redis check; healthTimeout bounds one.
+	healthEvery   = time.Second
+	healthTimeout = time.Second
 	// messagesPerSecond and messageBurst bound what one client may send: the protocol's only client message
 	// is a leave, so a socket past them is a bot or a bug, and is closed with 1008.
 	messagesPerSecond = 5
@@ -67,6 +70,10 @@ type Lines interface {
 	// Disconnected counts off a socket of the token, so a waiting token whose sockets are all gone past the
 	// grace is dropped as abandoned.
 	Disconnected(ctx context.Context, screening, token string) error
+	// Ping reports whether Redis answers (the hub tells its sockets when it stops and starts again).
+	Ping(ctx context.Context) error
+	// Restore rebuilds a line Redis lost from what this instance's sockets know (see queue.Restore).
+	Restore(ctx context.Context, screening string, standings []queue.Standing) (queue.Line, int64, error)
 }
 
 // Passes signs the pass of an admission.
@@ -529,8 +536,9 @@ func (c *Client) tellPaused(paused bool) {
 func (h *Hub) followLocked(screening string) <-chan struct{} {
 	if !h.pinging && h.ctx.Err() == nil {
 		h.pinging = true
-		h.follows.Add(1)
+		h.follows.Add(2)
 		go h.pinger()
+		go h.watchRedis()
 	}
 	f := h.following[screening]
 	if f == nil {
@@ -577,6 +585,43 @@ func (h *Hub) pinger() {
 		case <-t.C:
 			for _, c := range h.allClients() {
 				c.ping()
+			}
+		}
+	}
+}
+
+// watchRedis checks Redis every healthEvery and tells every socket when it stops answering (nobody is
+// admitted and nothing moves meanwhile: the scheduler's ticks fail) and when it answers again. The sockets
+// stay open; their places are kept, or rebuilt if Redis lost them (resync).
+func (h *Hub) watchRedis() {
+	defer h.follows.Done()
+	t := time.NewTicker(healthEvery)
+	defer t.Stop()
+	down := false
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(h.ctx, healthTimeout)
+		err := h.lines.Ping(ctx)
+		cancel()
+		if h.ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil && !down:
+			down = true
+			h.log.Error("hub: redis unreachable: telling the sockets", "err", err)
+			for _, c := range h.allClients() {
+				c.Send(UnavailableMessage())
+			}
+		case err == nil && down:
+			down = false
+			h.log.Info("hub: redis answers again")
+			for _, c := range h.allClients() {
+				c.Send(AvailableMessage())
 			}
 		}
 	}
@@ -635,7 +680,7 @@ func (h *Hub) follow(screening string, ready chan struct{}) {
 // line.
 func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 	f := h.followedOf(ev.Screening)
-	if ev.Kind == queue.EventTick || ev.Kind == queue.EventOpened {
+	if ev.Kind == queue.EventTick || ev.Kind == queue.EventOpened || ev.Kind == queue.EventRebuilt {
 		h.markSeen(ev.Screening, ev.Epoch) // before listing the sockets: see Missed
 	}
 	clients := h.clients(ev.Screening)
@@ -648,7 +693,7 @@ func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 		}
 	case queue.EventPaused, queue.EventResumed:
 		h.setPause(f, ev.Screening, ev.Kind == queue.EventPaused, true)
-	case queue.EventOpened:
+	case queue.EventOpened, queue.EventRebuilt:
 		h.placePre(ctx, ev.Screening, clients)
 		if line.Apply(ev) {
 			h.pushRanks(f, line, clients, ev.TickAtMs)
@@ -722,16 +767,15 @@ func (h *Hub) placePre(ctx context.Context, screening string, clients []*Client)
 // event this instance missed, places sockets of the pre-queue if the line opened meanwhile, and, when push,
 // sends every waiting socket its rank.
 func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, handled map[string]bool, tickAtMs int64, push bool) {
+	h.resyncs.Inc()
+	fresh, err := h.readLine(ctx, screening)
+	if err != nil {
+		return // the hub is shutting down
+	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
-	h.resyncs.Inc()
-	fresh, err := h.lines.Line(ctx, screening)
-	if err != nil {
-		// Which events came is unknown until a read succeeds (the next event's gap retries it): every
-		// socket joining meanwhile reads its own standing.
-		h.setSeen(screening, math.MaxInt64)
-		h.log.Error("hub: read line", "screening", screening, "err", err)
-		return
+	if lost(line, fresh, h.clients(screening)) {
+		fresh = h.rebuild(ctx, screening, fresh)
 	}
 	*line = fresh
 	// Events lost while the subscription was down may include a pause or a resume.
@@ -759,6 +803,71 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 	if push {
 		h.pushRanks(h.followedOf(screening), line, clients, tickAtMs)
 	}
+}
+
+// readLine reads the screening's line, again every resubscribeEvery until it succeeds or ctx ends: until
+// then which events came is unknown, and no later event may arrive to retry (a line standing still), so
+// the screening's events wait. Meanwhile every socket joining reads its own standing (Missed).
+func (h *Hub) readLine(ctx context.Context, screening string) (queue.Line, error) {
+	for attempt := 0; ; attempt++ {
+		readCtx, cancel := context.WithTimeout(ctx, redisTimeout)
+		fresh, err := h.lines.Line(readCtx, screening)
+		cancel()
+		if err == nil {
+			return fresh, nil
+		}
+		h.setSeen(screening, math.MaxInt64)
+		if attempt == 0 {
+			h.log.Error("hub: read line; retrying", "screening", screening, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return queue.Line{}, ctx.Err()
+		case <-time.After(resubscribeEvery):
+		}
+	}
+}
+
+// lost reports whether Redis lost the line since this instance last saw it (a restart without
+// persistence): its epochs went back, or a local socket waits with a number Redis never handed out.
+func lost(seen *queue.Line, fresh queue.Line, clients []*Client) bool {
+	if seen.Epoch > 0 && fresh.Epoch < seen.Epoch {
+		return true
+	}
+	for _, c := range clients {
+		if c.seq.Load() > fresh.LastSeq && !c.admitted() {
+			return true
+		}
+	}
+	return false
+}
+
+// rebuild puts this instance's sockets back in the line Redis lost (queue.Restore), and returns the line
+// after it, or fresh when the rebuild failed (the next event's gap retries).
+func (h *Hub) rebuild(ctx context.Context, screening string, fresh queue.Line) queue.Line {
+	clients := h.clients(screening)
+	standings := make([]queue.Standing, 0, len(clients))
+	for _, c := range clients {
+		st := queue.Standing{Token: c.token, Seq: c.seq.Load()}
+		c.mu.Lock()
+		if c.admittedMs != 0 {
+			st.ExpiresAt, st.Seq = time.UnixMilli(c.admittedMs), 0
+		}
+		c.mu.Unlock()
+		if st.Seq > 0 || !st.ExpiresAt.IsZero() {
+			standings = append(standings, st)
+		}
+	}
+	rebuilt, n, err := h.lines.Restore(ctx, screening, standings)
+	if err != nil && n == 0 {
+		h.log.Error("hub: rebuild the line Redis lost", "screening", screening, "err", err)
+		return fresh
+	}
+	h.log.Warn("hub: rebuilt the line Redis lost from this instance's sockets", "screening", screening, "restored", n, "err", err)
+	if n < 0 {
+		return fresh // closed meanwhile
+	}
+	return rebuilt
 }
 
 // pushRanks sends each waiting client its rank, computed from the line, with a wait estimate from the

@@ -96,6 +96,21 @@ func PreQueueMessage(e queue.Entry, opensAt time.Time) []byte {
 	return mustJSON(PreQueue{Type: "prequeue", Token: e.Token, OpensAt: opensAt.UTC().Format(TimeFormat), Total: e.Total, Inserted: e.Inserted, Paused: e.Paused})
 }
 
+// Service tells a socket the server lost (type "unavailable") or got back ("available") its Redis: while
+// it is away nobody is admitted and nothing moves, and the place is kept.
+type Service struct {
+	Type    string `json:"type"`
+	Message string `json:"message,omitempty"`
+}
+
+// UnavailableMessage says the line is stopped by a fault; AvailableMessage that it runs again.
+func UnavailableMessage() []byte {
+	return mustJSON(Service{Type: "unavailable", Message: "the waiting room lost its line store for a moment; your place is kept, stay on this page"})
+}
+
+// AvailableMessage says the line runs again after UnavailableMessage.
+func AvailableMessage() []byte { return mustJSON(Service{Type: "available"}) }
+
 // PausedMessage tells the line admission was paused (true) or resumed (false).
 func PausedMessage(paused bool) []byte {
 	if paused {

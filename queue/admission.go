@@ -168,6 +168,9 @@ const (
 	// EventOpened: the line opened and the pre-queue took its shuffled sequence numbers. It carries the
 	// whole line (Left is every number that left above the head), like Queue.Line.
 	EventOpened EventKind = "opened"
+	// EventRebuilt: an instance rebuilt the line after Redis lost it (Queue.Restore). Like EventOpened it
+	// carries the whole line.
+	EventRebuilt EventKind = "rebuilt"
 	// EventPaused and EventResumed: the operator paused or resumed admission.
 	EventPaused  EventKind = "paused"
 	EventResumed EventKind = "resumed"
@@ -261,4 +264,51 @@ func (q *Queue) Seqs(ctx context.Context, screening string, tokens []string) ([]
 		}
 	}
 	return out, nil
+}
+
+// Standing is what an instance knows of one of its sockets' tokens: its sequence number while waiting, or
+// the expiry of its admission.
+type Standing struct {
+	Token     string
+	Seq       int64
+	ExpiresAt time.Time
+}
+
+// Ping reports whether Redis answers.
+func (q *Queue) Ping(ctx context.Context) error {
+	if err := q.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("queue: ping: %w", err)
+	}
+	return nil
+}
+
+// Restore rebuilds the screening's line after Redis lost it (restore.lua): the waiting tokens of standings
+// take back their numbers, in their order, and the admitted their slots until their expiry. It tells every
+// instance (EventRebuilt, with the whole line) and returns the line; restored counts the tokens put back
+// (-1 when the screening is closed).
+func (q *Queue) Restore(ctx context.Context, screening string, standings []Standing) (Line, int64, error) {
+	k := q.keys(screening)
+	args := make([]any, 0, 1+3*len(standings))
+	args = append(args, q.now().UnixMilli())
+	for _, s := range standings {
+		exp := int64(0)
+		if !s.ExpiresAt.IsZero() {
+			exp = s.ExpiresAt.UnixMilli()
+		}
+		args = append(args, s.Token, s.Seq, exp)
+	}
+	res, err := restoreScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.seq, k.opened, k.epoch, k.head, k.left, k.leftNew, k.closed}, args...).Int64Slice()
+	if err != nil {
+		return Line{}, 0, fmt.Errorf("queue: restore %s: %w", screening, err)
+	}
+	if res[0] < 0 {
+		return Line{}, -1, nil
+	}
+	l := Line{Epoch: res[1], Head: res[2], LastSeq: res[3], Total: res[4], Left: res[5:]}
+	ev := Event{Kind: EventRebuilt, Screening: screening, TickAtMs: q.now().UnixMilli(), Total: l.Total,
+		Epoch: l.Epoch, Head: l.Head, LastSeq: l.LastSeq, Left: l.Left}
+	if err := q.publish(ctx, screening, ev); err != nil {
+		return l, res[0], fmt.Errorf("queue: rebuilt %s but could not tell the instances: %w", screening, err)
+	}
+	return l, res[0], nil
 }

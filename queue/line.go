@@ -36,8 +36,10 @@ type Line struct {
 // Apply moves the line to the event that follows it. It reports false, changing nothing, when ev is not the
 // next event (one was missed, or ev is old): the caller reads the line from Redis instead.
 func (l *Line) Apply(ev Event) bool {
-	if ev.Kind == EventOpened && ev.Epoch > l.Epoch {
-		// The opening carries the whole line: it replaces what came before, missed events or not.
+	// The opening and a rebuild carry the whole line: it replaces what came before, missed events or not.
+	// After Redis lost the line its epochs start again below what this instance saw, so a rebuild replaces
+	// any other epoch (one that crossed a later tick is set right by that tick's successor: a gap, a read).
+	if (ev.Kind == EventOpened && ev.Epoch > l.Epoch) || (ev.Kind == EventRebuilt && ev.Epoch != l.Epoch) {
 		*l = Line{Epoch: ev.Epoch, Head: ev.Head, LastSeq: ev.LastSeq, Total: ev.Total, Left: slices.Clone(ev.Left)}
 		slices.Sort(l.Left)
 		return true

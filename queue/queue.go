@@ -54,6 +54,8 @@ var (
 	openLua string
 	//go:embed lua/disconnect.lua
 	disconnectLua string
+	//go:embed lua/restore.lua
+	restoreLua string
 
 	registerScript   = redis.NewScript(registerLua)
 	admitScript      = redis.NewScript(admitLua)
@@ -65,6 +67,7 @@ var (
 	lineScript       = redis.NewScript(lineLua)
 	openScript       = redis.NewScript(openLua)
 	disconnectScript = redis.NewScript(disconnectLua)
+	restoreScript    = redis.NewScript(restoreLua)
 )
 
 var (

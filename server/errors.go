@@ -1,13 +1,19 @@
 package server
 
 import (
+	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -69,6 +75,8 @@ func classify(err error) (int, apiErrorBody) {
 		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "BODY_TOO_LARGE", Message: "request body too large"}
 	case errors.As(err, &syntax), errors.As(err, &typeErr), errors.Is(err, errBadBody):
 		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: `the body must be {"seats":["A1",...]}`}
+	case unavailable(err):
+		return http.StatusServiceUnavailable, apiErrorBody{Code: "UNAVAILABLE", Message: "the service cannot reach its store right now; nothing was done, retry shortly"}
 	case errors.As(err, &he):
 		code := "HTTP_ERROR"
 		switch he.Code {
@@ -80,6 +88,24 @@ func classify(err error) (int, apiErrorBody) {
 		return he.Code, apiErrorBody{Code: code, Message: http.StatusText(he.Code)}
 	}
 	return http.StatusInternalServerError, apiErrorBody{Code: "INTERNAL", Message: "internal error"}
+}
+
+// unavailable reports whether err means Redis or the database could not be reached (refused, reset, timed
+// out, shutting down), so the request fails closed with 503 and a retry may succeed, rather than a 500.
+func unavailable(err error) bool {
+	var opErr *net.OpError
+	var sqlState interface{ SQLState() string }
+	switch {
+	case errors.As(err, &opErr), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed), errors.Is(err, context.DeadlineExceeded):
+		return true
+	case errors.As(err, &sqlState):
+		// PostgreSQL's classes 08 (connection exception) and 57 (operator intervention: shutting down).
+		class := sqlState.SQLState()
+		return strings.HasPrefix(class, "08") || strings.HasPrefix(class, "57")
+	}
+	return false
 }
 
 var (

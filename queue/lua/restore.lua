@@ -1,0 +1,63 @@
+-- restore.lua: rebuild a screening's line after Redis lost it (a restart without persistence), from what an
+-- instance's connected sockets know: each waiting token's sequence number and each admitted token's expiry.
+-- Tokens already back (from another instance, or re-registered) are left alone. The sequence counter is
+-- kept above every number restored; the head becomes just below the lowest waiting number, and every number
+-- between it and the last one that is not waiting counts as left, so ranks computed from the line
+-- (queue.Line) are exact again: the restored keep their order, and those whose sockets are gone are not
+-- waited for. Numbers the change as an event and returns the whole line, like open.lua.
+--
+-- KEYS[1] waiting  ZSET token -> sequence number
+-- KEYS[2] active   ZSET token -> admission expiry (Unix ms)
+-- KEYS[3] seq      STRING the last sequence number handed out
+-- KEYS[4] opened   STRING present once the line is open
+-- KEYS[5] epoch    STRING the number of the last event
+-- KEYS[6] head     STRING the highest sequence number admitted so far
+-- KEYS[7] left     ZSET seq -> seq: sequence numbers that left the line, above the head
+-- KEYS[8] leftnew  LIST sequence numbers that left since the last event
+-- KEYS[9] closed   STRING present once the screening is sold out
+-- ARGV[1] now, Unix ms
+-- ARGV[2..] triples: token, sequence number (0: not waiting), admission expiry in Unix ms (0: not admitted)
+--
+-- Returns {restored (-1: the screening is closed), epoch, head, lastSeq, total, left...}
+if redis.call('EXISTS', KEYS[9]) == 1 then
+  return {-1}
+end
+local now = tonumber(ARGV[1])
+local restored = 0
+for i = 2, #ARGV, 3 do
+  local token, seq, exp = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  if not redis.call('ZSCORE', KEYS[1], token) and not redis.call('ZSCORE', KEYS[2], token) then
+    if exp > now then
+      redis.call('ZADD', KEYS[2], exp, token)
+      restored = restored + 1
+    elseif seq > 0 then
+      redis.call('ZADD', KEYS[1], seq, token)
+      restored = restored + 1
+    end
+  end
+end
+redis.call('SET', KEYS[4], '1')
+
+local waiting = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local last = tonumber(redis.call('GET', KEYS[3]) or '0')
+local present = {}
+local lowest = nil
+for i = 2, #waiting, 2 do
+  local s = tonumber(waiting[i])
+  present[s] = true
+  if not lowest or s < lowest then lowest = s end
+  if s > last then last = s end
+end
+redis.call('SET', KEYS[3], last)
+local head = last
+if lowest then head = lowest - 1 end
+redis.call('SET', KEYS[6], head)
+redis.call('DEL', KEYS[7], KEYS[8])
+local out = {restored, redis.call('INCR', KEYS[5]), head, last, #waiting / 2}
+for s = head + 1, last do
+  if not present[s] then
+    redis.call('ZADD', KEYS[7], s, s)
+    out[#out + 1] = s
+  end
+end
+return out
