@@ -171,11 +171,16 @@ func (r saleRow) settings() queue.Settings {
 	}
 }
 
-// Sales returns the screenings whose sale is not closed and opens at or before until, with their own
-// admission settings: the scheduler's list.
+// Sales returns the screenings whose sale is not closed or sold out and opens at or before until, with
+// their own admission settings: the scheduler's list.
 func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error) {
 	var rows []saleRow
-	if err := s.db.SelectContext(ctx, &rows, s.db.Rebind(saleSQL+` WHERE sale_opens_at <= ? AND closed_at IS NULL ORDER BY id`), until.UTC()); err != nil {
+	// A sold-out screening leaves the list too: its line is closed, and ticking it would only count
+	// NO_VALID_SCREENING skips every interval.
+	if err := s.db.SelectContext(ctx, &rows, s.db.Rebind(saleSQL+` WHERE sale_opens_at <= ? AND closed_at IS NULL
+		AND (SELECT COUNT(*) FROM reservation_seats r WHERE r.screening_id = screenings.id) <
+		    (SELECT COUNT(*) FROM seats t WHERE t.screening_id = screenings.id)
+		ORDER BY id`), until.UTC()); err != nil {
 		return nil, fmt.Errorf("booking: sales: %w", err)
 	}
 	out := make([]queue.Sale, len(rows))

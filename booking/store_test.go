@@ -287,3 +287,32 @@ func TestOpenRefusesUnknownURLs(t *testing.T) {
 		}
 	}
 }
+
+// A screening that sold its last seat leaves the scheduler's list: its line is closed, so its admission
+// loop stops instead of counting skips forever.
+func TestSoldOutScreeningLeavesTheSales(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "one", 1, 1)
+		env.Demo(t, "two", 1, 2)
+		store := booking.NewStore(env.DB)
+		f := newFixture(t, env, env.Prefix, defaults)
+		if _, err := f.book.Reserve(ctx, "one", f.admit(t, "one", 1)[0].pass, []string{"A1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.book.Reserve(ctx, "two", f.admit(t, "two", 1)[0].pass, []string{"A1"}); err != nil {
+			t.Fatal(err)
+		}
+		sales, err := store.Sales(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range sales {
+			ids = append(ids, s.ID)
+		}
+		if want := []string{"two"}; !slices.Equal(ids, want) {
+			t.Errorf("Sales() = %v, want %v (one is sold out; two has a seat left)", ids, want)
+		}
+	})
+}
