@@ -61,7 +61,10 @@ const (
 // Lines is where the hub learns how each screening's line moves: a subscription to its admission events,
 // the line read whole when an event was missed, and one token's standing to recover a missed admission.
 type Lines interface {
-	Subscribe(ctx context.Context, screening string, fn func(context.Context, queue.Event), subscribed func(context.Context)) error
+	Subscribe(ctx context.Context, screening string, fn func(context.Context, queue.Event), subscribed func(context.Context), recheck <-chan struct{}) error
+	// Epoch is the number of the screening's last event in Redis: a cheap check for an event this instance
+	// never received (its publisher died before publishing, or the message was lost).
+	Epoch(ctx context.Context, screening string) (int64, error)
 	Line(ctx context.Context, screening string) (queue.Line, error)
 	Status(ctx context.Context, screening, token string) (queue.Entry, error)
 	// Seqs returns each token's sequence number in the line (0 for one not in it): once per opening, for
@@ -488,6 +491,11 @@ type followed struct {
 	// pace is the screening's measured admission rate, for the wait estimates. Only the subscription
 	// goroutine touches it.
 	pace pace
+	// recheck asks the subscription goroutine to read the line whole (watchRedis found an event missing).
+	recheck chan struct{}
+	// missing is an epoch Redis had that this hub had not dispatched at watchRedis's last check (0: none).
+	// Only watchRedis touches it.
+	missing int64
 	// pause is the operator's pause as the hub last learnt it (pauseUnknown until the line is first read).
 	// The subscription goroutine writes it before it lists the sockets, and Join reads it after adding one,
 	// so a socket joining during a pause or resume is told either way (see tellPaused).
@@ -545,11 +553,11 @@ func (h *Hub) followLocked(screening string) <-chan struct{} {
 		if h.ctx.Err() != nil {
 			return nil
 		}
-		f = &followed{ready: make(chan struct{})}
+		f = &followed{ready: make(chan struct{}), recheck: make(chan struct{}, 1)}
 		f.seen.Store(math.MaxInt64) // until the line is read: every socket joining now reads its standing
 		h.following[screening] = f
 		h.follows.Add(1)
-		go h.follow(screening, f.ready)
+		go h.follow(screening, f)
 	}
 	return f.ready
 }
@@ -610,6 +618,9 @@ func (h *Hub) watchRedis() {
 		if h.ctx.Err() != nil {
 			return
 		}
+		if err == nil && !down {
+			h.recheckEpochs()
+		}
 		switch {
 		case err != nil && !down:
 			down = true
@@ -623,6 +634,42 @@ func (h *Hub) watchRedis() {
 			for _, c := range h.allClients() {
 				c.Send(AvailableMessage())
 			}
+		}
+	}
+}
+
+// recheckEpochs asks each followed screening whose last event in Redis is newer than any this hub
+// dispatched to read its line whole: the event's publisher died between admitting and publishing, or the
+// message was lost, and no later event came to show the gap (a line standing still). The admitted then get
+// their pass from here, and the waiting their rank. One GET per followed screening.
+func (h *Hub) recheckEpochs() {
+	h.mu.Lock()
+	following := make(map[string]*followed, len(h.following))
+	for id, f := range h.following {
+		following[id] = f
+	}
+	h.mu.Unlock()
+	for id, f := range following {
+		seen := f.seen.Load()
+		if seen == math.MaxInt64 {
+			continue // the line is being read already
+		}
+		ctx, cancel := context.WithTimeout(h.ctx, healthTimeout)
+		epoch, err := h.lines.Epoch(ctx, id)
+		cancel()
+		if err != nil || epoch <= seen {
+			f.missing = 0
+			continue
+		}
+		// An event may just be on its way: only one still missing a check later counts.
+		if f.missing == 0 || seen >= f.missing {
+			f.missing = epoch
+			continue
+		}
+		f.missing = 0
+		select {
+		case f.recheck <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -645,7 +692,7 @@ func (h *Hub) setSeen(screening string, epoch int64) {
 // Line: every event moves it, and each waiting socket's rank is computed from it, with no Redis call per
 // socket. A (re)subscription reads the line whole first, so a new instance, or one whose subscription
 // dropped, catches up at once.
-func (h *Hub) follow(screening string, ready chan struct{}) {
+func (h *Hub) follow(screening string, f *followed) {
 	defer h.follows.Done()
 	line := queue.Line{}
 	first := true
@@ -658,9 +705,9 @@ func (h *Hub) follow(screening string, ready chan struct{}) {
 			h.resync(ctx, screening, &line, nil, time.Now().UnixMilli(), !first)
 			if first {
 				first = false
-				close(ready)
+				close(f.ready)
 			}
-		})
+		}, f.recheck)
 		if h.ctx.Err() != nil {
 			return
 		}

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -141,9 +142,9 @@ func (q *Queue) publish(ctx context.Context, screening string, ev Event) error {
 // when it cannot subscribe or Redis ends the subscription (a Redis Cluster does when the screening's slot
 // moves): the caller subscribes again. fn runs on Subscribe's goroutine, one event at a time, in the order
 // Redis delivers them. subscribed, when not nil, is called on that goroutine once the subscription is in
-// place, and again whenever it is restored after a dropped connection: events published while it was down
-// are lost, so the caller reads the line whole.
-func (q *Queue) Subscribe(ctx context.Context, screening string, fn func(context.Context, Event), subscribed func(context.Context)) error {
+// place, and again whenever it is restored after a dropped connection (events published while it was down
+// are lost, so the caller reads the line whole) or a value arrives on recheck (nil: never).
+func (q *Queue) Subscribe(ctx context.Context, screening string, fn func(context.Context, Event), subscribed func(context.Context), recheck <-chan struct{}) error {
 	channel := q.keys(screening).events
 	mode, err := q.mode(ctx, channel)
 	if err != nil {
@@ -172,6 +173,10 @@ func (q *Queue) Subscribe(ctx context.Context, screening string, fn func(context
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-recheck:
+			if subscribed != nil {
+				subscribed(ctx) // the caller found an event missing with no later one to show the gap
+			}
 		case m, ok := <-ch:
 			if !ok {
 				return nil
@@ -197,4 +202,16 @@ func (q *Queue) Subscribe(ctx context.Context, screening string, fn func(context
 			}
 		}
 	}
+}
+
+// Epoch returns the number of the screening's last event (0 before any).
+func (q *Queue) Epoch(ctx context.Context, screening string) (int64, error) {
+	n, err := q.rdb.Get(ctx, q.keys(screening).epoch).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("queue: epoch of %s: %w", screening, err)
+	}
+	return n, nil
 }

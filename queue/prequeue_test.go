@@ -94,7 +94,7 @@ func subscribe(t *testing.T, q *queue.Queue, screening string) <-chan queue.Even
 			case events <- ev:
 			case <-ctx.Done():
 			}
-		}, func(context.Context) { once.Do(func() { close(ready) }) })
+		}, func(context.Context) { once.Do(func() { close(ready) }) }, nil)
 	}()
 	t.Cleanup(func() {
 		cancel()

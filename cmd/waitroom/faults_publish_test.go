@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+// An instance that admits and dies before it publishes leaves Redis with the admission and every instance
+// without its event, and with no later event to show the gap (here no tick comes for an hour). The
+// instances holding the sockets find the event missing by themselves: the admitted get their pass, the
+// waiting their new rank; and a reconnect gets the pass too. Nobody is lost.
+func TestAdmissionWhosePublisherDiedStillReachesItsSockets(t *testing.T) {
+	env := testenv.New(t, testenv.Real)
+	srv := start(t, env, map[string]string{
+		"WAITROOM_ADMISSION_INTERVAL":   "1h",
+		"WAITROOM_ADMISSION_MAX_ACTIVE": "10",
+	})
+	clients := make([]*client, 3)
+	tokens := make([]string, len(clients))
+	for i := range clients {
+		clients[i] = srv.dial(t, "demo", "")
+		m := clients[i].next(5 * time.Second)
+		if m.Type != "queued" || m.Rank != int64(i+1) {
+			t.Fatalf("user %d's first message = %+v, want queued at rank %d", i, m, i+1)
+		}
+		tokens[i] = m.Token
+	}
+
+	// The dead instance's admission: the script ran, the publish never happened.
+	q := queue.New(env.Redis, env.Prefix)
+	res, err := q.Admit(context.Background(), "demo", time.Now(), queue.Settings{BatchSize: 2, MaxActive: 10, ActiveTTL: time.Minute})
+	if err != nil || len(res.Admitted) != 2 || res.Admitted[0] != tokens[0] || res.Admitted[1] != tokens[1] {
+		t.Fatalf("Admit = %v, %v; want the first two users", res.Admitted, err)
+	}
+	admittedAt := time.Now()
+	for i := range 2 {
+		adm, before := clients[i].until("admitted", 15*time.Second)
+		if adm.ExpiresAt == "" || adm.Pass == "" {
+			t.Errorf("user %d's admission = %+v, want a pass", i, adm)
+		}
+		if len(before) > 0 {
+			t.Logf("user %d got %v first", i, before)
+		}
+	}
+	t.Logf("passes delivered %v after the unpublished admission", time.Since(admittedAt).Round(time.Millisecond))
+	var pos msg
+	for pos.Rank != 1 {
+		pos, _ = clients[2].until("position", 15*time.Second)
+	}
+	if pos.Total != 1 {
+		t.Errorf("the third user after the unpublished admission: %+v, want rank 1 of 1", pos)
+	}
+
+	// And a reconnect hands the pass over at once.
+	clients[0].conn.Close()
+	again := srv.dial(t, "demo", tokens[0])
+	if m := again.next(5 * time.Second); m.Type != "admitted" || m.Pass == "" {
+		t.Errorf("reconnect of an admitted user = %+v, want admitted with its pass", m)
+	}
+}
