@@ -741,6 +741,9 @@ func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 	case queue.EventPaused, queue.EventResumed:
 		h.setPause(f, ev.Screening, ev.Kind == queue.EventPaused, true)
 	case queue.EventOpened, queue.EventRebuilt:
+		if ev.Kind == queue.EventRebuilt {
+			h.replace(ctx, ev.Screening, clients) // a newcomer may have moved to the end
+		}
 		h.placePre(ctx, ev.Screening, clients)
 		if line.Apply(ev) {
 			h.pushRanks(f, line, clients, ev.TickAtMs)
@@ -810,6 +813,34 @@ func (h *Hub) placePre(ctx context.Context, screening string, clients []*Client)
 	}
 }
 
+// replace reads again the number of every waiting socket after a rebuild (one round trip per thousand),
+// since the rebuild moves a token that registered after the loss to the end of the line.
+func (h *Hub) replace(ctx context.Context, screening string, clients []*Client) {
+	var waiting []*Client
+	var tokens []string
+	for _, c := range clients {
+		if c.seq.Load() > 0 && !c.admitted() {
+			waiting = append(waiting, c)
+			tokens = append(tokens, c.token)
+		}
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	defer cancel()
+	seqs, err := h.lines.Seqs(ctx, screening, tokens)
+	if err != nil {
+		h.log.Error("hub: places after a rebuild", "screening", screening, "err", err)
+		return
+	}
+	for i, c := range waiting {
+		if seqs[i] > 0 {
+			c.seq.Store(seqs[i])
+		}
+	}
+}
+
 // resync reads the screening's line from Redis, hands their pass to local sockets that were admitted by an
 // event this instance missed, places sockets of the pre-queue if the line opened meanwhile, and, when push,
 // sends every waiting socket its rank.
@@ -823,6 +854,7 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 	defer cancel()
 	if lost(line, fresh, h.clients(screening)) {
 		fresh = h.rebuild(ctx, screening, fresh)
+		h.replace(ctx, screening, h.clients(screening))
 	}
 	*line = fresh
 	// Events lost while the subscription was down may include a pause or a resume.

@@ -24,7 +24,14 @@ const (
 	NothingFreed SkipReason = "NOTHING_FREED"
 	// Paused: the operator paused the screening's admission.
 	Paused SkipReason = "PAUSED"
+	// Rebuilding: Redis lost the line and the instances are putting their sockets back (Queue.Restore).
+	Rebuilding SkipReason = "REBUILDING"
 )
+
+// RebuildHold is how long admission waits after the first instance rebuilds a line Redis lost, so the other
+// instances' sockets are back before anyone is admitted: each instance finds the loss within a couple of
+// seconds (its subscription and its line read retry every second).
+const RebuildHold = 5 * time.Second
 
 // Settings is the pace of one screening's admission.
 type Settings struct {
@@ -97,7 +104,7 @@ func (q *Queue) Refill(ctx context.Context, screening string, now time.Time, s S
 func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Settings, mode string) (TickResult, error) {
 	k := q.keys(screening)
 	res, err := admitScript.Run(ctx, q.rdb,
-		[]string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq, k.opened, k.paused, k.gone, k.stats},
+		[]string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq, k.opened, k.paused, k.gone, k.stats, k.hold},
 		now.UnixMilli(), s.BatchSize, s.MaxActive, ExpiryOf(now, s.ActiveTTL).UnixMilli(), mode, s.goneCutoff(now)).Slice()
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: admit %s: %w", screening, err)
@@ -288,8 +295,8 @@ func (q *Queue) Ping(ctx context.Context) error {
 // (-1 when the screening is closed).
 func (q *Queue) Restore(ctx context.Context, screening string, standings []Standing) (Line, int64, error) {
 	k := q.keys(screening)
-	args := make([]any, 0, 1+3*len(standings))
-	args = append(args, q.now().UnixMilli())
+	args := make([]any, 0, 2+3*len(standings))
+	args = append(args, q.now().UnixMilli(), RebuildHold.Milliseconds())
 	for _, s := range standings {
 		exp := int64(0)
 		if !s.ExpiresAt.IsZero() {
@@ -297,7 +304,7 @@ func (q *Queue) Restore(ctx context.Context, screening string, standings []Stand
 		}
 		args = append(args, s.Token, s.Seq, exp)
 	}
-	res, err := restoreScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.seq, k.opened, k.epoch, k.head, k.left, k.leftNew, k.closed}, args...).Int64Slice()
+	res, err := restoreScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.seq, k.opened, k.epoch, k.head, k.left, k.leftNew, k.closed, k.hold, k.restored}, args...).Int64Slice()
 	if err != nil {
 		return Line{}, 0, fmt.Errorf("queue: restore %s: %w", screening, err)
 	}

@@ -102,7 +102,7 @@ func ClosedKey(prefix, screening string) string { return Key(prefix, screening, 
 type keys struct {
 	waiting, active, seq, closed, changed, freed, spent, lock, lastTick, events string
 	head, left, leftNew, epoch                                                  string
-	pre, opened, paused, gone, conns, stats                                     string
+	pre, opened, paused, gone, conns, stats, hold, restored                     string
 }
 
 // Queue is the waiting line of every screening, in one Redis.
@@ -129,7 +129,7 @@ func (q *Queue) keys(screening string) keys {
 		waiting: k("waiting"), active: k("active"), seq: k("seq"), closed: ClosedKey(q.prefix, screening), changed: k("changed"), freed: k("freed"), spent: k("spent"),
 		lock: k("lock"), lastTick: k("tick"), events: k("events"),
 		head: k("head"), left: k("left"), leftNew: k("leftnew"), epoch: k("epoch"),
-		pre: k("pre"), opened: k("opened"), paused: k("paused"), gone: k("gone"), conns: k("conns"), stats: k("stats"),
+		pre: k("pre"), opened: k("opened"), paused: k("paused"), gone: k("gone"), conns: k("conns"), stats: k("stats"), hold: k("hold"), restored: k("restored"),
 	}
 }
 

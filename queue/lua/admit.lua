@@ -29,6 +29,7 @@
 -- KEYS[13] paused  STRING present while the operator has paused admission
 -- KEYS[14] gone    ZSET token -> when its last socket closed (Unix ms; disconnect.lua)
 -- KEYS[15] stats   HASH the screening's counters: admitted, abandoned, skip:<reason>
+-- KEYS[16] hold    STRING present while a line Redis lost is being rebuilt (restore.lua): nobody is admitted
 -- ARGV[1] now, Unix ms
 -- ARGV[2] batch_size
 -- ARGV[3] max_active
@@ -100,7 +101,7 @@ local waiting = redis.call('ZCARD', KEYS[1])
 local paused = redis.call('EXISTS', KEYS[13]) == 1
 if refill then
   batch = math.min(batch, tonumber(redis.call('GET', KEYS[6]) or '0'))
-  if paused or batch <= 0 or waiting == 0 or active >= maxActive then
+  if paused or batch <= 0 or waiting == 0 or active >= maxActive or redis.call('EXISTS', KEYS[16]) == 1 then
     return {'NOTHING_FREED', 0, active, waiting, 0}
   end
 else
@@ -108,7 +109,9 @@ else
 end
 local moved = redis.call('DEL', KEYS[5])
 local skip = nil
-if paused then
+if redis.call('EXISTS', KEYS[16]) == 1 then
+  skip = 'REBUILDING'
+elseif paused then
   skip = 'PAUSED'
 elseif waiting == 0 then
   skip = 'QUEUE_EMPTY'
