@@ -147,6 +147,7 @@ func (s *Scheduler) Close(ctx context.Context, screening string) error {
 // to stop.
 func (s *Scheduler) Run(ctx context.Context) error {
 	stops := map[string]context.CancelFunc{}
+	ending := map[string]bool{} // sales that ended here whose line is not known to be closed yet
 	var wg sync.WaitGroup
 	defer func() {
 		for _, stop := range stops {
@@ -205,7 +206,21 @@ func (s *Scheduler) Run(ctx context.Context) error {
 					delete(s.loops, id)
 					s.mu.Unlock()
 					s.log.Info("admission: stopped", "screening", id)
+					ending[id] = true
 				}
+			}
+			// A screening leaves the list when it sold out or its sale was closed: its line must be closed
+			// too, or whoever still waits would wait for good. The reservation that sold the last seat (or
+			// the operator) closed it, unless Redis was unreachable just then: closing again is harmless, and
+			// a failure is retried at the next refresh.
+			for id := range ending {
+				if err := s.q.Close(ctx, id); err != nil {
+					if ctx.Err() == nil {
+						s.log.Warn("admission: close the line of an ended sale; retrying", "screening", id, "err", err)
+					}
+					continue
+				}
+				delete(ending, id)
 			}
 		}
 		select {
