@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/waitroom/waitroom/queue"
 )
@@ -42,6 +44,13 @@ func SeatsFromIDs(ids []string) ([]Seat, error) {
 	return seats, nil
 }
 
+// plausible reports whether a screening time can be stored and read back by both databases and written as
+// JSON: a year from 2000 to 9999 in UTC.
+func plausible(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 2000 && y <= 9999
+}
+
 // CheckSettings refuses admission settings a screening cannot run with (a zero field means the default).
 func CheckSettings(a queue.Settings) error {
 	switch {
@@ -67,8 +76,12 @@ func (s *Store) CreateScreening(ctx context.Context, sc Screening, seats []Seat,
 		return fmt.Errorf("booking: screening id %q: want 1–64 letters, digits, '-' or '_': %w", truncate(sc.ID, 64), ErrBadScreening)
 	case strings.TrimSpace(sc.Name) == "" || len(sc.Name) > maxNameLen:
 		return fmt.Errorf("booking: screening name: want 1–%d bytes: %w", maxNameLen, ErrBadScreening)
+	case !utf8.ValidString(sc.Name) || strings.ContainsFunc(sc.Name, unicode.IsControl):
+		return fmt.Errorf("booking: screening name: want UTF-8 text without control characters: %w", ErrBadScreening)
 	case sc.StartsAt.IsZero() || sc.SaleOpensAt.IsZero():
 		return fmt.Errorf("booking: starts_at and sale_opens_at are required: %w", ErrBadScreening)
+	case !plausible(sc.StartsAt) || !plausible(sc.SaleOpensAt):
+		return fmt.Errorf("booking: starts_at and sale_opens_at must fall in the years 2000 to 9999 (UTC): %w", ErrBadScreening)
 	case sc.SaleOpensAt.After(sc.StartsAt):
 		return fmt.Errorf("booking: the sale cannot open after the screening starts: %w", ErrBadScreening)
 	case len(seats) == 0 || len(seats) > MaxSeatsPerScreening:

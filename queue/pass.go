@@ -90,8 +90,9 @@ func ceilSecond(t time.Time) time.Time {
 // claims, or an error wrapping ErrInvalidPass.
 func (p *Passes) Verify(pass, screening string) (Claims, error) {
 	var pc passClaims
+	// Strict decoding: a signature must be the one canonical base64url spelling of its bytes.
 	parser := jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithExpirationRequired(), jwt.WithAudience(screening))
+		jwt.WithExpirationRequired(), jwt.WithAudience(screening), jwt.WithStrictDecoding())
 	_, err := parser.ParseWithClaims(pass, &pc, func(*jwt.Token) (any, error) { return p.secret, nil })
 	if err != nil {
 		return Claims{}, fmt.Errorf("queue: %w: %v", ErrInvalidPass, err)
