@@ -90,14 +90,16 @@ func classify(err error) (int, apiErrorBody) {
 	return http.StatusInternalServerError, apiErrorBody{Code: "INTERNAL", Message: "internal error"}
 }
 
-// unavailable reports whether err means Redis or the database could not be reached (refused, reset, timed
-// out, shutting down), so the request fails closed with 503 and a retry may succeed, rather than a 500.
+// unavailable reports whether err means Redis or the database could not be reached (refused, reset, closed
+// by the other end: io.EOF from a pooled connection, timed out, shutting down), so the request fails closed
+// with 503 and a retry may succeed, rather than a 500. (An empty request body's io.EOF is classified before
+// this, as a bad body.)
 func unavailable(err error) bool {
 	var opErr *net.OpError
 	var sqlState interface{ SQLState() string }
 	switch {
 	case errors.As(err, &opErr), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, driver.ErrBadConn),
 		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed), errors.Is(err, context.DeadlineExceeded):
 		return true
 	case errors.As(err, &sqlState):

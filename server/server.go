@@ -32,7 +32,7 @@ import (
 const (
 	// maxBodyBytes bounds a reservation body: four seat ids need a few dozen bytes.
 	maxBodyBytes = 4 << 10
-	// readyTimeout bounds each dependency check of /readyz.
+	// readyTimeout bounds each dependency check of /readyz (they run side by side).
 	readyTimeout = 2 * time.Second
 )
 
@@ -235,14 +235,23 @@ func (s *Server) healthz(c echo.Context) error {
 }
 
 func (s *Server) readyz(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), readyTimeout)
-	defer cancel()
+	// Both checks at once, each with its own deadline: a slow Redis must not make the database look down.
+	check := func(f func(context.Context) error) chan error {
+		out := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(c.Request().Context(), readyTimeout)
+			defer cancel()
+			out <- f(ctx)
+		}()
+		return out
+	}
+	redisErr, dbErr := check(s.redisReady), check(s.Store.Ping)
 	checks := map[string]string{"redis": "ok", "database": "ok"}
 	status := http.StatusOK
-	if err := s.redisReady(ctx); err != nil {
+	if err := <-redisErr; err != nil {
 		checks["redis"], status = err.Error(), http.StatusServiceUnavailable
 	}
-	if err := s.Store.Ping(ctx); err != nil {
+	if err := <-dbErr; err != nil {
 		checks["database"], status = err.Error(), http.StatusServiceUnavailable
 	}
 	return c.JSON(status, checks)
