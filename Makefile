@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test` (README.md).
 GO ?= go
 
-.PHONY: run test test-cluster lint build bench-booking bench-replay
+.PHONY: run test test-cluster test-faults lint build bench-booking bench-replay
 
 # The embedded default: in-process Redis, SQLite under data/, the demo screening, a 1 s admission interval so
 # the line visibly moves. Any WAITROOM_* variable set in the environment wins.
@@ -22,8 +22,15 @@ test:
 test-cluster:
 	$(GO) test -race -count=1 -tags cluster -run Cluster ./cmd/waitroom/
 
+# The randomized fault run: two instances behind fault proxies to a Redis of its own (restarted empty once)
+# and the real PostgreSQL, a seeded schedule of resets and cuts, the history checked afterwards
+# (docs/reliability.md). WAITROOM_FAULT_SEED=<seed> replays a schedule.
+test-faults:
+	$(GO) test -race -count=1 -tags faults -run RandomFault -v ./cmd/waitroom/
+
 lint:
 	$(GO) vet ./...
+	$(GO) vet -tags cluster,faults ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 build:
