@@ -30,8 +30,9 @@ const (
 
 // RebuildHold is how long admission waits after the first instance rebuilds a line Redis lost, so the other
 // instances' sockets are back before anyone is admitted: each instance finds the loss within a couple of
-// seconds (its subscription and its line read retry every second).
-const RebuildHold = 5 * time.Second
+// seconds (its subscription and its line read retry every second). Short enough that admission resumes
+// within 5 s of Redis's return (docs/reliability.md).
+const RebuildHold = 3 * time.Second
 
 // Settings is the pace of one screening's admission.
 type Settings struct {
