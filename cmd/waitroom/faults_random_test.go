@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,9 +26,10 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
-// The randomized fault run (make test-faults): two instances share a Redis and a PostgreSQL, each behind a
-// fault proxy; users queue, are admitted and reserve while a seeded random schedule resets and cuts both
-// stores and restarts Redis empty once. Afterwards the history is checked against the guarantees of
+// The randomized fault run (make test-faults): three server processes share a Redis and a PostgreSQL, each
+// behind a fault proxy; users queue, are admitted and reserve while a seeded random schedule resets and cuts
+// both stores, restarts Redis empty once, kills one instance (SIGKILL) and pauses others (SIGSTOP) past
+// their seat locks' lease. Afterwards the history is checked against the guarantees of
 // docs/reliability.md: no seat sold twice (1); every user who got a place ends with a ticket or sold out,
 // nobody lost (2); admissions in queue order, never more than batch_size at once nor max_active at a time
 // (3).
@@ -83,8 +85,22 @@ func TestRandomFaultScheduleKeepsTheGuarantees(t *testing.T) {
 		"WAITROOM_ADMISSION_ACTIVE_TTL": rndTTL.String(),
 		"WAITROOM_DEMO_ENABLED":         "false",
 		"WAITROOM_LOG_LEVEL":            "error",
+		"WAITROOM_ADMISSION_LOCK_TTL":   "1s", // a killed or paused instance's tick lock frees soon
+		"WAITROOM_BOOKING_LOCK_LEASE":   "1s", // so a pause outlasts a seat lock held
+		"WAITROOM_BOOKING_LOCK_WAIT":    "500ms",
 	}
-	servers := []*testServer{start(t, &viaProxies, settings), start(t, &viaProxies, settings)}
+	// Three server processes, so one can be killed (SIGKILL) and another paused (SIGSTOP) past its seat locks'
+	// lease while the third serves.
+	bin := instBuild(t)
+	client := &http.Client{Timeout: 5 * time.Second}
+	procs := make([]*instProc, 3)
+	servers := make([]*testServer, len(procs))
+	for i := range procs {
+		if procs[i] = instStart(t, client, bin, &viaProxies, i, settings); procs[i] == nil {
+			t.Fatalf("instance %d did not start", i)
+		}
+		servers[i] = &testServer{URL: procs[i].url, out: procs[i].out}
+	}
 	events := rndObserve(t, env)
 
 	// Guarantee 3, max_active: sample the active set straight from Redis (not through the proxy).
@@ -130,13 +146,27 @@ func TestRandomFaultScheduleKeepsTheGuarantees(t *testing.T) {
 		}
 	}
 
-	// The schedule: one fault at a time, each followed by a healthy moment; Redis restarts once.
-	faultsEnd := time.Now().Add(rndFaultsFor)
-	restarted := false
+	// The schedule: one fault at a time, each followed by a healthy moment; at a random moment Redis
+	// restarts empty once, and at another one instance is killed.
+	began := time.Now()
+	faultsEnd := began.Add(rndFaultsFor)
+	restartAt := began.Add(time.Duration(1000+rng.IntN(7000)) * time.Millisecond)
+	killAt := began.Add(time.Duration(1000+rng.IntN(7000)) * time.Millisecond)
+	restarted, killed := false, false
 	for time.Now().Before(faultsEnd) {
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
 		hold := time.Duration(300+rng.IntN(1500)) * time.Millisecond
 		switch k := rng.IntN(5); {
+		case !restarted && time.Now().After(restartAt):
+			restarted = true
+			t.Logf("fault: restart Redis empty (down %v)", hold)
+			rs.Kill()
+			time.Sleep(hold)
+			rs.Start()
+		case !killed && time.Now().After(killAt):
+			killed = true
+			t.Logf("fault: SIGKILL instance 2")
+			_ = procs[2].cmd.Process.Kill()
 		case k == 0:
 			t.Logf("fault: reset Redis connections")
 			rp.Reset()
@@ -153,19 +183,13 @@ func TestRandomFaultScheduleKeepsTheGuarantees(t *testing.T) {
 			pp.Cut()
 			time.Sleep(hold)
 			pp.Restore()
-		case k == 4 && !restarted:
-			restarted = true
-			t.Logf("fault: restart Redis empty (down %v)", hold)
-			rs.Kill()
-			time.Sleep(hold)
-			rs.Start()
+		case k == 4:
+			p := procs[rng.IntN(2)] // 0 or 1: never the one to be killed
+			t.Logf("fault: pause instance %d for %v (past the 1 s seat-lock lease)", p.n, hold+time.Second)
+			_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+			time.Sleep(hold + time.Second)
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
 		}
-	}
-	if !restarted {
-		t.Logf("fault: restart Redis empty (the schedule drew none)")
-		rs.Kill()
-		time.Sleep(500 * time.Millisecond)
-		rs.Start()
 	}
 	t.Logf("faults over; waiting for every user")
 	wg.Wait()

@@ -215,7 +215,7 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			procs[i] = instStart(t, c.client, bin, env, i)
+			procs[i] = instStart(t, c.client, bin, env, i, nil)
 		}()
 	}
 	wg.Wait()
@@ -958,10 +958,10 @@ func instBuild(t *testing.T) string {
 	return bin
 }
 
-// instStart runs instance n of the server as a process of its own and waits until it is healthy. It is
-// killed, if still running, when the test ends. It reports through t.Errorf (it runs off the test's goroutine)
-// and returns nil on failure.
-func instStart(t *testing.T, client *http.Client, bin string, env *testenv.Env, n int) *instProc {
+// instStart runs instance n of the server as a process of its own and waits until it is healthy; settings
+// override this test's (nil: none). It is killed, if still running, when the test ends. It reports through
+// t.Errorf (it runs off the test's goroutine) and returns nil on failure.
+func instStart(t *testing.T, client *http.Client, bin string, env *testenv.Env, n int, settings map[string]string) *instProc {
 	vars := map[string]string{
 		"WAITROOM_HTTP_ADDR":            "127.0.0.1:0",
 		"WAITROOM_REDIS_ADDR":           env.RedisAddr,
@@ -976,6 +976,9 @@ func instStart(t *testing.T, client *http.Client, bin string, env *testenv.Env, 
 		"WAITROOM_ADMISSION_ACTIVE_TTL": "2m",
 		"WAITROOM_ADMISSION_LOCK_TTL":   "2s", // a killed instance's lock frees soon
 		"WAITROOM_BOOKING_LOCK_WAIT":    "1s",
+	}
+	for k, v := range settings {
+		vars[k] = v
 	}
 	var environ []string
 	for _, kv := range os.Environ() {
