@@ -84,6 +84,9 @@ type Settings struct {
 	LockWait  time.Duration
 	LockLease time.Duration
 	MaxSeats  int
+	// DBTimeout bounds a reservation's database statements before its commit (0: none), so a slow database
+	// fails the request closed (503) instead of holding it and a pooled connection for as long as it is slow.
+	DBTimeout time.Duration
 }
 
 var (
@@ -293,7 +296,7 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 
 	r, err := b.store.insert(ctx, write{
 		screening: screening, holder: claims.Token, passID: claims.ID, seats: seats, total: len(cat.seats),
-		idempotencyKey: key, hash: hash, afterFence: b.afterFence,
+		idempotencyKey: key, hash: hash, afterFence: b.afterFence, timeout: b.settings.DBTimeout,
 		stillHeld: func(ctx context.Context) (bool, error) {
 			if b.noHeldCheck {
 				return true, nil

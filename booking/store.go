@@ -260,6 +260,8 @@ type write struct {
 	stillHeld func(ctx context.Context) (bool, error)
 	// afterFence runs after the fence is written (tests pause here to let a lease run out).
 	afterFence func()
+	// timeout bounds the statements before the commit (0: none).
+	timeout time.Duration
 }
 
 // insert writes a reservation in one transaction. It takes the next fencing number and writes it on the
@@ -273,8 +275,16 @@ func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
 	}
 	defer tx.Rollback()
+	// The statements before the commit are bounded by w.timeout (a slow database answers 503, not after
+	// minutes); the transaction itself and its commit are not, so a commit is never cut off half-known.
+	work := ctx
+	if w.timeout > 0 {
+		var cancel context.CancelFunc
+		work, cancel = context.WithTimeout(ctx, w.timeout)
+		defer cancel()
+	}
 
-	fence, err := s.nextFence(ctx, tx)
+	fence, err := s.nextFence(work, tx)
 	if err != nil {
 		return Reservation{}, err
 	}
@@ -282,7 +292,7 @@ func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 	if err != nil {
 		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
 	}
-	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
+	res, err := tx.ExecContext(work, tx.Rebind(q), args...)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("booking: reserve: fence: %w", err)
 	}
@@ -293,7 +303,7 @@ func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 		w.afterFence()
 	}
 
-	sold, err := countSold(ctx, tx, w.screening)
+	sold, err := countSold(work, tx, w.screening)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
 	}
@@ -305,7 +315,7 @@ func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
 	}
 	var taken []string
-	if err := tx.SelectContext(ctx, &taken, tx.Rebind(q), args...); err != nil {
+	if err := tx.SelectContext(work, &taken, tx.Rebind(q), args...); err != nil {
 		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
 	}
 	if len(taken) > 0 {
@@ -314,19 +324,19 @@ func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 	}
 
 	r := Reservation{Screening: w.screening, Seats: w.seats, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-	err = tx.GetContext(ctx, &r.ID, tx.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, created_at, idempotency_key, request_hash)
+	err = tx.GetContext(work, &r.ID, tx.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, created_at, idempotency_key, request_hash)
 		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`), w.screening, w.holder, w.passID, r.CreatedAt, nullable(w.idempotencyKey), w.hash)
 	if err != nil {
 		return Reservation{}, s.constraint(err, w.seats)
 	}
 	for _, seat := range w.seats {
-		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO reservation_seats (reservation_id, screening_id, seat_id, fence)
+		if _, err := tx.ExecContext(work, tx.Rebind(`INSERT INTO reservation_seats (reservation_id, screening_id, seat_id, fence)
 			VALUES (?, ?, ?, ?)`), r.ID, w.screening, seat, fence); err != nil {
 			return Reservation{}, s.constraint(err, []string{seat})
 		}
 	}
 	if w.stillHeld != nil {
-		held, err := w.stillHeld(ctx)
+		held, err := w.stillHeld(work)
 		if err != nil {
 			return Reservation{}, fmt.Errorf("booking: reserve: check locks before commit: %w", err)
 		}

@@ -121,6 +121,8 @@ type Booking struct {
 	LockWait  time.Duration `koanf:"lock_wait"`
 	LockLease time.Duration `koanf:"lock_lease"`
 	MaxSeats  int           `koanf:"max_seats"`
+	// DBTimeout bounds a reservation's database statements before its commit: a slow database answers 503.
+	DBTimeout time.Duration `koanf:"db_timeout"`
 }
 
 // Demo seeds a screening a newcomer can try at once.
@@ -141,7 +143,7 @@ func Default() Config {
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
 		Limits:    Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000},
-		Booking:   Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4},
+		Booking:   Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4, DBTimeout: 5 * time.Second},
 		Demo:      Demo{Enabled: true},
 		Data:      Data{Dir: "data"},
 		Log:       Log{Level: "info"},
@@ -248,6 +250,7 @@ func (c Config) Validate() error {
 	}
 	positive("booking.lock_wait", c.Booking.LockWait)
 	positive("booking.lock_lease", c.Booking.LockLease)
+	positive("booking.db_timeout", c.Booking.DBTimeout)
 	atLeastOne("booking.max_seats", c.Booking.MaxSeats)
 	if !c.Embedded() && c.Pass.Secret == "" {
 		errs = append(errs, errors.New("pass.secret is required with a shared Redis (every instance must sign and check passes with the same key); set it or WAITROOM_PASS_SECRET"))

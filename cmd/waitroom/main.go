@@ -110,6 +110,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// The scheduler stands for the queue where a slot is freed (a reservation, a leave), so it refills at once.
 	book := booking.New(store, rdb, cfg.Redis.Prefix, sched, passes, booking.Settings{
 		LockWait: cfg.Booking.LockWait, LockLease: cfg.Booking.LockLease, MaxSeats: cfg.Booking.MaxSeats,
+		DBTimeout: cfg.Booking.DBTimeout,
 	})
 	h := hub.New(q, passes, sched, reg, log)
 	srv := server.New(server.Deps{
