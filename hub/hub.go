@@ -788,55 +788,43 @@ func (h *Hub) followedOf(screening string) *followed {
 // placePre gives the sockets that joined in the pre-queue their place in the opened line: one round trip
 // for all of them, once per opening.
 func (h *Hub) placePre(ctx context.Context, screening string, clients []*Client) {
-	var pre []*Client
-	var tokens []string
-	for _, c := range clients {
-		if c.seq.Load() == 0 && !c.admitted() {
-			pre = append(pre, c)
-			tokens = append(tokens, c.token)
-		}
-	}
-	if len(pre) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	defer cancel()
-	seqs, err := h.lines.Seqs(ctx, screening, tokens)
-	if err != nil {
-		h.log.Error("hub: places after the opening", "screening", screening, "err", err)
-		return
-	}
-	for i, c := range pre {
-		if seqs[i] > 0 {
-			c.seq.CompareAndSwap(0, seqs[i])
-		}
-	}
+	h.place(ctx, screening, clients, func(c *Client) bool { return c.seq.Load() == 0 }, func(c *Client, seq int64) {
+		c.seq.CompareAndSwap(0, seq)
+	})
 }
 
-// replace reads again the number of every waiting socket after a rebuild (one round trip per thousand),
-// since the rebuild moves a token that registered after the loss to the end of the line.
+// replace reads again the number of every waiting socket after a rebuild, since the rebuild moves a token
+// that registered after the loss to the end of the line.
 func (h *Hub) replace(ctx context.Context, screening string, clients []*Client) {
-	var waiting []*Client
+	h.place(ctx, screening, clients, func(c *Client) bool { return c.seq.Load() > 0 }, func(c *Client, seq int64) {
+		c.seq.Store(seq)
+	})
+}
+
+// place reads the sequence numbers of the clients that want it (and are not admitted) in one round trip per
+// thousand, and hands each number found to set.
+func (h *Hub) place(ctx context.Context, screening string, clients []*Client, want func(*Client) bool, set func(*Client, int64)) {
+	var picked []*Client
 	var tokens []string
 	for _, c := range clients {
-		if c.seq.Load() > 0 && !c.admitted() {
-			waiting = append(waiting, c)
+		if want(c) && !c.admitted() {
+			picked = append(picked, c)
 			tokens = append(tokens, c.token)
 		}
 	}
-	if len(waiting) == 0 {
+	if len(picked) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	seqs, err := h.lines.Seqs(ctx, screening, tokens)
 	if err != nil {
-		h.log.Error("hub: places after a rebuild", "screening", screening, "err", err)
+		h.log.Error("hub: read the places of the sockets", "screening", screening, "err", err)
 		return
 	}
-	for i, c := range waiting {
+	for i, c := range picked {
 		if seqs[i] > 0 {
-			c.seq.Store(seqs[i])
+			set(c, seqs[i])
 		}
 	}
 }
