@@ -217,24 +217,9 @@ func TestSlowClientIsDisconnectedNotWaitedOn(t *testing.T) {
 	q := queue.New(env.Redis, env.Prefix)
 	reg := prometheus.NewRegistry()
 	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, reg, quiet)
-	joined := make(chan *hub.Client, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
-		if err != nil {
-			return
-		}
-		c := h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
-		joined <- c
-		h.Serve(req.Context(), c)
-	}))
-	defer srv.Close()
-	conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	defer conn.Close()
-	c := <-joined
+	conn, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
+		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
+	})
 
 	big := []byte(`"` + strings.Repeat("x", 256<<10) + `"`)
 	start := time.Now()
@@ -383,24 +368,9 @@ func TestCatchUpNeverFollowsNewerTickNews(t *testing.T) {
 	q := queue.New(env.Redis, env.Prefix)
 	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
 	token := queue.NewToken()
-	joined := make(chan *hub.Client, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
-		if err != nil {
-			return
-		}
-		c := h.Join(conn, "s1", token, 0, false, nil)
-		joined <- c
-		h.Serve(req.Context(), c)
-	}))
-	defer srv.Close()
-	conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	defer conn.Close()
-	c := <-joined
+	conn, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
+		return h.Join(conn, "s1", token, 0, false, nil)
+	})
 
 	stale := c.Mark()
 	h.Dispatch(context.Background(), &queue.Line{}, queue.Event{Kind: queue.EventTick, Screening: "s1", TickAtMs: 1,
@@ -473,20 +443,9 @@ func TestMessageFloodIsClosed(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)
 	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), failingLeaver{}, prometheus.NewRegistry(), quiet)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
-		if err != nil {
-			return
-		}
-		h.Serve(req.Context(), h.Join(conn, "s1", queue.NewToken(), 0, false, nil))
-	}))
-	defer srv.Close()
-	conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	defer conn.Close()
+	conn, _ := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
+		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
+	})
 	for range 50 {
 		if err := conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"leave"}`)); err != nil {
 			break // closed before all were written
@@ -533,20 +492,9 @@ func TestPauseBetweenRegisteringAndJoiningIsTold(t *testing.T) {
 	}
 	h.Dispatch(ctx, &queue.Line{}, queue.Event{Kind: queue.EventPaused, Screening: "s1", TickAtMs: 1})
 
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
-		if err != nil {
-			return
-		}
-		h.Serve(req.Context(), h.Join(conn, "s1", queue.NewToken(), 0, false, []byte(`{"type":"queued"}`)))
-	}))
-	defer srv.Close()
-	conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	defer conn.Close()
+	conn, _ := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
+		return h.Join(conn, "s1", queue.NewToken(), 0, false, []byte(`{"type":"queued"}`))
+	})
 	var got []string
 	for range 2 {
 		var m message
@@ -565,4 +513,28 @@ func TestPauseBetweenRegisteringAndJoiningIsTold(t *testing.T) {
 	if err := h.Shutdown(sctx); err != nil {
 		t.Fatalf("Shutdown = %v", err)
 	}
+}
+
+// serveOne serves a single socket that joins h through join (given the server's side of the connection),
+// dials it, and returns the client's side and the hub's Client. Both ends close when the test ends.
+func serveOne(t *testing.T, h *hub.Hub, join func(*websocket.Conn) *hub.Client) (*websocket.Conn, *hub.Client) {
+	t.Helper()
+	joined := make(chan *hub.Client, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
+		if err != nil {
+			return
+		}
+		c := join(conn)
+		joined <- c
+		h.Serve(req.Context(), c)
+	}))
+	t.Cleanup(srv.Close)
+	conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	t.Cleanup(func() { conn.Close() })
+	return conn, <-joined
 }

@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,26 +109,9 @@ type createBody struct {
 	Admission   *admissionBody `json:"admission"`
 }
 
-// decodeStrict reads exactly one JSON object into v, refusing unknown fields and trailing data.
-func decodeStrict(c echo.Context, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errBadAdminBody, err)
-	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: one JSON object, nothing after it", errBadAdminBody)
-	}
-	return nil
-}
-
 func (s *Server) adminCreate(c echo.Context) error {
 	var body createBody
-	if err := decodeStrict(c, maxAdminBodyBytes, &body); err != nil {
+	if err := decodeStrict(c, maxAdminBodyBytes, &body, errBadAdminBody); err != nil {
 		return err
 	}
 	var seats []booking.Seat
@@ -179,10 +163,14 @@ type adminScreening struct {
 	Line      *queue.Figures `json:"line,omitempty"`
 }
 
-func (s *Server) adminScreenings(ctx context.Context) ([]adminScreening, error) {
+// adminScreenings is every screening as the operator sees it, or only the one with id only (when not "").
+func (s *Server) adminScreenings(ctx context.Context, only string) ([]adminScreening, error) {
 	list, err := s.Store.Managed(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if only != "" {
+		list = slices.DeleteFunc(list, func(m booking.Managed) bool { return m.ID != only })
 	}
 	now := time.Now()
 	out := make([]adminScreening, len(list))
@@ -205,16 +193,14 @@ func (s *Server) adminScreenings(ctx context.Context) ([]adminScreening, error) 
 }
 
 func (s *Server) adminView(ctx context.Context, id string) (adminScreening, error) {
-	all, err := s.adminScreenings(ctx)
+	one, err := s.adminScreenings(ctx, id)
 	if err != nil {
 		return adminScreening{}, err
 	}
-	for _, v := range all {
-		if v.ID == id {
-			return v, nil
-		}
+	if len(one) == 0 {
+		return adminScreening{}, fmt.Errorf("admin: %q: %w", id, booking.ErrUnknownScreening)
 	}
-	return adminScreening{}, fmt.Errorf("admin: %q: %w", id, booking.ErrUnknownScreening)
+	return one[0], nil
 }
 
 func (s *Server) refreshScheduler() {
@@ -224,7 +210,7 @@ func (s *Server) refreshScheduler() {
 }
 
 func (s *Server) adminList(c echo.Context) error {
-	all, err := s.adminScreenings(c.Request().Context())
+	all, err := s.adminScreenings(c.Request().Context(), "")
 	if err != nil {
 		return err
 	}
@@ -241,7 +227,7 @@ func (s *Server) adminGet(c echo.Context) error {
 
 func (s *Server) adminSetAdmission(c echo.Context) error {
 	var body admissionBody
-	if err := decodeStrict(c, maxBodyBytes, &body); err != nil {
+	if err := decodeStrict(c, maxBodyBytes, &body, errBadAdminBody); err != nil {
 		return err
 	}
 	settings, err := body.settings()
@@ -342,7 +328,7 @@ func (s *Server) adminStream(c echo.Context) error {
 	for {
 		frame := liveFigures{AtMs: time.Now().UnixMilli()}
 		var err error
-		if frame.Screenings, err = s.adminScreenings(ctx); err == nil {
+		if frame.Screenings, err = s.adminScreenings(ctx, ""); err == nil {
 			frame.Instances, err = s.Queue.Instances(ctx)
 		}
 		if err != nil {

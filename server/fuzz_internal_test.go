@@ -83,7 +83,7 @@ func FuzzDecodeAdmission(f *testing.F) {
 		rec, req := adminContext(data)
 		c := echo.New().NewContext(req, rec)
 		var body admissionBody
-		if err := decodeStrict(c, maxBodyBytes, &body); err != nil {
+		if err := decodeStrict(c, maxBodyBytes, &body, errBadAdminBody); err != nil {
 			var tooBig *http.MaxBytesError
 			if !errors.Is(err, errBadAdminBody) && !errors.As(err, &tooBig) {
 				t.Fatalf("decodeStrict(%q) = %v, want errBadAdminBody or MaxBytesError", data, err)
@@ -155,7 +155,7 @@ func FuzzDecodeCreate(f *testing.F) {
 		rec, req := adminContext(data)
 		c := echo.New().NewContext(req, rec)
 		var body createBody
-		if err := decodeStrict(c, maxAdminBodyBytes, &body); err != nil {
+		if err := decodeStrict(c, maxAdminBodyBytes, &body, errBadAdminBody); err != nil {
 			var tooBig *http.MaxBytesError
 			if !errors.Is(err, errBadAdminBody) && !errors.As(err, &tooBig) {
 				t.Fatalf("decodeStrict(%q) = %v, want errBadAdminBody or MaxBytesError", data, err)

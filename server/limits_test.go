@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,36 @@ func TestBadClientMessages(t *testing.T) {
 				t.Errorf("after a 4 KiB frame: close %d, want 1009", code)
 			}
 		})
+	})
+}
+
+// Behind a proxy (http.behind_proxy) the limits count the client's address from X-Forwarded-For, not the
+// proxy's: two clients behind one proxy are capped apart.
+func TestBehindProxyCountsTheForwardedAddress(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(d *server.Deps) {
+			d.Limits = server.Limits{SocketsPerAddress: 1}
+			d.BehindProxy = true
+		})
+		open := func(client string) message {
+			t.Helper()
+			h := http.Header{}
+			h.Set("X-Forwarded-For", client)
+			conn, res, err := (&websocket.Dialer{HandshakeTimeout: 5 * time.Second}).Dial("ws"+strings.TrimPrefix(a.ts.URL, "http")+"/ws/screenings/s1", h)
+			if err != nil {
+				t.Fatalf("socket from %s = %v (%v), want it open", client, status(res), err)
+			}
+			t.Cleanup(func() { conn.Close() })
+			return read(t, conn)
+		}
+		if m := open("203.0.113.1"); m.Type != "queued" {
+			t.Fatalf("first client's socket = %+v, want queued", m)
+		}
+		if m := open("203.0.113.2"); m.Type != "queued" {
+			t.Errorf("a second client behind the same proxy = %+v, want queued (its own address)", m)
+		}
+		if m := open("203.0.113.1"); m.Type != "error" || m.Code != "RATE_LIMITED" {
+			t.Errorf("the first client's second socket = %+v, want error RATE_LIMITED", m)
+		}
 	})
 }

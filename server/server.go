@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -379,21 +380,8 @@ func (s *Server) reserve(c echo.Context) error {
 		return queue.ErrInvalidPass
 	}
 	var body reserveBody
-	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, maxBodyBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		if errors.Is(err, io.EOF) {
-			return errBadBody
-		}
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return err
-		}
-		return errors.Join(errBadBody, err)
-	}
-	// Exactly one object: anything after it, even a stray "}" (which dec.More does not see), is refused.
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		return errBadBody
+	if err := decodeStrict(c, maxBodyBytes, &body, errBadBody); err != nil {
+		return err
 	}
 	key := c.Request().Header.Get("Idempotency-Key")
 	if !validKey(key) {
@@ -409,6 +397,25 @@ func (s *Server) reserve(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, r)
+}
+
+// decodeStrict reads exactly one JSON object into v, refusing unknown fields and anything after it (even a
+// stray "}", which dec.More does not see); a refusal wraps bad, and a body over limit is the
+// http.MaxBytesError.
+func decodeStrict(c echo.Context, limit int64, v any, bad error) error {
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", bad, err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: one JSON object, nothing after it", bad)
+	}
+	return nil
 }
 
 // maxKeyLen bounds an Idempotency-Key (a UUID is 36 characters).

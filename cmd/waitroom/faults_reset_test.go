@@ -38,15 +38,7 @@ type faultSocket struct {
 // faultWatch opens a socket to screening (with token, or none) and records it until the test ends.
 func faultWatch(t *testing.T, srv *testServer, name, screening, token string) *faultSocket {
 	t.Helper()
-	u := strings.Replace(srv.URL, "http://", "ws://", 1) + "/ws/screenings/" + screening
-	if token != "" {
-		u += "?token=" + token
-	}
-	conn, resp, err := websocket.DefaultDialer.Dial(u, nil)
-	if err != nil {
-		t.Fatalf("dial %s: %v", u, err)
-	}
-	resp.Body.Close()
+	conn := srv.dial(t, screening, token).conn
 	s := &faultSocket{name: name, srv: srv, conn: conn, done: make(chan struct{})}
 	go s.read()
 	t.Cleanup(func() {

@@ -1,0 +1,77 @@
+package queue_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+// sales is a Screenings whose list a test changes while the scheduler runs.
+type sales struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (s *sales) Sales(context.Context, time.Time) ([]queue.Sale, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]queue.Sale, len(s.ids))
+	for i, id := range s.ids {
+		out[i] = queue.Sale{ID: id}
+	}
+	return out, nil
+}
+
+func (s *sales) set(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids = ids
+}
+
+// A sale that leaves the scheduler's list (sold out, or closed by the operator) has its line closed by the
+// scheduler, even when the reservation that sold the last seat could not close it: whoever still waits is
+// told, and no one else joins.
+func TestEndedSaleHasItsLineClosed(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		registerN(t, q, screening, 3)
+		list := &sales{ids: []string{screening}}
+		st := settings(1, 1)
+		st.Interval = noTicks
+		s := queue.NewScheduler(q, list, st, "a", queue.NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+		runScheduler(t, s, screening)
+		if closed, err := q.Closed(t.Context(), screening); err != nil || closed {
+			t.Fatalf("Closed while on sale = %v, %v; want false", closed, err)
+		}
+
+		list.set() // sold out: the list no longer has it
+		s.Refresh()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			closed, err := q.Closed(t.Context(), screening)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if closed {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the line of a sale that left the list is still open after 5s, want it closed")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if queue.Looping(s, screening) {
+			t.Error("the admission loop of an ended sale still runs")
+		}
+		if _, err := q.Register(t.Context(), screening, ""); err == nil {
+			t.Error("Register on an ended sale = nil, want ErrClosed")
+		}
+	})
+}
