@@ -184,21 +184,26 @@ func (r saleRow) settings() queue.Settings {
 	}
 }
 
-// Sales returns the screenings whose sale is not closed or sold out and opens at or before until, with
-// their own admission settings: the scheduler's list.
+// Sales returns the screenings whose sale opens at or before until, with their own admission settings:
+// the scheduler's list. A sale that sold out or was closed is marked Ended (its loop stops; its line is kept
+// closed) and listed only while its show is still to come.
 func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error) {
-	var rows []saleRow
-	// A sold-out screening leaves the list too: its line is closed, and ticking it would only count
-	// NO_VALID_SCREENING skips every interval.
-	if err := s.db.SelectContext(ctx, &rows, s.db.Rebind(saleSQL+` WHERE sale_opens_at <= ? AND closed_at IS NULL
-		AND (SELECT COUNT(*) FROM reservation_seats r WHERE r.screening_id = screenings.id) <
-		    (SELECT COUNT(*) FROM seats t WHERE t.screening_id = screenings.id)
-		ORDER BY id`), until.UTC()); err != nil {
+	var rows []struct {
+		saleRow
+		Ended bool `db:"ended"`
+	}
+	err := s.db.SelectContext(ctx, &rows, s.db.Rebind(`SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms, ended
+		FROM (SELECT s.*, (s.closed_at IS NOT NULL OR
+			(SELECT COUNT(*) FROM reservation_seats r WHERE r.screening_id = s.id) >=
+			(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id)) AS ended
+			FROM screenings s WHERE s.sale_opens_at <= ?) x
+		WHERE NOT ended OR starts_at > ? ORDER BY id`), until.UTC(), time.Now().UTC())
+	if err != nil {
 		return nil, fmt.Errorf("booking: sales: %w", err)
 	}
 	out := make([]queue.Sale, len(rows))
 	for i, r := range rows {
-		out[i] = queue.Sale{ID: r.ID, OpensAt: r.SaleOpensAt, Settings: r.settings()}
+		out[i] = queue.Sale{ID: r.ID, OpensAt: r.SaleOpensAt, Settings: r.settings(), Ended: r.Ended}
 	}
 	return out, nil
 }

@@ -288,8 +288,8 @@ func TestOpenRefusesUnknownURLs(t *testing.T) {
 	}
 }
 
-// A screening that sold its last seat leaves the scheduler's list: its line is closed, so its admission
-// loop stops instead of counting skips forever.
+// A screening that sold its last seat is listed as ended: its admission loop stops instead of counting
+// skips forever, and its line is kept closed.
 func TestSoldOutScreeningLeavesTheSales(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		ctx := context.Background()
@@ -307,12 +307,19 @@ func TestSoldOutScreeningLeavesTheSales(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ids []string
+		var onSale, ended []string
 		for _, s := range sales {
-			ids = append(ids, s.ID)
+			if s.Ended {
+				ended = append(ended, s.ID)
+			} else {
+				onSale = append(onSale, s.ID)
+			}
 		}
-		if want := []string{"two"}; !slices.Equal(ids, want) {
-			t.Errorf("Sales() = %v, want %v (one is sold out; two has a seat left)", ids, want)
+		if want := []string{"two"}; !slices.Equal(onSale, want) {
+			t.Errorf("Sales() on sale = %v, want %v (one is sold out; two has a seat left)", onSale, want)
+		}
+		if want := []string{"one"}; !slices.Equal(ended, want) {
+			t.Errorf("Sales() ended = %v, want %v (sold out, its show still to come: its line is kept closed)", ended, want)
 		}
 	})
 }

@@ -15,8 +15,9 @@ import (
 
 // sales is a Screenings whose list a test changes while the scheduler runs.
 type sales struct {
-	mu  sync.Mutex
-	ids []string
+	mu    sync.Mutex
+	ids   []string
+	ended bool
 }
 
 func (s *sales) Sales(context.Context, time.Time) ([]queue.Sale, error) {
@@ -24,20 +25,20 @@ func (s *sales) Sales(context.Context, time.Time) ([]queue.Sale, error) {
 	defer s.mu.Unlock()
 	out := make([]queue.Sale, len(s.ids))
 	for i, id := range s.ids {
-		out[i] = queue.Sale{ID: id}
+		out[i] = queue.Sale{ID: id, Ended: s.ended}
 	}
 	return out, nil
 }
 
-func (s *sales) set(ids ...string) {
+func (s *sales) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ids = ids
+	s.ended = true
 }
 
-// A sale that leaves the scheduler's list (sold out, or closed by the operator) has its line closed by the
-// scheduler, even when the reservation that sold the last seat could not close it: whoever still waits is
-// told, and no one else joins.
+// A sale that ended (sold out, or closed by the operator) has its line closed by the scheduler, even when
+// the reservation that sold the last seat could not close it, and again when Redis forgot it: whoever
+// still waits is told, and no one else joins.
 func TestEndedSaleHasItsLineClosed(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
@@ -51,7 +52,7 @@ func TestEndedSaleHasItsLineClosed(t *testing.T) {
 			t.Fatalf("Closed while on sale = %v, %v; want false", closed, err)
 		}
 
-		list.set() // sold out: the list no longer has it
+		list.end() // sold out
 		s.Refresh()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
@@ -72,6 +73,20 @@ func TestEndedSaleHasItsLineClosed(t *testing.T) {
 		}
 		if _, err := q.Register(t.Context(), screening, ""); err == nil {
 			t.Error("Register on an ended sale = nil, want ErrClosed")
+		}
+
+		// Redis forgets the flag (a restart without persistence): the scheduler closes the line again.
+		if err := env.Redis.Del(t.Context(), queue.ClosedKey(env.Prefix, screening)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		s.Refresh()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if closed, err := q.Closed(t.Context(), screening); err != nil || closed {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the line of an ended sale that Redis forgot is still open after 5s, want it closed again")
+			}
 		}
 	})
 }

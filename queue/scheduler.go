@@ -15,11 +15,14 @@ type Sale struct {
 	ID       string
 	OpensAt  time.Time
 	Settings Settings
+	// Ended is true once the sale sold out or was closed: no admission runs, and its line is kept closed.
+	Ended bool
 }
 
 // Screenings lists the screenings the scheduler should run admission for.
 type Screenings interface {
-	// Sales returns the screenings not closed whose sale opens at or before until.
+	// Sales returns the screenings whose sale opens at or before until: those on sale, and those whose sale
+	// ended (Sale.Ended) while their show is still to come.
 	Sales(ctx context.Context, until time.Time) ([]Sale, error)
 }
 
@@ -147,7 +150,6 @@ func (s *Scheduler) Close(ctx context.Context, screening string) error {
 // to stop.
 func (s *Scheduler) Run(ctx context.Context) error {
 	stops := map[string]context.CancelFunc{}
-	ending := map[string]bool{} // sales that ended here whose line is not known to be closed yet
 	var wg sync.WaitGroup
 	defer func() {
 		for _, stop := range stops {
@@ -166,6 +168,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if err == nil {
 			current := make(map[string]bool, len(sales))
 			for _, sale := range sales {
+				if sale.Ended {
+					s.keepClosed(ctx, sale.ID)
+					continue
+				}
 				current[sale.ID] = true
 				settings := sale.Settings.Merge(s.defaults)
 				s.mu.Lock()
@@ -206,21 +212,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 					delete(s.loops, id)
 					s.mu.Unlock()
 					s.log.Info("admission: stopped", "screening", id)
-					ending[id] = true
 				}
-			}
-			// A screening leaves the list when it sold out or its sale was closed: its line must be closed
-			// too, or whoever still waits would wait for good. The reservation that sold the last seat (or
-			// the operator) closed it, unless Redis was unreachable just then: closing again is harmless, and
-			// a failure is retried at the next refresh.
-			for id := range ending {
-				if err := s.q.Close(ctx, id); err != nil {
-					if ctx.Err() == nil {
-						s.log.Warn("admission: close the line of an ended sale; retrying", "screening", id, "err", err)
-					}
-					continue
-				}
-				delete(ending, id)
 			}
 		}
 		select {
@@ -229,6 +221,23 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-refresh.C:
 		case <-s.refresh:
 		}
+	}
+}
+
+// keepClosed makes sure the line of a sale that ended (sold out, or closed by the operator) is closed in
+// Redis, or whoever still waits, or registers, would wait for good: the reservation that sold the last seat
+// (or the operator) closed it, unless Redis was unreachable just then, or a restart without persistence
+// forgot it since. One EXISTS per ended sale per refresh; a failed close is retried at the next.
+func (s *Scheduler) keepClosed(ctx context.Context, screening string) {
+	closed, err := s.q.Closed(ctx, screening)
+	if err == nil && closed {
+		return
+	}
+	if err == nil {
+		err = s.q.Close(ctx, screening)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("admission: close the line of an ended sale; retrying", "screening", screening, "err", err)
 	}
 }
 
