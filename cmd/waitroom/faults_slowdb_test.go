@@ -26,8 +26,10 @@ func TestFaultSlowDatabaseReservationFailsClosedInTime(t *testing.T) {
 	})
 	// The first user warms the pool and the seat catalog while the database is quick; its reservation frees
 	// the only slot for the second, whose pass meets the slow database.
-	a, b := srv.dial(t, "demo", ""), srv.dial(t, "demo", "")
+	// (One after the other: a socket is in line once its first message arrives, not when its dial returns.)
+	a := srv.dial(t, "demo", "")
 	a.next(5 * time.Second)
+	b := srv.dial(t, "demo", "")
 	b.next(5 * time.Second)
 	first, _ := a.until("admitted", 10*time.Second)
 	if code, body := srv.reserve(t, "demo", first.Pass, "J9"); code != http.StatusCreated {

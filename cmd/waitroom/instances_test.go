@@ -310,7 +310,17 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 		u.seq = int64(seq)
 		u.mu.Unlock()
 	}
-	leavers := []*instUser{users[17], users[22]}
+	// Two users from the middle of the shuffled line (places 18 and 23): far from the head, so no tick admits
+	// them before their leave arrives.
+	var leavers []*instUser
+	for _, place := range []int64{18, 23} {
+		if i := slices.IndexFunc(users, func(u *instUser) bool { return u.seq == place }); i >= 0 {
+			leavers = append(leavers, users[i])
+		}
+	}
+	if len(leavers) != 2 {
+		t.Fatalf("no users at places 18 and 23 of the line (admitted already?)")
+	}
 	for _, u := range leavers {
 		u.mu.Lock()
 		u.leaving = true
