@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +33,15 @@ func TestAdmissionWhosePublisherDiedStillReachesItsSockets(t *testing.T) {
 		}
 		tokens[i] = m.Token
 	}
+
+	// The server follows the screening once it has read its line (the first socket's subscription): an
+	// admission before that is simply in the line it reads, not a missed event.
+	for deadline := time.Now().Add(10 * time.Second); hubLineReads(t, srv) < 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not read the screening's line within 10s")
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the read itself, after the count
 
 	// The dead instance's admission: the script ran, the publish never happened.
 	q := queue.New(env.Redis, env.Prefix)
@@ -61,4 +74,22 @@ func TestAdmissionWhosePublisherDiedStillReachesItsSockets(t *testing.T) {
 	if m := again.next(5 * time.Second); m.Type != "admitted" || m.Pass == "" {
 		t.Errorf("reconnect of an admitted user = %+v, want admitted with its pass", m)
 	}
+}
+
+// hubLineReads is the server's waitroom_hub_line_reads_total.
+func hubLineReads(t *testing.T, srv *testServer) int {
+	t.Helper()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "waitroom_hub_line_reads_total "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return int(n)
+		}
+	}
+	return 0
 }
