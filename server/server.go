@@ -180,7 +180,7 @@ func (s *Server) routes() {
 			return c.JSON(http.StatusConflict, apiError{Error: apiErrorBody{Code: "SEAT_TAKEN", Message: "bench floor: answered at once"}})
 		})
 	}
-	s.e.GET("/ws/screenings/:id", s.socket)
+	s.e.GET("/ws/screenings/:id", s.socket, forgetRequest)
 	if s.Pprof {
 		s.e.GET("/debug/pprof/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
 		s.e.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
@@ -195,6 +195,39 @@ func (s *Server) routes() {
 	s.e.GET("/admin", page("admin.html"), noCache)
 	s.e.Group("/static", noCache).StaticFS("/", web.FS)
 }
+
+// forgetRequest lets a socket's HTTP request go once its handler returns. echo keeps every request context
+// it served in a pool, and a pooled context points at its last request and response until it serves
+// another: through them at net/http's connection, its 4 KiB read and write buffers and the request's
+// headers. A burst of 19,000 socket upgrades leaves thousands of contexts in that pool, each holding ~12 KiB
+// of a connection that was hijacked long ago, until two garbage collections empty the pool; measured, that
+// was half the server's heap after a burst (docs/benchmarks.md). What the middleware around it reads after
+// the handler (method, path, status, request id) is kept in a small copy.
+func forgetRequest(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		req, resp := c.Request(), c.Response()
+		light := &http.Request{Method: req.Method, URL: &url.URL{Path: req.URL.Path}, RemoteAddr: req.RemoteAddr,
+			Header: http.Header{}, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor}
+		kept := &keptHeader{h: http.Header{}}
+		if id := resp.Header().Get(echo.HeaderXRequestID); id != "" {
+			kept.h.Set(echo.HeaderXRequestID, id)
+		}
+		r := echo.NewResponse(kept, c.Echo())
+		r.Status, r.Size, r.Committed = resp.Status, resp.Size, resp.Committed
+		c.SetRequest(light)
+		c.SetResponse(r)
+		return err
+	}
+}
+
+// keptHeader is the response writer of a request that has been answered: it keeps the headers for reading
+// and writes nowhere.
+type keptHeader struct{ h http.Header }
+
+func (k *keptHeader) Header() http.Header         { return k.h }
+func (k *keptHeader) Write(p []byte) (int, error) { return 0, http.ErrHijacked }
+func (k *keptHeader) WriteHeader(int)             {}
 
 func noCache(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -442,6 +475,7 @@ func (s *Server) socket(c echo.Context) error {
 	if err != nil {
 		return nil // the upgrader has answered (403 on a foreign origin, 400 on a bad handshake)
 	}
+	c.Response().Status = http.StatusSwitchingProtocols // for the request log: the upgrader wrote it itself
 	addr := s.clientIP(c.Request())
 	if ok, reason := s.addrs.admit(addr, time.Now()); !ok {
 		hub.Reject(conn, hub.ErrorMessage("RATE_LIMITED", reason+"; retry later with your token"), hub.CloseTryAgainLater, "rate limited")
