@@ -113,6 +113,8 @@ type Queue struct {
 
 	pubsubMu sync.Mutex
 	pubsub   pubsubMode // how events travel: found out on first use
+
+	regs registrations // registrations on their way to Redis together
 }
 
 // New returns the queue kept in rdb under prefix.
@@ -194,9 +196,9 @@ func (q *Queue) Enter(ctx context.Context, screening, token string, opensAt time
 		return Entry{}, err
 	}
 	k := q.keys(screening)
-	res, err := registerScript.Run(ctx, q.rdb,
+	res, err := q.register(ctx,
 		[]string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch, k.pre, k.opened, k.paused, k.gone, k.conns},
-		token, q.now().UnixMilli(), opensAt.UnixMilli(), shuffleKey()).Slice()
+		token, q.now().UnixMilli(), opensAt.UnixMilli(), shuffleKey())
 	if err != nil {
 		return Entry{}, fmt.Errorf("queue: register in %s: %w", screening, err)
 	}

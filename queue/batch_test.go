@@ -1,0 +1,114 @@
+package queue_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+// roundTrips counts what a client sends: pipelines, and scripts sent alone.
+type roundTrips struct{ pipelines, lone atomic.Int64 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+			h.lone.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.pipelines.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// A burst of registrations goes to Redis in a few pipelines, and each one still gets a place of its own:
+// dense sequence numbers 1..n, each once, and the rank that number means.
+func TestRegistrationsArrivingTogetherShareRoundTrips(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		counted := &roundTrips{}
+		env.Redis.AddHook(counted)
+		q := queue.New(env.Redis, env.Prefix)
+		const n = 300
+		entries := make([]queue.Entry, n)
+		errs := make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				entries[i], errs[i] = q.Register(t.Context(), screening, "")
+			})
+		}
+		close(start)
+		wg.Wait()
+
+		seqs := make([]int64, 0, n)
+		for i, e := range entries {
+			if errs[i] != nil {
+				t.Fatalf("registration %d: %v", i, errs[i])
+			}
+			if e.State != queue.Waiting || !e.Inserted {
+				t.Fatalf("registration %d: %+v, want a new waiting entry", i, e)
+			}
+			if e.ZeroBasedRank != e.Seq-1 {
+				t.Errorf("registration %d: rank %d with sequence number %d (nobody admitted: want rank = seq-1)", i, e.ZeroBasedRank, e.Seq)
+			}
+			seqs = append(seqs, e.Seq)
+		}
+		slices.Sort(seqs)
+		for i, s := range seqs {
+			if s != int64(i+1) {
+				t.Fatalf("sequence numbers %v…: want 1..%d, each once", seqs[:min(len(seqs), 10)], n)
+			}
+		}
+		if got := len(members(t, env, screening, "waiting")); got != n {
+			t.Fatalf("%d in line, want %d", got, n)
+		}
+		p, lone := counted.pipelines.Load(), counted.lone.Load()
+		t.Logf("%d registrations in %d pipelines (%d scripts sent alone)", n, p, lone)
+		if lone != 0 || p == 0 || p >= n {
+			t.Fatalf("%d registrations went in %d pipelines and %d alone: want them together, in fewer pipelines than registrations", n, p, lone)
+		}
+
+		// A registration again with its token keeps its place, also when it arrives with a crowd.
+		again, err := q.Register(t.Context(), screening, entries[7].Token)
+		if err != nil || again.Seq != entries[7].Seq || again.Inserted {
+			t.Fatalf("re-registration: %+v, %v; want seq %d, not inserted", again, err, entries[7].Seq)
+		}
+	})
+}
+
+// A Redis that forgot the registration script (restarted, or SCRIPT FLUSH) still registers: the pipeline's
+// NOSCRIPT answer makes the registration load the script and run again. The embedded Redis only: a flush of
+// the shared one would make every other test's scripts reload.
+func TestRegistrationAfterScriptFlush(t *testing.T) {
+	env := testenv.New(t, testenv.Embedded)
+	q := queue.New(env.Redis, env.Prefix)
+	first, err := q.Register(t.Context(), screening, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Redis.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := q.Register(t.Context(), screening, "")
+	if err != nil {
+		t.Fatalf("registration after SCRIPT FLUSH: %v", err)
+	}
+	if second.Seq != first.Seq+1 {
+		t.Fatalf("sequence numbers %d then %d, want consecutive", first.Seq, second.Seq)
+	}
+}
