@@ -126,6 +126,7 @@ type Booking struct {
 	catalogs map[string]*catalog // seats never change once created
 	loading  singleflight.Group  // one SQL load per screening however many requests miss at once
 	released releases            // wakes this instance's waiters when a seat lock here is released
+	sold     soldSeats           // the seats this instance knows are sold: a sale is never undone
 	instance string              // starts every lock owner id of this process, so a waiter knows a local holder
 
 	// Tests only: afterFence runs inside the transaction after the fence is written (to pause a holder
@@ -276,6 +277,11 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 	if err != nil {
 		return Reservation{}, err
 	}
+	if err := b.sold.refuse(screening, seats, len(cat.seats)); err != nil {
+		// Sold, as this instance saw: refused with no lock and no Redis call (most losers of a burst on a
+		// few seats arrive after their seat is gone, or wake when its winner releases it: see lock).
+		return Reservation{}, err
+	}
 
 	owner := b.instance + "/" + queue.NewToken()
 	lockKeys := make([]string, 0, len(seats)+2)
@@ -283,7 +289,7 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 	for _, s := range seats {
 		lockKeys = append(lockKeys, queue.Key(b.prefix, screening, "seat:"+s))
 	}
-	if err := b.lock(ctx, lockKeys, owner, seats); err != nil {
+	if err := b.lock(ctx, screening, len(cat.seats), lockKeys, owner, seats); err != nil {
 		return Reservation{}, err
 	}
 	defer func() {
@@ -350,6 +356,7 @@ func (e *AfterCommitError) Error() string {
 func (e *AfterCommitError) Unwrap() error { return e.Err }
 
 func (b *Booking) markSold(ctx context.Context, screening string, seats []string) {
+	b.sold.add(screening, seats)
 	members := make([]any, len(seats))
 	for i, s := range seats {
 		members[i] = s
@@ -358,7 +365,7 @@ func (b *Booking) markSold(ctx context.Context, screening string, seats []string
 }
 
 // lock takes every seat lock or none, retrying with jitter until lock_wait runs out.
-func (b *Booking) lock(ctx context.Context, keys []string, owner string, seats []string) error {
+func (b *Booking) lock(ctx context.Context, screening string, total int, keys []string, owner string, seats []string) error {
 	args := make([]any, 0, len(seats)+2)
 	args = append(args, owner, b.settings.LockLease.Milliseconds())
 	for _, s := range seats {
@@ -383,6 +390,7 @@ func (b *Booking) lock(ctx context.Context, keys []string, owner string, seats [
 			for _, s := range res[1:] {
 				taken = append(taken, s.(string))
 			}
+			b.sold.add(screening, taken)
 			return &TakenError{Seats: taken}
 		case -2:
 			return fmt.Errorf("booking: reserve: %w", ErrSoldOut)
@@ -407,10 +415,62 @@ func (b *Booking) lock(ctx context.Context, keys []string, owner string, seats [
 			timer.Stop()
 			return fmt.Errorf("booking: lock seats: %w", ctx.Err())
 		case <-b.released.wait(keyOf[res[1].(string)]):
-			timer.Stop() // released here: try again now, the seat is likely sold (marked before release)
+			timer.Stop() // released here: the seat is likely sold (marked before release), or try again now
+			if err := b.sold.refuse(screening, seats, total); err != nil {
+				return err
+			}
 		case <-timer.C:
 		}
 	}
+}
+
+// soldSeats is what this instance has learnt is sold, per screening: from its own commits, and from SQL's
+// or Redis's refusals. A seat once sold stays sold (nothing cancels a reservation), so the memo is never
+// stale, only incomplete; Redis and then SQL decide for any seat it does not list.
+type soldSeats struct {
+	mu   sync.RWMutex
+	byID map[string]map[string]bool // screening -> seat ids
+}
+
+func (s *soldSeats) add(screening string, seats []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID == nil {
+		s.byID = map[string]map[string]bool{}
+	}
+	m := s.byID[screening]
+	if m == nil {
+		m = map[string]bool{}
+		s.byID[screening] = m
+	}
+	for _, id := range seats {
+		m[id] = true
+	}
+}
+
+// refuse answers a request for seats of a screening of total seats from what is known: ErrSoldOut when
+// every seat is known sold (as the lock script would), a TakenError naming those of seats known sold, or
+// nil when none is.
+func (s *soldSeats) refuse(screening string, seats []string, total int) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := s.byID[screening]
+	if len(m) == 0 {
+		return nil
+	}
+	var taken []string
+	for _, id := range seats {
+		if m[id] {
+			taken = append(taken, id)
+		}
+	}
+	switch {
+	case len(taken) == 0:
+		return nil
+	case len(m) >= total:
+		return fmt.Errorf("booking: reserve: %w", ErrSoldOut)
+	}
+	return &TakenError{Seats: taken}
 }
 
 // releases lets a request waiting for a seat lock held by another request of this instance wake the

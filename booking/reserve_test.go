@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/queue"
@@ -332,8 +335,11 @@ func TestSeatForgottenByRedisIsTakenAndRedisRelearnsIt(t *testing.T) {
 		if err := env.Redis.Del(ctx, queue.Key(env.Prefix, "s1", "sold")).Err(); err != nil {
 			t.Fatal(err)
 		}
+		// Another instance on the same Redis and database: the one that sold B3 remembers it sold it and
+		// refuses B3 without asking Redis (TestSeatSoldHereIsRefusedWithNoLockOrScript).
+		g := newFixture(t, env, env.Prefix, defaults)
 
-		_, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"B3"})
+		_, err := g.book.Reserve(ctx, "s1", users[1].pass, []string{"B3"})
 
 		if !errors.Is(err, booking.ErrSeatTaken) {
 			t.Fatalf("Reserve(B3) after Redis forgot it was sold = %v, want ErrSeatTaken", err)
@@ -644,6 +650,57 @@ func TestConcurrentLastSeatsCloseTheLine(t *testing.T) {
 			if closed, err := f.q.Closed(ctx, id); err != nil || !closed {
 				t.Errorf("%s: Closed after every seat was sold concurrently = %v (%v), want true", id, closed, err)
 			}
+		}
+	})
+}
+
+// scripts counts the Lua scripts a client runs (the seat locks, their release, the fence check).
+type scripts struct{ n atomic.Int64 }
+
+func (h *scripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *scripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A seat this instance sold (or heard is sold) is refused at once: no lock script, no wait, no SQL; and
+// every seat the request names that is known sold is named.
+func TestSeatSoldHereIsRefusedWithNoLockOrScript(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		counted := &scripts{}
+		env.Redis.AddHook(counted)
+		f := newFixture(t, env, env.Prefix, defaults)
+		users := f.admit(t, "s1", 2)
+		if _, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A1", "A3"}); err != nil {
+			t.Fatal(err)
+		}
+		before := counted.n.Load()
+
+		_, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"A3", "A2", "A1"})
+
+		var taken *booking.TakenError
+		if !errors.As(err, &taken) || !slices.Equal(taken.Seats, []string{"A1", "A3"}) {
+			t.Fatalf("Reserve(A1+A2+A3) after this instance sold A1, A3 = %v, want ErrSeatTaken naming A1, A3", err)
+		}
+		if n := counted.n.Load() - before; n != 0 {
+			t.Errorf("the refusal ran %d Redis scripts, want none", n)
+		}
+		if f.seatLocked(t, "s1", "A2") {
+			t.Error("A2 locked after a refused request, want it untouched")
+		}
+		if _, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"A2"}); err != nil {
+			t.Errorf("Reserve(A2) with the refused user's pass = %v, want nil", err)
 		}
 	})
 }
