@@ -23,6 +23,16 @@ func TestAdmissionWhosePublisherDiedStillReachesItsSockets(t *testing.T) {
 		"WAITROOM_ADMISSION_INTERVAL":   "1h",
 		"WAITROOM_ADMISSION_MAX_ACTIVE": "10",
 	})
+	// The scheduler opens the demo's line when it first finds the sale, and the instance that opens a line
+	// admits at once: users who arrive before that would be admitted by it, not by the test's admission.
+	// That tick is over once its number is recorded and its lock released.
+	ticked, lock := queue.Key(env.Prefix, "demo", "tick"), queue.Key(env.Prefix, "demo", "lock")
+	for deadline := time.Now().Add(10 * time.Second); env.Redis.Exists(context.Background(), ticked).Val() == 0 ||
+		env.Redis.Exists(context.Background(), lock).Val() == 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the scheduler did not open the demo's line and tick within 10s")
+		}
+	}
 	clients := make([]*client, 3)
 	tokens := make([]string, len(clients))
 	for i := range clients {
