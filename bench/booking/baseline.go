@@ -26,6 +26,7 @@ type baseline struct {
 	db        *sqlx.DB
 	srv       *http.Server
 	url       string
+	ping      string // GET: 204, for -warm
 	screening string
 
 	waiting     atomic.Int64 // requests waiting for a pool connection now
@@ -46,9 +47,11 @@ func startBaseline(benchURL, screening string) (*baseline, error) {
 		db.Close()
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
-	b := &baseline{db: db, screening: screening, url: "http://" + ln.Addr().String() + "/baseline/reservations"}
+	b := &baseline{db: db, screening: screening, url: "http://" + ln.Addr().String() + "/baseline/reservations",
+		ping: "http://" + ln.Addr().String() + "/baseline/ping"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /baseline/reservations", b.reserve)
+	mux.HandleFunc("GET /baseline/ping", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	b.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = b.srv.Serve(ln) }() // ends when close shuts the server down
 	return b, nil

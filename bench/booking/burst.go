@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,6 +26,7 @@ const statsSettle = 11 * time.Second
 // request is one user's request of a burst.
 type request struct {
 	url    string
+	warm   string // with -warm, the URL this user GETs first on its own connection (the burst reuses it)
 	bearer string // Authorization: Bearer <bearer>, when set
 	user   string // X-User, when set (the baseline's user id)
 	body   []byte
@@ -66,7 +68,7 @@ func measure(ctx context.Context, name string, reqs []request, o options, pg *po
 		return result{}, err
 	}
 	windowStart := time.Now()
-	samples, wall := fire(ctx, reqs, o.requestTimeout)
+	samples, wall, dials := fire(ctx, reqs, o.requestTimeout, o.warm)
 	p1, err := pool(ctx)
 	if err != nil {
 		return result{}, err
@@ -94,7 +96,7 @@ func measure(ctx context.Context, name string, reqs []request, o options, pg *po
 		return result{}, err
 	}
 	r := summarize(name, samples)
-	r.Wall = ms(wall)
+	r.Wall, r.Dials = ms(wall), dials
 	r.Xacts, r.IdleXacts, r.Window = x1.Xacts-x0.Xacts, x2.Xacts-x1.Xacts, ms(window)
 	r.WindowStart, r.IdleEnd = windowStart, windowStart.Add(2*window)
 	r.Sessions, r.IdleSessions = x1.Sessions-x0.Sessions, x2.Sessions-x1.Sessions
@@ -108,11 +110,19 @@ func measure(ctx context.Context, name string, reqs []request, o options, pg *po
 }
 
 // fire sends every request at once: one goroutine each, all released together when they are ready, over a
-// fresh transport (no connection is reused from an earlier burst, none is opened beforehand). It returns
-// each request's sample and the burst's wall time.
-func fire(ctx context.Context, reqs []request, timeout time.Duration) ([]sample, time.Duration) {
+// fresh transport (no connection is reused from an earlier burst). Cold (warm false), no connection is
+// opened beforehand: the burst pays 1,000 TCP connects. Warm, each user first GETs its request's warm URL
+// and the burst is released on the kept-alive connections, as a browser that has just read the seat map
+// sends its reservation. It returns each request's sample, the burst's wall time, and the connections
+// dialled during the burst itself.
+func fire(ctx context.Context, reqs []request, timeout time.Duration, warm bool) ([]sample, time.Duration, int64) {
+	var dialled atomic.Int64
+	dialer := &net.Dialer{Timeout: timeout}
 	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: timeout}).DialContext,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dialled.Add(1)
+			return dialer.DialContext(ctx, network, addr)
+		},
 		MaxIdleConns:        len(reqs),
 		MaxIdleConnsPerHost: len(reqs),
 		MaxConnsPerHost:     0, // no limit: every user has a connection of its own
@@ -152,6 +162,13 @@ func fire(ctx context.Context, reqs []request, timeout time.Duration) ([]sample,
 		done.Add(1)
 		go func() {
 			defer done.Done()
+			if warm && reqs[i].warm != "" {
+				if err := get(ctx, client, reqs[i].warm); err != nil {
+					out[i].err = fmt.Errorf("warm-up: %w", err)
+					ready.Done()
+					return
+				}
+			}
 			ready.Done()
 			<-start
 			t0 := time.Now()
@@ -165,10 +182,38 @@ func fire(ctx context.Context, reqs []request, timeout time.Duration) ([]sample,
 		}()
 	}
 	ready.Wait()
+	if warm {
+		// The warm-up's own work (the server answering 1,000 reads) ends before the burst starts.
+		time.Sleep(warmSettle)
+	}
+	before := dialled.Load()
 	t0 := time.Now()
 	close(start)
 	done.Wait()
-	return out, time.Since(t0)
+	return out, time.Since(t0), dialled.Load() - before
+}
+
+// warmSettle is the pause between a warm burst's warm-up and its release.
+const warmSettle = 500 * time.Millisecond
+
+// get reads url to the end on client, as a warm-up: an answer other than 2xx is an error.
+func get(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
 }
 
 // summarize counts the outcomes and the latency distribution of a burst (every request's latency counts,

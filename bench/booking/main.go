@@ -62,6 +62,7 @@ type options struct {
 	jsonPath       string
 	timeout        time.Duration
 	coldCatalog    bool
+	warm           bool
 	requestTimeout time.Duration
 }
 
@@ -82,6 +83,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.BoolVar(&o.coldCatalog, "cold-catalog", false,
 		"skip the one seat-map read before ours' burst, so the server meets the burst with an empty seat catalog cache "+
 			"(real users have opened the waiting room's socket, which fills it, before they hold a pass)")
+	fs.BoolVar(&o.warm, "warm", false,
+		"give every user a kept-alive connection before the bursts (ours: its seat-map read, as a browser that has just read it; "+
+			"floor: /healthz; baseline: a ping of its server), so the bursts pay no TCP connect")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -163,7 +167,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// baseline last, so the lock pile-up it causes in PostgreSQL cannot slow the others.
 	floorReqs := make([]request, o.users)
 	for i := range floorReqs {
-		floorReqs[i] = request{url: srv.base + "/api/bench/floor", bearer: passes[i], body: seatBody(wantSeat(i, o.seats))}
+		floorReqs[i] = request{url: srv.base + "/api/bench/floor", warm: srv.base + "/healthz", bearer: passes[i], body: seatBody(wantSeat(i, o.seats))}
 	}
 	logf("floor: %d × POST /api/bench/floor", o.users)
 	floor, err := measure(ctx, "floor", floorReqs, o, pg, rdb, srv.poolStats, nil)
@@ -182,10 +186,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 	}
-	rep.ColdCatalog = o.coldCatalog
+	rep.ColdCatalog, rep.Warm = o.coldCatalog, o.warm
 	oursReqs := make([]request, o.users)
 	for i := range oursReqs {
-		oursReqs[i] = request{url: srv.base + "/api/screenings/" + oursScreening + "/reservations", bearer: passes[i], body: seatBody(wantSeat(i, o.seats))}
+		oursReqs[i] = request{url: srv.base + "/api/screenings/" + oursScreening + "/reservations", warm: srv.base + "/api/screenings/" + oursScreening + "/seats", bearer: passes[i], body: seatBody(wantSeat(i, o.seats))}
 	}
 	logf("ours: %d × POST /api/screenings/%s/reservations", o.users, oursScreening)
 	ours, err := measure(ctx, "ours", oursReqs, o, pg, rdb, srv.poolStats, nil)
@@ -201,7 +205,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer base.close()
 	baseReqs := make([]request, o.users)
 	for i := range baseReqs {
-		baseReqs[i] = request{url: base.url, user: fmt.Sprint(i), body: seatBody(wantSeat(i, o.seats))}
+		baseReqs[i] = request{url: base.url, warm: base.ping, user: fmt.Sprint(i), body: seatBody(wantSeat(i, o.seats))}
 	}
 	logf("baseline: %d × POST %s (SELECT … FOR UPDATE, pool of %d)", o.users, base.url, baselinePoolSize)
 	baseline, err := measure(ctx, "baseline", baseReqs, o, pg, rdb, base.poolStats, base.releasePool)

@@ -39,6 +39,8 @@ type result struct {
 	P99  ms `json:"p99_ms"`
 	Max  ms `json:"max_ms"`
 	Wall ms `json:"wall_ms"` // from the release of the burst to its last response
+	// Dials is the TCP connections the load generator opened during the burst (0 when warm).
+	Dials int64 `json:"dials"`
 	// CreatedAvg and ConflictAvg are the average latency of the 201s and of the 409s.
 	CreatedAvg  ms `json:"avg_201_ms"`
 	ConflictAvg ms `json:"avg_409_ms"`
@@ -89,6 +91,7 @@ type report struct {
 	Postgres    string `json:"postgres"`
 	Redis       string `json:"redis"`
 	ColdCatalog bool   `json:"cold_catalog"`
+	Warm        bool   `json:"warm"`
 	// LoadAvg is /proc/loadavg when the bursts began: other work on the machine shows here.
 	LoadAvg string `json:"load_avg"`
 
@@ -143,7 +146,11 @@ func (rep *report) print(w io.Writer) {
 		rep.Users, rep.Seats, rep.Seats, rep.Seats, rep.Users/rep.Seats)
 	fmt.Fprintf(w, "PostgreSQL %s, Redis %s, load average %s before the bursts; one burst each, in the order floor, ours, baseline;\n",
 		rep.Postgres, rep.Redis, rep.LoadAvg)
-	fmt.Fprintf(w, "every burst on fresh connections, no warm-up; latency is client-side, per request, all outcomes\n")
+	if rep.Warm {
+		fmt.Fprintf(w, "warm (-warm): every user's burst request goes on a connection it kept alive from one GET just before (ours: the seat map);\nlatency is client-side, per request, all outcomes\n")
+	} else {
+		fmt.Fprintf(w, "every burst on fresh connections, no warm-up; latency is client-side, per request, all outcomes\n")
+	}
 	fmt.Fprintf(w, "  floor:    POST /api/bench/floor of the server (answers 409 at once, nothing else)\n")
 	catalog := "after one GET …/seats (as clients do; fills the seat catalog the socket connect fills)"
 	if rep.ColdCatalog {
@@ -218,13 +225,13 @@ func writeTable(w io.Writer, runs []result) {
 // writeCostTable prints what each burst cost the server process and Redis.
 func writeCostTable(w io.Writer, runs []result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "RUN\tSERVER CPU\tREDIS COMMANDS\tREDIS CPU\t201 AVG\t409 AVG\t")
+	fmt.Fprintln(tw, "RUN\tSERVER CPU\tREDIS COMMANDS\tREDIS CPU\t201 AVG\t409 AVG\tDIALS\t")
 	for _, r := range runs {
 		cpu := "-"
 		if r.ServerCPU >= 0 {
 			cpu = r.ServerCPU.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t\n", r.Name, cpu, r.RedisCommands, r.RedisCPU, r.CreatedAvg, r.ConflictAvg)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t\n", r.Name, cpu, r.RedisCommands, r.RedisCPU, r.CreatedAvg, r.ConflictAvg, r.Dials)
 	}
 	tw.Flush()
 }

@@ -47,7 +47,7 @@ for i in $(seq 0 $((SERVERS - 1))); do
   WAITROOM_DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" \
   WAITROOM_PASS_SECRET=bench-secret-0123456789abcdef0123456789 WAITROOM_LOG_LEVEL=warn \
   WAITROOM_ADMISSION_INTERVAL=$INTERVAL WAITROOM_ADMISSION_BATCH_SIZE=$BATCH WAITROOM_ADMISSION_MAX_ACTIVE=1000000 \
-  WAITROOM_ADMISSION_ACTIVE_TTL=30m WAITROOM_DEMO_ENABLED=true WAITROOM_BENCH_PPROF=${PPROF:-false} \
+  WAITROOM_ADMISSION_ACTIVE_TTL=30m WAITROOM_DEMO_ENABLED=true WAITROOM_BENCH_PPROF=$([ "${PPROF:-false}" = true ] || [ "${PPROF_BURST:-false}" = true ] && echo true || echo false) \
   WAITROOM_LIMITS_SOCKETS_PER_ADDRESS=0 WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND=0 \
     GODEBUG=${SERVER_GODEBUG:-} "$WORK/waitroom" -config "" >"$WORK/server$i.log" 2>&1 &
   pids+=($!)
@@ -67,6 +67,17 @@ for i in $(seq 0 $((SERVERS - 1))); do
   swarm_pids+=($!)
 done
 
+# CPU seconds (user + system, in clock ticks) of a process, and of every swarm process.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+swarm_ticks() { local t=0; for p in $(pgrep -x swarm); do t=$((t + $(ticks "$p"))); done; echo "$t"; }
+redis_pid=$(redis-cli -p "$REDIS_PORT" info server | tr -d '\r' | awk -F: '/^process_id:/ {print $2}')
+cpu0_server=$(ticks "${pids[0]}"); cpu0_redis=$(ticks "$redis_pid"); hz=$(getconf CLK_TCK)
+
+# PPROF_BURST=true: a CPU profile of the first server over the registration burst (the first 5 s).
+if [ "${PPROF_BURST:-false}" = true ]; then
+  curl -s "${urls[0]}/debug/pprof/profile?seconds=5" -o "$OUT/cpu-burst-$USERS-$SERVERS.pprof" &
+fi
+
 # Wait until every socket is in line, then measure over a window of whole ticks.
 for _ in $(seq 600); do
   n=0
@@ -77,6 +88,7 @@ for _ in $(seq 600); do
   [ "$n" -ge $((per * SERVERS)) ] && break
   sleep 0.5
 done
+burst_cpu="server $(( ($(ticks "${pids[0]}") - cpu0_server) * 1000 / hz )) ms, swarms $(( $(swarm_ticks) * 1000 / hz )) ms, redis $(( ($(ticks "$redis_pid") - cpu0_redis) * 1000 / hz )) ms"
 sleep 3
 stats() { redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_/ {sum += $3} END {print sum}'; }
 epoch() { redis-cli -p "$REDIS_PORT" get "bench:{demo}:epoch"; }
@@ -100,9 +112,16 @@ for i in $(seq 0 $((SERVERS - 1))); do
 done
 
 # RSS over the rest of the hold: the registration burst's garbage is returned to the OS gradually.
+# The last sample taken while every socket is still held is the settled RSS.
+settled=("${full[@]}")
 while kill -0 "${swarm_pids[0]}" 2>/dev/null; do
   line="$(date +%T)"
-  for i in $(seq 0 $((SERVERS - 1))); do line="$line $(rss "${pids[$i]}")"; done
+  for i in $(seq 0 $((SERVERS - 1))); do
+    n=$(curl -s --max-time 2 "${urls[$i]}/metrics" | awk '/^waitroom_hub_sockets / {print $2}' || true)
+    r=$(rss "${pids[$i]}")
+    [ "${n:-0}" -ge $((per * 99 / 100)) ] && settled[$i]=$r
+    line="$line $r"
+  done
   echo "$line" >>"$OUT/rss-$USERS-$SERVERS.txt"
   sleep 5
 done
@@ -112,6 +131,7 @@ for p in "${swarm_pids[@]}"; do wait "$p" || true; done
   echo "users=$USERS servers=$SERVERS hold=$HOLD batch=$BATCH interval=$INTERVAL sources=$SOURCES"
   echo "redis commands in a 10 s window of held line: $((c1 - c0)) over $((e1 - e0)) admission events: $(( (c1 - c0) / (e1 - e0 > 0 ? e1 - e0 : 1) )) per event (INFO commandstats, commands inside scripts included)"
   for i in $(seq 0 $((SERVERS - 1))); do
-    echo "server $i: RSS idle ${idle[$i]} KiB, with its sockets ${full[$i]} KiB, per socket $(( (${full[$i]} - ${idle[$i]}) * 1024 / per )) B"
+    echo "server $i: RSS idle ${idle[$i]} KiB, with its sockets ${full[$i]} KiB, per socket $(( (${full[$i]} - ${idle[$i]}) * 1024 / per )) B (10 s after the registrations); at the end of the hold ${settled[$i]} KiB, per socket $(( (${settled[$i]} - ${idle[$i]}) * 1024 / per )) B"
   done
+  echo "CPU until every socket was in line (from the swarms' start): $burst_cpu (first server; the swarms: all of them, whole lives)"
 } | tee "$OUT/summary-$USERS-$SERVERS.txt"
