@@ -270,26 +270,31 @@ func requestHash(screening string, sortedSeats []string) string {
 
 func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash string, seats []string) (Reservation, error) {
 	screening := claims.Screening
-	if err := b.admissions.CheckPass(ctx, claims); err != nil {
-		return Reservation{}, fmt.Errorf("booking: %w", err)
-	}
 	cat, err := b.catalog(ctx, screening)
 	if err != nil {
 		return Reservation{}, err
 	}
-	if err := b.sold.refuse(screening, seats, len(cat.seats)); err != nil {
-		// Sold, as this instance saw: refused with no lock and no Redis call (most losers of a burst on a
-		// few seats arrive after their seat is gone, or wake when its winner releases it: see lock).
-		return Reservation{}, err
-	}
-
-	owner := b.instance + "/" + queue.NewToken()
 	lockKeys := make([]string, 0, len(seats)+2)
 	lockKeys = append(lockKeys, queue.ClosedKey(b.prefix, screening), queue.Key(b.prefix, screening, "sold"))
 	for _, s := range seats {
 		lockKeys = append(lockKeys, queue.Key(b.prefix, screening, "seat:"+s))
 	}
-	if err := b.lock(ctx, screening, len(cat.seats), lockKeys, owner, seats); err != nil {
+	deadline := time.Now().Add(b.settings.LockWait)
+	// A seat a request here holds is waited for here, before any Redis call: the losers of a burst on a few
+	// seats wait without a lock script each, and check their pass only once the winner is done.
+	if err := b.awaitHolders(ctx, lockKeys[2:], seats, deadline); err != nil {
+		return Reservation{}, err
+	}
+	if err := b.admissions.CheckPass(ctx, claims); err != nil {
+		return Reservation{}, fmt.Errorf("booking: %w", err)
+	}
+	// A seat this instance saw sold is refused with no lock (a spent pass was told so first, above).
+	if err := b.sold.refuse(screening, seats, len(cat.seats)); err != nil {
+		return Reservation{}, err
+	}
+
+	owner := b.instance + "/" + queue.NewToken()
+	if err := b.lock(ctx, screening, len(cat.seats), lockKeys, owner, seats, deadline); err != nil {
 		return Reservation{}, err
 	}
 	defer func() {
@@ -364,26 +369,61 @@ func (b *Booking) markSold(ctx context.Context, screening string, seats []string
 	_ = b.rdb.SAdd(ctx, queue.Key(b.prefix, screening, "sold"), members...).Err() // a hint: SQL stays the guard
 }
 
-// lock takes every seat lock or none, retrying with jitter until lock_wait runs out.
-func (b *Booking) lock(ctx context.Context, screening string, total int, keys []string, owner string, seats []string) error {
+// awaitHolders waits while a request here holds one of seats (their lock keys keys), until its release. It
+// returns nil when none is held here, or when localHolderCheck passed without a release (the holder's lease
+// may have run out: Redis decides), and a LockedError once deadline has passed.
+func (b *Booking) awaitHolders(ctx context.Context, keys, seats []string, deadline time.Time) error {
+	for {
+		seat, released := b.released.heldHere(keys, seats)
+		if released == nil {
+			return nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return &LockedError{Seat: seat}
+		}
+		timer := time.NewTimer(min(localHolderCheck, left))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("booking: lock seats: %w", ctx.Err())
+		case <-released:
+			timer.Stop()
+		case <-timer.C:
+			return nil
+		}
+	}
+}
+
+// lock takes every seat lock or none, retrying with jitter until deadline (lock_wait from the request's
+// start) has passed.
+func (b *Booking) lock(ctx context.Context, screening string, total int, keys []string, owner string, seats []string, deadline time.Time) error {
 	args := make([]any, 0, len(seats)+2)
 	args = append(args, owner, b.settings.LockLease.Milliseconds())
 	for _, s := range seats {
 		args = append(args, s)
 	}
-	deadline := time.Now().Add(b.settings.LockWait)
 	step := lockRetryFirst
 	keyOf := make(map[string]string, len(seats))
 	for i, s := range seats {
 		keyOf[s] = keys[i+2]
 	}
 	for {
+		// A seat a request here holds: wait here for its release rather than ask Redis, which would only
+		// say that it is held.
+		if err := b.awaitHolders(ctx, keys[2:], seats, deadline); err != nil {
+			return err
+		}
+		if err := b.sold.refuse(screening, seats, total); err != nil {
+			return err
+		}
 		res, err := lockScript.Run(ctx, b.rdb, keys, args...).Slice()
 		if err != nil {
 			return fmt.Errorf("booking: lock seats: %w", err)
 		}
 		switch res[0].(int64) {
 		case 1:
+			b.released.hold(keys[2:])
 			return nil
 		case -1:
 			taken := make([]string, 0, len(res)-1)
@@ -473,17 +513,47 @@ func (s *soldSeats) refuse(screening string, seats []string, total int) error {
 	return &TakenError{Seats: taken}
 }
 
-// releases lets a request waiting for a seat lock held by another request of this instance wake the
-// moment that lock is released, instead of at its next poll. A holder on another instance is still found
+// releases knows the seat locks the requests of this instance hold, and lets a request waiting for one
+// wake the moment it is released, instead of at its next poll. A holder on another instance is still found
 // out by polling; a release between a failed try and the wait is too (the wait then ends by its timer).
 type releases struct {
 	mu      sync.Mutex
 	waiting map[string]chan struct{} // seat lock key -> closed when a request here releases it
+	held    map[string]bool          // seat lock keys a request here holds
+}
+
+// hold records that a request here took the locks keys.
+func (r *releases) hold(keys []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held == nil {
+		r.held = map[string]bool{}
+	}
+	for _, k := range keys {
+		r.held[k] = true
+	}
+}
+
+// heldHere returns the first of keys (and its seat, seats[i] for keys[i]) that a request here holds, with
+// the channel its release closes; a nil channel when it holds none of them.
+func (r *releases) heldHere(keys, seats []string) (string, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, k := range keys {
+		if r.held[k] {
+			return seats[i], r.waitLocked(k)
+		}
+	}
+	return "", nil
 }
 
 func (r *releases) wait(key string) <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.waitLocked(key)
+}
+
+func (r *releases) waitLocked(key string) <-chan struct{} {
 	if r.waiting == nil {
 		r.waiting = map[string]chan struct{}{}
 	}
@@ -499,6 +569,7 @@ func (r *releases) release(keys []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range keys {
+		delete(r.held, k)
 		if ch, ok := r.waiting[k]; ok {
 			close(ch)
 			delete(r.waiting, k)

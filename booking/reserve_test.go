@@ -704,3 +704,52 @@ func TestSeatSoldHereIsRefusedWithNoLockOrScript(t *testing.T) {
 		}
 	})
 }
+
+// Requests for a seat that a request of this instance holds wait here for its release, without a lock
+// script each: when the holder commits they are refused SEAT_TAKEN, and Redis ran the holder's scripts only.
+func TestWaitersOnAHolderHereRunNoLockScript(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		paused, release := pauseFirstAfterFence(t, f.book)
+		counted := &scripts{}
+		env.Redis.AddHook(counted)
+		const waiters = 20
+		users := f.admit(t, "s1", waiters+1)
+
+		holder := make(chan error, 1)
+		go func() {
+			_, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"B2"})
+			holder <- err
+		}()
+		<-paused // the holder has B2's lock and is inside its transaction
+		before := counted.n.Load()
+		errs := make(chan error, waiters)
+		for i := 1; i <= waiters; i++ {
+			go func() {
+				_, err := f.book.Reserve(ctx, "s1", users[i].pass, []string{"B2", "B4"})
+				errs <- err
+			}()
+		}
+		time.Sleep(100 * time.Millisecond) // the waiters reach their wait (under localHolderCheck: no poll of Redis yet)
+		during := counted.n.Load() - before
+		release()
+
+		if err := <-holder; err != nil {
+			t.Fatalf("holder: %v", err)
+		}
+		for range waiters {
+			var taken *booking.TakenError
+			if err := <-errs; !errors.As(err, &taken) || !slices.Equal(taken.Seats, []string{"B2"}) {
+				t.Errorf("waiter: %v, want SEAT_TAKEN naming B2", err)
+			}
+		}
+		if during != 0 {
+			t.Errorf("%d waiters for a holder here ran %d Redis scripts while it held B2, want none", waiters, during)
+		}
+		if f.seatLocked(t, "s1", "B4") || soldRows(t, env, "s1", "B4") != 0 {
+			t.Error("B4 locked or sold by a refused request, want it untouched")
+		}
+	})
+}
