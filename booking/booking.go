@@ -280,11 +280,26 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 		lockKeys = append(lockKeys, queue.Key(b.prefix, screening, "seat:"+s))
 	}
 	deadline := time.Now().Add(b.settings.LockWait)
-	// A seat a request here holds is waited for here, before any Redis call: the losers of a burst on a few
-	// seats wait without a lock script each, and check their pass only once the winner is done.
-	if err := b.awaitHolders(ctx, lockKeys[2:], seats, deadline); err != nil {
+	owner := b.instance + "/" + queue.NewToken()
+	// The seats are claimed in this instance first, before any Redis call: of a crowd here asking for one
+	// seat, one request goes on to check its pass and take the lock, and the rest wait here for its outcome
+	// with no call each (and check their pass once it is known).
+	claimed, err := b.claim(ctx, screening, lockKeys[2:], seats, owner, deadline)
+	if err != nil {
 		return Reservation{}, err
 	}
+	locked := false
+	defer func() {
+		if locked {
+			// After commit or rollback; with a context of its own so a cancelled request still releases.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			_ = unlockScript.Run(ctx, b.rdb, lockKeys[2:], owner).Err()
+		}
+		if claimed || locked {
+			b.released.release(lockKeys[2:], owner)
+		}
+	}()
 	if err := b.admissions.CheckPass(ctx, claims); err != nil {
 		return Reservation{}, fmt.Errorf("booking: %w", err)
 	}
@@ -292,22 +307,20 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 	if err := b.sold.refuse(screening, seats, len(cat.seats)); err != nil {
 		return Reservation{}, err
 	}
-
-	owner := b.instance + "/" + queue.NewToken()
 	if err := b.lock(ctx, screening, len(cat.seats), lockKeys, owner, seats, deadline); err != nil {
 		return Reservation{}, err
 	}
-	defer func() {
-		// After commit or rollback; with a context of its own so a cancelled request still releases.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = unlockScript.Run(ctx, b.rdb, lockKeys[2:], owner).Err()
-		b.released.release(lockKeys[2:])
-	}()
+	locked = true
 
 	r, err := b.store.insert(ctx, write{
 		screening: screening, holder: claims.Token, passID: claims.ID, seats: seats, total: len(cat.seats),
 		idempotencyKey: key, hash: hash, afterFence: b.afterFence, timeout: b.settings.DBTimeout,
+		committed: func() {
+			// The seats are sold: the requests here waiting for them learn it now and are refused at once,
+			// not after this request's count, Redis updates and unlock (they find the seats in the memo).
+			b.sold.add(screening, seats)
+			b.released.wake(lockKeys[2:])
+		},
 		stillHeld: func(ctx context.Context) (bool, error) {
 			if b.noHeldCheck {
 				return true, nil
@@ -369,30 +382,47 @@ func (b *Booking) markSold(ctx context.Context, screening string, seats []string
 	_ = b.rdb.SAdd(ctx, queue.Key(b.prefix, screening, "sold"), members...).Err() // a hint: SQL stays the guard
 }
 
-// awaitHolders waits while a request here holds one of seats (their lock keys keys), until its release. It
-// returns nil when none is held here, or when localHolderCheck passed without a release (the holder's lease
-// may have run out: Redis decides), and a LockedError once deadline has passed.
-func (b *Booking) awaitHolders(ctx context.Context, keys, seats []string, deadline time.Time) error {
+// claim claims seats (their lock keys keys) for owner in this instance, waiting while another request here
+// has them (until it is done, or has committed). It reports false, with no claim, when one of seats is known
+// sold (the caller refuses it once it has checked the pass) or when localHolderCheck passed without a
+// release (the claimant may be stuck on a lapsed lease: Redis decides), and a LockedError once deadline has
+// passed.
+func (b *Booking) claim(ctx context.Context, screening string, keys, seats []string, owner string, deadline time.Time) (bool, error) {
 	for {
-		seat, released := b.released.heldHere(keys, seats)
+		if b.sold.any(screening, seats) {
+			return false, nil
+		}
+		seat, released := b.released.claim(keys, seats, owner)
 		if released == nil {
-			return nil
+			return true, nil
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return &LockedError{Seat: seat}
+		if err := b.awaitRelease(ctx, seat, released, deadline); err != nil || ctx.Err() != nil {
+			return false, err
 		}
-		timer := time.NewTimer(min(localHolderCheck, left))
 		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("booking: lock seats: %w", ctx.Err())
 		case <-released:
-			timer.Stop()
-		case <-timer.C:
-			return nil
+		default:
+			return false, nil // localHolderCheck passed
 		}
 	}
+}
+
+// awaitRelease waits until released is closed, localHolderCheck passes, or ctx ends (an error); a
+// LockedError for seat if deadline has passed.
+func (b *Booking) awaitRelease(ctx context.Context, seat string, released <-chan struct{}, deadline time.Time) error {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return &LockedError{Seat: seat}
+	}
+	timer := time.NewTimer(min(localHolderCheck, left))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("booking: lock seats: %w", ctx.Err())
+	case <-released:
+	case <-timer.C:
+	}
+	return nil
 }
 
 // lock takes every seat lock or none, retrying with jitter until deadline (lock_wait from the request's
@@ -409,10 +439,12 @@ func (b *Booking) lock(ctx context.Context, screening string, total int, keys []
 		keyOf[s] = keys[i+2]
 	}
 	for {
-		// A seat a request here holds: wait here for its release rather than ask Redis, which would only
-		// say that it is held.
-		if err := b.awaitHolders(ctx, keys[2:], seats, deadline); err != nil {
-			return err
+		// A seat another request here has: wait here for it rather than ask Redis, which would only say
+		// that it is held.
+		if seat, released := b.released.heldHere(keys[2:], seats, owner); released != nil {
+			if err := b.awaitRelease(ctx, seat, released, deadline); err != nil {
+				return err
+			}
 		}
 		if err := b.sold.refuse(screening, seats, total); err != nil {
 			return err
@@ -423,7 +455,7 @@ func (b *Booking) lock(ctx context.Context, screening string, total int, keys []
 		}
 		switch res[0].(int64) {
 		case 1:
-			b.released.hold(keys[2:])
+			b.released.hold(keys[2:], owner)
 			return nil
 		case -1:
 			taken := make([]string, 0, len(res)-1)
@@ -488,6 +520,19 @@ func (s *soldSeats) add(screening string, seats []string) {
 	}
 }
 
+// any tells whether one of seats is known sold.
+func (s *soldSeats) any(screening string, seats []string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := s.byID[screening]
+	for _, id := range seats {
+		if m[id] {
+			return true
+		}
+	}
+	return false
+}
+
 // refuse answers a request for seats of a screening of total seats from what is known: ErrSoldOut when
 // every seat is known sold (as the lock script would), a TakenError naming those of seats known sold, or
 // nil when none is.
@@ -519,28 +564,48 @@ func (s *soldSeats) refuse(screening string, seats []string, total int) error {
 type releases struct {
 	mu      sync.Mutex
 	waiting map[string]chan struct{} // seat lock key -> closed when a request here releases it
-	held    map[string]bool          // seat lock keys a request here holds
+	held    map[string]string        // seat lock key -> the owner id of the request here that claimed or holds it
 }
 
-// hold records that a request here took the locks keys.
-func (r *releases) hold(keys []string) {
+// claim gives keys to owner unless another request here has one of them: then it returns that one's seat
+// (seats[i] for keys[i]) and the channel its release closes.
+func (r *releases) claim(keys, seats []string, owner string) (string, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if seat, ch := r.heldLocked(keys, seats, owner); ch != nil {
+		return seat, ch
+	}
+	r.holdLocked(keys, owner)
+	return "", nil
+}
+
+// hold records that owner, a request here, took the locks keys.
+func (r *releases) hold(keys []string, owner string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holdLocked(keys, owner)
+}
+
+func (r *releases) holdLocked(keys []string, owner string) {
 	if r.held == nil {
-		r.held = map[string]bool{}
+		r.held = map[string]string{}
 	}
 	for _, k := range keys {
-		r.held[k] = true
+		r.held[k] = owner
 	}
 }
 
-// heldHere returns the first of keys (and its seat, seats[i] for keys[i]) that a request here holds, with
-// the channel its release closes; a nil channel when it holds none of them.
-func (r *releases) heldHere(keys, seats []string) (string, <-chan struct{}) {
+// heldHere returns the first of keys (and its seat, seats[i] for keys[i]) that a request here other than
+// owner has, with the channel its release closes; a nil channel when none has.
+func (r *releases) heldHere(keys, seats []string, owner string) (string, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.heldLocked(keys, seats, owner)
+}
+
+func (r *releases) heldLocked(keys, seats []string, owner string) (string, <-chan struct{}) {
 	for i, k := range keys {
-		if r.held[k] {
+		if o, ok := r.held[k]; ok && o != owner {
 			return seats[i], r.waitLocked(k)
 		}
 	}
@@ -565,11 +630,27 @@ func (r *releases) waitLocked(key string) <-chan struct{} {
 	return ch
 }
 
-func (r *releases) release(keys []string) {
+// wake wakes the requests waiting for keys now, though the locks are still held (they look again, and wait
+// again for the release if they must).
+func (r *releases) wake(keys []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range keys {
-		delete(r.held, k)
+		if ch, ok := r.waiting[k]; ok {
+			close(ch)
+			delete(r.waiting, k)
+		}
+	}
+}
+
+// release gives up owner's claim or hold on keys and wakes who waits for them.
+func (r *releases) release(keys []string, owner string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		if r.held[k] == owner {
+			delete(r.held, k)
+		}
 		if ch, ok := r.waiting[k]; ok {
 			close(ch)
 			delete(r.waiting, k)

@@ -260,6 +260,8 @@ type write struct {
 	stillHeld func(ctx context.Context) (bool, error)
 	// afterFence runs after the fence is written (tests pause here to let a lease run out).
 	afterFence func()
+	// committed runs right after the commit succeeded, before anything else.
+	committed func()
 	// timeout bounds the statements before the commit (0: none).
 	timeout time.Duration
 }
@@ -346,6 +348,9 @@ func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 	}
 	if err := tx.Commit(); err != nil {
 		return Reservation{}, s.constraint(err, w.seats)
+	}
+	if w.committed != nil {
+		w.committed()
 	}
 	// Counted after commit, not inside the transaction: two reservations committing side by side each see
 	// only their own insert in there, and neither would notice it sold the last seat. After commit, the
