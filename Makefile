@@ -37,9 +37,10 @@ build:
 	$(GO) build -o bin/ ./cmd/...
 
 # The seed-2 replay: 1,000 admitted users on 10 seats, the seed's SELECT … FOR UPDATE baseline beside our
-# reservation path and the HTTP floor, against the real Redis and PostgreSQL (docs/benchmarks.md).
+# reservation path and the HTTP floor, against the real Redis and PostgreSQL (docs/benchmarks.md). ARGS=-warm
+# opens every user's connection before the bursts.
 bench-booking:
-	$(GO) run ./bench/booking
+	$(GO) run ./bench/booking $(ARGS)
 
 # The seed-1 replay: 30,000 users, 5,000 connected at once, on 1,000 seats with the seed's admission settings
 # (1 s, 300, 1,000), on its own Redis and PostgreSQL database; three runs, each on a quiet machine

@@ -109,8 +109,8 @@ func measure(ctx context.Context, name string, reqs []request, o options, pg *po
 	return r, nil
 }
 
-// fire sends every request at once: one goroutine each, all released together when they are ready, over a
-// fresh transport (no connection is reused from an earlier burst). Cold (warm false), no connection is
+// fire sends every request at once: one goroutine each, all released together when they are ready, each
+// over a fresh transport of its own (no connection is shared, or reused from an earlier burst). Cold (warm false), no connection is
 // opened beforehand: the burst pays 1,000 TCP connects. Warm, each user first GETs its request's warm URL
 // and the burst is released on the kept-alive connections, as a browser that has just read the seat map
 // sends its reservation. It returns each request's sample, the burst's wall time, and the connections
@@ -118,19 +118,23 @@ func measure(ctx context.Context, name string, reqs []request, o options, pg *po
 func fire(ctx context.Context, reqs []request, timeout time.Duration, warm bool) ([]sample, time.Duration, int64) {
 	var dialled atomic.Int64
 	dialer := &net.Dialer{Timeout: timeout}
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dialled.Add(1)
-			return dialer.DialContext(ctx, network, addr)
-		},
-		MaxIdleConns:        len(reqs),
-		MaxIdleConnsPerHost: len(reqs),
-		MaxConnsPerHost:     0, // no limit: every user has a connection of its own
-		IdleConnTimeout:     time.Minute,
-		DisableCompression:  true,
+	// Every user is a browser of its own: a transport each, so no user's request ever rides another's
+	// connection (with one shared transport, a user whose request started late took the idle connection
+	// of one that had finished).
+	clients := make([]*http.Client, len(reqs))
+	for i := range clients {
+		tr := &http.Transport{
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dialled.Add(1)
+				return dialer.DialContext(ctx, network, addr)
+			},
+			MaxIdleConnsPerHost: 1,
+			IdleConnTimeout:     time.Minute,
+			DisableCompression:  true,
+		}
+		defer tr.CloseIdleConnections()
+		clients[i] = &http.Client{Transport: tr}
 	}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
@@ -163,7 +167,7 @@ func fire(ctx context.Context, reqs []request, timeout time.Duration, warm bool)
 		go func() {
 			defer done.Done()
 			if warm && reqs[i].warm != "" {
-				if err := get(ctx, client, reqs[i].warm); err != nil {
+				if err := get(ctx, clients[i], reqs[i].warm); err != nil {
 					out[i].err = fmt.Errorf("warm-up: %w", err)
 					ready.Done()
 					return
@@ -172,7 +176,7 @@ func fire(ctx context.Context, reqs []request, timeout time.Duration, warm bool)
 			ready.Done()
 			<-start
 			t0 := time.Now()
-			resp, err := client.Do(req)
+			resp, err := clients[i].Do(req)
 			if err == nil {
 				_, err = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()

@@ -149,7 +149,7 @@ func (rep *report) print(w io.Writer) {
 	if rep.Warm {
 		fmt.Fprintf(w, "warm (-warm): every user's burst request goes on a connection it kept alive from one GET just before (ours: the seat map);\nlatency is client-side, per request, all outcomes\n")
 	} else {
-		fmt.Fprintf(w, "every burst on fresh connections, no warm-up; latency is client-side, per request, all outcomes\n")
+		fmt.Fprintf(w, "every burst on fresh connections, one per user, no warm-up; latency is client-side, per request, all outcomes\n")
 	}
 	fmt.Fprintf(w, "  floor:    POST /api/bench/floor of the server (answers 409 at once, nothing else)\n")
 	catalog := "after one GET …/seats (as clients do; fills the seat catalog the socket connect fills)"
