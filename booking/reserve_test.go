@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/queue"
@@ -654,38 +651,19 @@ func TestConcurrentLastSeatsCloseTheLine(t *testing.T) {
 	})
 }
 
-// scripts counts the Lua scripts a client runs (the seat locks, their release, the fence check).
-type scripts struct{ n atomic.Int64 }
-
-func (h *scripts) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *scripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); n == "evalsha" || n == "eval" {
-			h.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *scripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // A seat this instance sold (or heard is sold) is refused at once: no lock script, no wait, no SQL; and
 // every seat the request names that is known sold is named.
 func TestSeatSoldHereIsRefusedWithNoLockOrScript(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		ctx := context.Background()
 		env.Demo(t, "s1", 2, 5)
-		counted := &scripts{}
-		env.Redis.AddHook(counted)
+		counted := testenv.CountCalls(env.Redis)
 		f := newFixture(t, env, env.Prefix, defaults)
 		users := f.admit(t, "s1", 2)
 		if _, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A1", "A3"}); err != nil {
 			t.Fatal(err)
 		}
-		before := counted.n.Load()
+		before := counted.Scripts.Load()
 
 		_, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"A3", "A2", "A1"})
 
@@ -693,7 +671,7 @@ func TestSeatSoldHereIsRefusedWithNoLockOrScript(t *testing.T) {
 		if !errors.As(err, &taken) || !slices.Equal(taken.Seats, []string{"A1", "A3"}) {
 			t.Fatalf("Reserve(A1+A2+A3) after this instance sold A1, A3 = %v, want ErrSeatTaken naming A1, A3", err)
 		}
-		if n := counted.n.Load() - before; n != 0 {
+		if n := counted.Scripts.Load() - before; n != 0 {
 			t.Errorf("the refusal ran %d Redis scripts, want none", n)
 		}
 		if f.seatLocked(t, "s1", "A2") {
@@ -713,8 +691,7 @@ func TestWaitersOnAHolderHereRunNoLockScript(t *testing.T) {
 		env.Demo(t, "s1", 2, 5)
 		f := newFixture(t, env, env.Prefix, defaults)
 		paused, release := pauseFirstAfterFence(t, f.book)
-		counted := &scripts{}
-		env.Redis.AddHook(counted)
+		counted := testenv.CountCalls(env.Redis)
 		const waiters = 20
 		users := f.admit(t, "s1", waiters+1)
 
@@ -724,7 +701,7 @@ func TestWaitersOnAHolderHereRunNoLockScript(t *testing.T) {
 			holder <- err
 		}()
 		<-paused // the holder has B2's lock and is inside its transaction
-		before := counted.n.Load()
+		before := counted.Scripts.Load()
 		errs := make(chan error, waiters)
 		for i := 1; i <= waiters; i++ {
 			go func() {
@@ -733,7 +710,7 @@ func TestWaitersOnAHolderHereRunNoLockScript(t *testing.T) {
 			}()
 		}
 		time.Sleep(100 * time.Millisecond) // the waiters reach their wait (under localHolderCheck: no poll of Redis yet)
-		during := counted.n.Load() - before
+		during := counted.Scripts.Load() - before
 		release()
 
 		if err := <-holder; err != nil {

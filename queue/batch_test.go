@@ -1,45 +1,19 @@
 package queue_test
 
 import (
-	"context"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
 
-// roundTrips counts what a client sends: pipelines, and scripts sent alone.
-type roundTrips struct{ pipelines, lone atomic.Int64 }
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); n == "evalsha" || n == "eval" {
-			h.lone.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.pipelines.Add(1)
-		return next(ctx, cmds)
-	}
-}
-
 // A burst of registrations goes to Redis in a few pipelines, and each one still gets a place of its own:
 // dense sequence numbers 1..n, each once, and the rank that number means.
 func TestRegistrationsArrivingTogetherShareRoundTrips(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		counted := &roundTrips{}
-		env.Redis.AddHook(counted)
+		counted := testenv.CountCalls(env.Redis)
 		q := queue.New(env.Redis, env.Prefix)
 		const n = 300
 		entries := make([]queue.Entry, n)
@@ -77,7 +51,7 @@ func TestRegistrationsArrivingTogetherShareRoundTrips(t *testing.T) {
 		if got := len(members(t, env, screening, "waiting")); got != n {
 			t.Fatalf("%d in line, want %d", got, n)
 		}
-		p, lone := counted.pipelines.Load(), counted.lone.Load()
+		p, lone := counted.Pipelines.Load(), counted.Scripts.Load()
 		t.Logf("%d registrations in %d pipelines (%d scripts sent alone)", n, p, lone)
 		if lone != 0 || p == 0 || p >= n {
 			t.Fatalf("%d registrations went in %d pipelines and %d alone: want them together, in fewer pipelines than registrations", n, p, lone)
