@@ -300,7 +300,7 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 		return Reservation{}, fmt.Errorf("booking: %w", err)
 	}
 	// A seat this instance saw sold is refused with no lock (a spent pass was told so first, above).
-	if err := b.sold.refuse(screening, seats, len(cat.seats)); err != nil {
+	if err := b.refuseKnown(ctx, screening, seats, len(cat.seats)); err != nil {
 		return Reservation{}, err
 	}
 	if err := b.lock(ctx, screening, len(cat.seats), lockKeys, owner, seats, deadline); err != nil {
@@ -336,6 +336,7 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 		b.markSold(ctx, screening, taken.Seats)
 	}
 	if errors.Is(err, ErrSoldOut) {
+		b.sold.close(screening)
 		if cerr := b.admissions.Close(ctx, screening); cerr != nil {
 			return Reservation{}, errors.Join(err, cerr)
 		}
@@ -349,6 +350,7 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 		after = append(after, err)
 	}
 	if r.SeatsLeft == 0 {
+		b.sold.close(screening)
 		if err := b.admissions.Close(ctx, screening); err != nil {
 			after = append(after, err)
 		}
@@ -445,7 +447,7 @@ func (b *Booking) lock(ctx context.Context, screening string, total int, keys []
 				return err
 			}
 		}
-		if err := b.sold.refuse(screening, seats, total); err != nil {
+		if err := b.refuseKnown(ctx, screening, seats, total); err != nil {
 			return err
 		}
 		res, err := lockScript.Run(ctx, b.rdb, keys, args...).Slice()
@@ -464,6 +466,7 @@ func (b *Booking) lock(ctx context.Context, screening string, total int, keys []
 			b.sold.add(screening, taken)
 			return &TakenError{Seats: taken}
 		case -2:
+			b.sold.close(screening)
 			return fmt.Errorf("booking: reserve: %w", ErrSoldOut)
 		}
 		left := time.Until(deadline)
@@ -487,7 +490,7 @@ func (b *Booking) lock(ctx context.Context, screening string, total int, keys []
 			return fmt.Errorf("booking: lock seats: %w", ctx.Err())
 		case <-b.released.wait(keyOf[res[1].(string)]):
 			timer.Stop() // released here: the seat is likely sold (marked before release), or try again now
-			if err := b.sold.refuse(screening, seats, total); err != nil {
+			if err := b.refuseKnown(ctx, screening, seats, total); err != nil {
 				return err
 			}
 		case <-timer.C:
@@ -495,12 +498,40 @@ func (b *Booking) lock(ctx context.Context, screening string, total int, keys []
 	}
 }
 
+// refuseKnown refuses a request from what this instance knows (soldSeats.refuse). A seat known sold in a
+// screening not known closed asks Redis whether the line is closed, as the lock script would first: a
+// screening that sold out through other instances answers SOLD_OUT, not SEAT_TAKEN, so a client whose seat
+// map shows nothing left is told it is over.
+func (b *Booking) refuseKnown(ctx context.Context, screening string, seats []string, total int) error {
+	err := b.sold.refuse(screening, seats, total)
+	var taken *TakenError
+	if !errors.As(err, &taken) {
+		return err
+	}
+	if n, cerr := b.rdb.Exists(ctx, queue.ClosedKey(b.prefix, screening)).Result(); cerr == nil && n == 1 {
+		b.sold.close(screening)
+		return fmt.Errorf("booking: reserve: %w", ErrSoldOut)
+	}
+	return taken // also when Redis did not answer: the seat is sold either way
+}
+
 // soldSeats is what this instance has learnt is sold, per screening: from its own commits, and from SQL's
 // or Redis's refusals. A seat once sold stays sold (nothing cancels a reservation), so the memo is never
 // stale, only incomplete; Redis and then SQL decide for any seat it does not list.
 type soldSeats struct {
-	mu   sync.RWMutex
-	byID map[string]map[string]bool // screening -> seat ids
+	mu     sync.RWMutex
+	byID   map[string]map[string]bool // screening -> seat ids
+	closed map[string]bool            // screenings whose line is closed (sold out or closed by the operator: for good)
+}
+
+// close records that the screening's line is closed.
+func (s *soldSeats) close(screening string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed == nil {
+		s.closed = map[string]bool{}
+	}
+	s.closed[screening] = true
 }
 
 func (s *soldSeats) add(screening string, seats []string) {
@@ -533,11 +564,14 @@ func (s *soldSeats) any(screening string, seats []string) bool {
 }
 
 // refuse answers a request for seats of a screening of total seats from what is known: ErrSoldOut when
-// every seat is known sold (as the lock script would), a TakenError naming those of seats known sold, or
-// nil when none is.
+// the line is known closed or every seat is known sold (as the lock script would), a TakenError naming
+// those of seats known sold, or nil when none is.
 func (s *soldSeats) refuse(screening string, seats []string, total int) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed[screening] {
+		return fmt.Errorf("booking: reserve: %w", ErrSoldOut)
+	}
 	m := s.byID[screening]
 	if len(m) == 0 {
 		return nil

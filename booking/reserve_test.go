@@ -730,3 +730,28 @@ func TestWaitersOnAHolderHereRunNoLockScript(t *testing.T) {
 		}
 	})
 }
+
+// A screening that sold out through another instance is SOLD_OUT here too, also for a seat this instance
+// remembers selling: a client whose seat map shows nothing left is told the sale is over, not to pick again.
+func TestSoldOutElsewhereIsSoldOutForASeatSoldHere(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 1, 2)
+		f := newFixture(t, env, env.Prefix, defaults)
+		g := newFixture(t, env, env.Prefix, defaults) // another instance on the same Redis and database
+		users := f.admit(t, "s1", 3)
+		if _, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A1"}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := g.book.Reserve(ctx, "s1", users[1].pass, []string{"A2"})
+		if err != nil || r.SeatsLeft != 0 {
+			t.Fatalf("the last seat: %+v, %v; want it sold with 0 left", r, err)
+		}
+
+		_, err = f.book.Reserve(ctx, "s1", users[2].pass, []string{"A1"})
+
+		if !errors.Is(err, booking.ErrSoldOut) {
+			t.Fatalf("Reserve(A1) on the instance that sold it, after the other sold the last seat = %v, want ErrSoldOut", err)
+		}
+	})
+}
