@@ -69,7 +69,9 @@ func (e *LockedError) Is(target error) bool { return target == ErrSeatLocked }
 
 // Admissions is what booking needs of the queue: who may reserve, and what a reservation ends.
 type Admissions interface {
-	CheckPass(ctx context.Context, c queue.Claims) error
+	// CheckPassLine checks the pass (CheckPass) and tells, from the same round trip, whether the line is
+	// closed.
+	CheckPassLine(ctx context.Context, c queue.Claims) (closed bool, err error)
 	Finish(ctx context.Context, c queue.Claims) error
 	Close(ctx context.Context, screening string) error
 }
@@ -296,11 +298,16 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 			b.released.release(lockKeys[2:], owner)
 		}
 	}()
-	if err := b.admissions.CheckPass(ctx, claims); err != nil {
+	closed, err := b.admissions.CheckPassLine(ctx, claims)
+	if err != nil {
 		return Reservation{}, fmt.Errorf("booking: %w", err)
 	}
-	// A seat this instance saw sold is refused with no lock (a spent pass was told so first, above).
-	if err := b.refuseKnown(ctx, screening, seats, len(cat.seats)); err != nil {
+	if closed {
+		b.sold.close(screening) // for good: the memo below answers SOLD_OUT, as the lock script would
+	}
+	// A seat this instance saw sold is refused with no lock (a spent pass was told so first, above; and a
+	// closed line was just read with the pass).
+	if err := b.sold.refuse(screening, seats, len(cat.seats)); err != nil {
 		return Reservation{}, err
 	}
 	if err := b.lock(ctx, screening, len(cat.seats), lockKeys, owner, seats, deadline); err != nil {

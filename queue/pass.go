@@ -107,20 +107,29 @@ func (p *Passes) Verify(pass, screening string) (Claims, error) {
 // CheckPass tells whether a verified pass may reserve now: its admission must still hold the slot
 // (ErrNotActive otherwise) and it must not have reserved already (ErrPassSpent).
 func (q *Queue) CheckPass(ctx context.Context, c Claims) error {
+	_, err := q.CheckPassLine(ctx, c)
+	return err
+}
+
+// CheckPassLine is CheckPass that also reports, from the same round trip, whether the screening's line is
+// closed (sold out, or closed by the operator).
+func (q *Queue) CheckPassLine(ctx context.Context, c Claims) (closed bool, err error) {
 	k := q.keys(c.Screening)
 	pipe := q.rdb.Pipeline()
 	held := pipe.ZScore(ctx, k.active, c.Token)
 	spent := pipe.ZScore(ctx, k.spent, c.ID)
+	isClosed := pipe.Exists(ctx, k.closed)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("queue: check pass: %w", err)
+		return false, fmt.Errorf("queue: check pass: %w", err)
 	}
+	closed = isClosed.Val() == 1
 	if spent.Err() == nil {
-		return fmt.Errorf("queue: check pass: %w", ErrPassSpent)
+		return closed, fmt.Errorf("queue: check pass: %w", ErrPassSpent)
 	}
 	if held.Err() != nil || int64(held.Val()) != c.ExpiresAt.UnixMilli() || !c.ExpiresAt.After(q.now()) {
-		return fmt.Errorf("queue: check pass: %w", ErrNotActive)
+		return closed, fmt.Errorf("queue: check pass: %w", ErrNotActive)
 	}
-	return nil
+	return closed, nil
 }
 
 // Finish records that the pass reserved: it is spent, and its slot is freed at once for the next admission

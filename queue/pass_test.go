@@ -284,3 +284,23 @@ func TestReadmissionGetsAFreshPass(t *testing.T) {
 		}
 	})
 }
+
+// CheckPassLine checks the pass as CheckPass does and reports the line's closing in the same round trip.
+func TestCheckPassLineTellsAClosedLine(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		p := queue.NewPasses(secret)
+		registerN(t, q, screening, 1)
+		held := admitOne(t, q, p, time.Now(), settings(1, 10))
+		if closed, err := q.CheckPassLine(t.Context(), held); err != nil || closed {
+			t.Fatalf("CheckPassLine on an open line = %v, %v; want false, nil", closed, err)
+		}
+		if err := q.Close(t.Context(), screening); err != nil {
+			t.Fatal(err)
+		}
+		closed, err := q.CheckPassLine(t.Context(), held)
+		if !closed {
+			t.Errorf("CheckPassLine after Close = %v, %v; want closed", closed, err)
+		}
+	})
+}

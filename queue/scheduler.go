@@ -138,8 +138,11 @@ func (s *Scheduler) Leave(ctx context.Context, screening, token string) (bool, e
 	return left, err
 }
 
-// CheckPass is Queue.CheckPass: the Scheduler stands for the queue wherever freeing a slot must refill it.
-func (s *Scheduler) CheckPass(ctx context.Context, c Claims) error { return s.q.CheckPass(ctx, c) }
+// CheckPassLine is Queue.CheckPassLine: the Scheduler stands for the queue wherever freeing a slot must
+// refill it.
+func (s *Scheduler) CheckPassLine(ctx context.Context, c Claims) (bool, error) {
+	return s.q.CheckPassLine(ctx, c)
+}
 
 // Close is Queue.Close.
 func (s *Scheduler) Close(ctx context.Context, screening string) error {
