@@ -454,7 +454,7 @@ func (b *Booking) lock(ctx context.Context, screening string, total int, keys []
 				return err
 			}
 		}
-		if err := b.refuseKnown(ctx, screening, seats, total); err != nil {
+		if err := b.sold.refuse(screening, seats, total); err != nil {
 			return err
 		}
 		res, err := lockScript.Run(ctx, b.rdb, keys, args...).Slice()
@@ -497,29 +497,14 @@ func (b *Booking) lock(ctx context.Context, screening string, total int, keys []
 			return fmt.Errorf("booking: lock seats: %w", ctx.Err())
 		case <-b.released.wait(keyOf[res[1].(string)]):
 			timer.Stop() // released here: the seat is likely sold (marked before release), or try again now
-			if err := b.refuseKnown(ctx, screening, seats, total); err != nil {
+			// (The line may have closed with that commit unknown to this instance: then SEAT_TAKEN, and the
+			// client's next request reads the closing with its pass.)
+			if err := b.sold.refuse(screening, seats, total); err != nil {
 				return err
 			}
 		case <-timer.C:
 		}
 	}
-}
-
-// refuseKnown refuses a request from what this instance knows (soldSeats.refuse). A seat known sold in a
-// screening not known closed asks Redis whether the line is closed, as the lock script would first: a
-// screening that sold out through other instances answers SOLD_OUT, not SEAT_TAKEN, so a client whose seat
-// map shows nothing left is told it is over.
-func (b *Booking) refuseKnown(ctx context.Context, screening string, seats []string, total int) error {
-	err := b.sold.refuse(screening, seats, total)
-	var taken *TakenError
-	if !errors.As(err, &taken) {
-		return err
-	}
-	if n, cerr := b.rdb.Exists(ctx, queue.ClosedKey(b.prefix, screening)).Result(); cerr == nil && n == 1 {
-		b.sold.close(screening)
-		return fmt.Errorf("booking: reserve: %w", ErrSoldOut)
-	}
-	return taken // also when Redis did not answer: the seat is sold either way
 }
 
 // soldSeats is what this instance has learnt is sold, per screening: from its own commits, and from SQL's
