@@ -167,6 +167,14 @@ func (f *fixture) seatLocked(t *testing.T, screening, seat string) bool {
 	return n == 1
 }
 
+// untouched fails the test if a refused request left seat locked or sold.
+func (f *fixture) untouched(t *testing.T, screening, seat string) {
+	t.Helper()
+	if f.seatLocked(t, screening, seat) || soldRows(t, f.env, screening, seat) != 0 {
+		t.Errorf("%s locked or sold after a refused request, want it untouched", seat)
+	}
+}
+
 // soldInRedis reports whether the seat is in the screening's sold set.
 func (f *fixture) soldInRedis(t *testing.T, screening, seat string) bool {
 	t.Helper()
