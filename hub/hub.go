@@ -259,8 +259,8 @@ func (h *Hub) handle(ctx context.Context, c *Client, r io.Reader, err error, st 
 		data, err = io.ReadAll(r)
 	}
 	if err != nil {
-		if websocket.IsCloseError(err, websocket.CloseMessageTooBig) || err == websocket.ErrReadLimit {
-			c.Close(websocket.CloseMessageTooBig, "message too big")
+		if err == websocket.ErrReadLimit {
+			c.closeDrain(websocket.CloseMessageTooBig, "message too big")
 		}
 		return false
 	}
@@ -312,6 +312,23 @@ func (c *Client) closeRead(code int, reason string) {
 			break
 		}
 	}
+	_ = c.conn.Close()
+}
+
+// closeDrain is closeRead for a socket whose reader has failed (gorilla refuses every read after a frame
+// over the read limit): the rest of the peer's frame, and whatever follows, is read from the connection
+// itself and dropped until the peer closes or closeWait passes. Closed at once, the connection would be
+// reset while the peer is still writing its frame, and its write would fail before it reads why.
+func (c *Client) closeDrain(code int, reason string) {
+	c.mu.Lock()
+	if !c.closed {
+		c.linger = true
+	}
+	c.closeLocked(code, reason)
+	c.mu.Unlock()
+	raw := c.conn.UnderlyingConn()
+	_ = raw.SetReadDeadline(time.Now().Add(closeWait))
+	_, _ = io.Copy(io.Discard, raw)
 	_ = c.conn.Close()
 }
 
