@@ -285,7 +285,7 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 	owner := b.instance + "/" + queue.NewToken()
 	// A seat another request here holds is waited for here, before any Redis call: the losers of a burst on
 	// a few seats wait without a lock script each, and check their pass once the winner has committed.
-	if err := b.awaitHolders(ctx, screening, lockKeys[2:], seats, owner, deadline); err != nil {
+	if err := b.awaitHolders(ctx, screening, len(cat.seats), lockKeys[2:], seats, owner, deadline); err != nil {
 		return Reservation{}, err
 	}
 	locked := false
@@ -395,9 +395,9 @@ func (b *Booking) markSold(ctx context.Context, screening string, seats []string
 // (Tried and not kept: claiming the seats here before the pass check, so that one request of a crowd went
 // on to Redis and the rest waited for it. The burst's p99 got worse, 1.2-1.4x the floor's to 1.6-1.7x:
 // the winner was then whichever request came first, not the fastest of those racing for the lock.)
-func (b *Booking) awaitHolders(ctx context.Context, screening string, keys, seats []string, owner string, deadline time.Time) error {
+func (b *Booking) awaitHolders(ctx context.Context, screening string, total int, keys, seats []string, owner string, deadline time.Time) error {
 	for {
-		if b.sold.any(screening, seats) {
+		if b.sold.refuse(screening, seats, total) != nil {
 			return nil
 		}
 		seat, released := b.released.heldHere(keys, seats, owner)
@@ -542,19 +542,6 @@ func (s *soldSeats) add(screening string, seats []string) {
 	}
 }
 
-// any tells whether one of seats is known sold.
-func (s *soldSeats) any(screening string, seats []string) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	m := s.byID[screening]
-	for _, id := range seats {
-		if m[id] {
-			return true
-		}
-	}
-	return false
-}
-
 // refuse answers a request for seats of a screening of total seats from what is known: ErrSoldOut when
 // the line is known closed or every seat is known sold (as the lock script would), a TakenError naming
 // those of seats known sold, or nil when none is.
@@ -596,10 +583,6 @@ type releases struct {
 func (r *releases) hold(keys []string, owner string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.holdLocked(keys, owner)
-}
-
-func (r *releases) holdLocked(keys []string, owner string) {
 	if r.held == nil {
 		r.held = map[string]string{}
 	}
@@ -613,10 +596,6 @@ func (r *releases) holdLocked(keys []string, owner string) {
 func (r *releases) heldHere(keys, seats []string, owner string) (string, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.heldLocked(keys, seats, owner)
-}
-
-func (r *releases) heldLocked(keys, seats []string, owner string) (string, <-chan struct{}) {
 	for i, k := range keys {
 		if o, ok := r.held[k]; ok && o != owner {
 			return seats[i], r.waitLocked(k)
@@ -648,6 +627,10 @@ func (r *releases) waitLocked(key string) <-chan struct{} {
 func (r *releases) wake(keys []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.wakeLocked(keys)
+}
+
+func (r *releases) wakeLocked(keys []string) {
 	for _, k := range keys {
 		if ch, ok := r.waiting[k]; ok {
 			close(ch)
@@ -664,11 +647,8 @@ func (r *releases) release(keys []string, owner string) {
 		if r.held[k] == owner {
 			delete(r.held, k)
 		}
-		if ch, ok := r.waiting[k]; ok {
-			close(ch)
-			delete(r.waiting, k)
-		}
 	}
+	r.wakeLocked(keys)
 }
 
 // MaxSeats is the most seats one reservation may take.

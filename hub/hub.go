@@ -260,7 +260,7 @@ func (h *Hub) handle(ctx context.Context, c *Client, r io.Reader, err error, st 
 	}
 	if err != nil {
 		if err == websocket.ErrReadLimit {
-			c.closeDrain(websocket.CloseMessageTooBig, "message too big")
+			c.closeRead(websocket.CloseMessageTooBig, "message too big", true)
 		}
 		return false
 	}
@@ -270,14 +270,14 @@ func (h *Hub) handle(ctx context.Context, c *Client, r io.Reader, err error, st 
 	}
 	if !st.limiter.Allow() {
 		c.Send(ErrorMessage("TOO_MANY_MESSAGES", "more messages than the protocol needs; reconnect with your token"))
-		c.closeRead(websocket.ClosePolicyViolation, "too many messages")
+		c.closeRead(websocket.ClosePolicyViolation, "too many messages", false)
 		return false
 	}
 	in, err := DecodeInbound(data)
 	if err != nil {
 		c.Send(ErrorMessage("BAD_MESSAGE", err.Error()))
 		if st.bad++; st.bad >= maxBadMessages {
-			c.closeRead(websocket.ClosePolicyViolation, "repeated bad messages")
+			c.closeRead(websocket.ClosePolicyViolation, "repeated bad messages", false)
 			return false
 		}
 		return true
@@ -298,37 +298,28 @@ const closeWait = time.Second
 // closeRead closes a socket from its reader while the peer is still sending: the close frame is queued
 // as by Close, then what the peer sends is read and dropped until it answers the close or closeWait passes,
 // and only then is the connection closed. Closed at once with unread data in it, TCP would reset the
-// connection, and the peer would lose the close frame that says why.
-func (c *Client) closeRead(code int, reason string) {
+// connection, and the peer would lose the close frame that says why. readerFailed says gorilla refuses
+// every further read (after a frame over the read limit): the rest of the peer's frame and whatever follows
+// is then read from the connection itself, until the peer closes or closeWait passes.
+func (c *Client) closeRead(code int, reason string, readerFailed bool) {
 	c.mu.Lock()
 	if !c.closed {
 		c.linger = true
 	}
 	c.closeLocked(code, reason)
 	c.mu.Unlock()
-	_ = c.conn.SetReadDeadline(time.Now().Add(closeWait))
-	for {
-		if _, _, err := c.conn.NextReader(); err != nil {
-			break
+	if readerFailed {
+		raw := c.conn.UnderlyingConn()
+		_ = raw.SetReadDeadline(time.Now().Add(closeWait))
+		_, _ = io.Copy(io.Discard, raw)
+	} else {
+		_ = c.conn.SetReadDeadline(time.Now().Add(closeWait))
+		for {
+			if _, _, err := c.conn.NextReader(); err != nil {
+				break
+			}
 		}
 	}
-	_ = c.conn.Close()
-}
-
-// closeDrain is closeRead for a socket whose reader has failed (gorilla refuses every read after a frame
-// over the read limit): the rest of the peer's frame, and whatever follows, is read from the connection
-// itself and dropped until the peer closes or closeWait passes. Closed at once, the connection would be
-// reset while the peer is still writing its frame, and its write would fail before it reads why.
-func (c *Client) closeDrain(code int, reason string) {
-	c.mu.Lock()
-	if !c.closed {
-		c.linger = true
-	}
-	c.closeLocked(code, reason)
-	c.mu.Unlock()
-	raw := c.conn.UnderlyingConn()
-	_ = raw.SetReadDeadline(time.Now().Add(closeWait))
-	_, _ = io.Copy(io.Discard, raw)
 	_ = c.conn.Close()
 }
 

@@ -80,19 +80,9 @@ func jsonObjectOrNull(data []byte) bool {
 // ErrBadScreening (a 400, never a 500).
 func FuzzDecodeAdmission(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rec, req := adminContext(data)
-		c := echo.New().NewContext(req, rec)
 		var body admissionBody
-		if err := decodeStrict(c, maxBodyBytes, &body, errBadAdminBody); err != nil {
-			var tooBig *http.MaxBytesError
-			if !errors.Is(err, errBadAdminBody) && !errors.As(err, &tooBig) {
-				t.Fatalf("decodeStrict(%q) = %v, want errBadAdminBody or MaxBytesError", data, err)
-			}
-			wantClear(t, fmt.Sprintf("decodeStrict(%q)", data), err)
+		if !decodeAdmin(t, data, maxBodyBytes, &body) {
 			return
-		}
-		if !jsonObjectOrNull(data) {
-			t.Fatalf("decodeStrict(%q) accepted what is not one JSON object", data)
 		}
 		if len(data) > maxBodyBytes {
 			t.Fatalf("decodeStrict accepted %d bytes, limit %d", len(data), maxBodyBytes)
@@ -107,6 +97,27 @@ func FuzzDecodeAdmission(f *testing.F) {
 		}
 		checkSettingsOf(t, body, s)
 	})
+}
+
+// decodeAdmin decodes data into v as an admin handler does (decodeStrict) and reports whether it was
+// accepted: a refusal must be errBadAdminBody or a *http.MaxBytesError with a clear message, and what is
+// accepted must be one JSON object.
+func decodeAdmin(t *testing.T, data []byte, limit int64, v any) bool {
+	t.Helper()
+	rec, req := adminContext(data)
+	c := echo.New().NewContext(req, rec)
+	if err := decodeStrict(c, limit, v, errBadAdminBody); err != nil {
+		var tooBig *http.MaxBytesError
+		if !errors.Is(err, errBadAdminBody) && !errors.As(err, &tooBig) {
+			t.Fatalf("decodeStrict(%q) = %v, want errBadAdminBody or MaxBytesError", data, err)
+		}
+		wantClear(t, fmt.Sprintf("decodeStrict(%q)", data), err)
+		return false
+	}
+	if !jsonObjectOrNull(data) {
+		t.Fatalf("decodeStrict(%q) accepted what is not one JSON object", data)
+	}
+	return true
 }
 
 // checkSettingsOf checks what settings() made of an accepted admissionBody.
@@ -152,19 +163,9 @@ func checkSettingsOf(t *testing.T, body admissionBody, s queue.Settings) {
 // listed catalog is exactly the ids sent, each once, each well formed.
 func FuzzDecodeCreate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rec, req := adminContext(data)
-		c := echo.New().NewContext(req, rec)
 		var body createBody
-		if err := decodeStrict(c, maxAdminBodyBytes, &body, errBadAdminBody); err != nil {
-			var tooBig *http.MaxBytesError
-			if !errors.Is(err, errBadAdminBody) && !errors.As(err, &tooBig) {
-				t.Fatalf("decodeStrict(%q) = %v, want errBadAdminBody or MaxBytesError", data, err)
-			}
-			wantClear(t, fmt.Sprintf("decodeStrict(%q)", data), err)
+		if !decodeAdmin(t, data, maxAdminBodyBytes, &body) {
 			return
-		}
-		if !jsonObjectOrNull(data) {
-			t.Fatalf("decodeStrict(%q) accepted what is not one JSON object", data)
 		}
 		if len(body.Seats) > 0 && len(body.Seats) <= booking.MaxSeatsPerScreening {
 			seats, err := booking.SeatsFromIDs(body.Seats)
