@@ -161,7 +161,8 @@ type Entry struct {
 	// Seq is a waiting token's sequence number: its place in the order of arrival, from which every instance
 	// computes its rank after each admission (see Line). 0 when not waiting.
 	Seq int64
-	// Epoch is the number of the last admission event when Register answered (see Line).
+	// Epoch is the number of the last admission event when Register or Status answered (see Line): read
+	// before the rest, so the standing is at least as new as that event.
 	Epoch int64
 	// Paused is true when Register found admission paused by the operator.
 	Paused bool
@@ -258,6 +259,7 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 	}
 	k := q.keys(screening)
 	pipe := q.rdb.Pipeline()
+	epoch := pipe.Get(ctx, k.epoch)
 	closed := pipe.Exists(ctx, k.closed)
 	pre := pipe.ZScore(ctx, k.pre, token)
 	preTotal := pipe.ZCard(ctx, k.pre)
@@ -269,6 +271,13 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 		return Entry{}, fmt.Errorf("queue: status in %s: %w", screening, err)
 	}
 	e := Entry{Token: token, State: Unknown, Total: total.Val()}
+	if epoch.Err() == nil {
+		n, err := epoch.Int64()
+		if err != nil {
+			return Entry{}, fmt.Errorf("queue: status in %s: epoch: %w", screening, err)
+		}
+		e.Epoch = n
+	}
 	switch {
 	case active.Err() == nil && int64(active.Val()) > q.now().UnixMilli():
 		e.State, e.ExpiresAt = Admitted, time.UnixMilli(int64(active.Val()))

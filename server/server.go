@@ -536,6 +536,12 @@ func (s *Server) socket(c echo.Context) error {
 // catchUp closes the gap between registering and joining the hub: an admission event in that gap was not
 // pushed to this socket, so it reads the entry again and sends what the event changed (an admission, or a
 // new rank). Without such an event (the hub says which) there is nothing to catch up and no Redis call.
+//
+// A socket that registered in the pre-queue has no place in the line until the read here gives it one, and
+// the hub pushes nothing to a socket without a place: an event dispatched between the read and the place
+// (the first tick often comes in the opening's millisecond) moved the line past the read, with nothing
+// pushed here. The hub tells whether one was (Missed, against the read's epoch); the entry is then read
+// once more, and from then on every event reaches the socket.
 func (s *Server) catchUp(ctx context.Context, cl *hub.Client, screening string, e queue.Entry) {
 	if e.State == queue.Admitted {
 		cl.Admit(e.ExpiresAt)
@@ -544,23 +550,30 @@ func (s *Server) catchUp(ctx context.Context, cl *hub.Client, screening string, 
 	if !s.Hub.Missed(cl, e.Epoch) {
 		return
 	}
-	mark := cl.Mark()
-	now, err := s.Queue.Status(ctx, screening, e.Token)
-	if err != nil {
-		s.Log.Warn("socket: catch up", "screening", screening, "err", err)
+	for {
+		mark := cl.Mark()
+		now, err := s.Queue.Status(ctx, screening, e.Token)
+		if err != nil {
+			s.Log.Warn("socket: catch up", "screening", screening, "err", err)
+			return
+		}
+		switch {
+		case now.State == queue.Closed:
+			cl.Send(hub.SoldOutMessage())
+			cl.Close(websocket.CloseNormalClosure, "sold out")
+		case now.State == queue.Admitted:
+			cl.Admit(now.ExpiresAt)
+		case now.State == queue.Waiting && e.State == queue.Pre:
+			// The line opened between registering and joining: this socket missed its shuffled place.
+			cl.Place(now.Seq)
+			if s.Hub.Missed(cl, now.Epoch) {
+				e = queue.Entry{Token: e.Token, State: queue.Waiting, ZeroBasedRank: -1}
+				continue
+			}
+			cl.SendUnlessTicked(mark, hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli(), -1))
+		case now.State == queue.Waiting && now.ZeroBasedRank != e.ZeroBasedRank:
+			cl.SendUnlessTicked(mark, hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli(), -1))
+		}
 		return
-	}
-	switch {
-	case now.State == queue.Closed:
-		cl.Send(hub.SoldOutMessage())
-		cl.Close(websocket.CloseNormalClosure, "sold out")
-	case now.State == queue.Admitted:
-		cl.Admit(now.ExpiresAt)
-	case now.State == queue.Waiting && e.State == queue.Pre:
-		// The line opened between registering and joining: this socket missed its shuffled place.
-		cl.Place(now.Seq)
-		cl.SendUnlessTicked(mark, hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli(), -1))
-	case now.State == queue.Waiting && now.ZeroBasedRank != e.ZeroBasedRank:
-		cl.SendUnlessTicked(mark, hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli(), -1))
 	}
 }
