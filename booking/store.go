@@ -46,14 +46,16 @@ func Open(ctx context.Context, url, dataDir string) (*sqlx.DB, error) {
 	default:
 		return nil, fmt.Errorf("booking: database.url %q: want postgres://… or sqlite:PATH", url)
 	}
+	if driver == "postgres" && !strings.Contains(dsn, "binary_parameters=") {
+		// lib/pq sends a statement with parameters as Parse+Describe, waits, then Bind+Execute: two round
+		// trips. In binary-parameters mode it sends all of them at once: one round trip, as pgx and JDBC do.
+		// A reservation runs about ten such statements while a burst holds the machine (docs/benchmarks.md).
+		dsn = withParam(dsn, "binary_parameters=yes")
+	}
 	if driver == "sqlite" {
 		// One writer at a time is SQLite's nature: a single connection serialises transactions in the pool
 		// instead of failing them with SQLITE_BUSY; WAL lets the file be read while it is written.
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
-		}
-		dsn += sep + "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_time_format=sqlite"
+		dsn = withParam(dsn, "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_time_format=sqlite")
 	}
 	db, err := sqlx.Open(driver, dsn)
 	if err != nil {
@@ -70,6 +72,14 @@ func Open(ctx context.Context, url, dataDir string) (*sqlx.DB, error) {
 		return nil, fmt.Errorf("booking: connect: %w", err)
 	}
 	return db, nil
+}
+
+// withParam appends a query parameter to a database URL or file name.
+func withParam(dsn, param string) string {
+	if strings.Contains(dsn, "?") {
+		return dsn + "&" + param
+	}
+	return dsn + "?" + param
 }
 
 // Migrate brings the schema up to date. On PostgreSQL an advisory lock lets several instances start at once.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -34,9 +35,14 @@ type baseline struct {
 }
 
 // startBaseline serves POST /baseline/reservations on 127.0.0.1:0. The pool opens no connection before the
-// burst.
+// burst. Its driver sends each statement in one round trip, as the seed's JDBC driver does and as the
+// server's does (booking.Open).
 func startBaseline(benchURL, screening string) (*baseline, error) {
-	db, err := sqlx.Open("postgres", benchURL)
+	sep := "?"
+	if strings.Contains(benchURL, "?") {
+		sep = "&"
+	}
+	db, err := sqlx.Open("postgres", benchURL+sep+"binary_parameters=yes")
 	if err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}

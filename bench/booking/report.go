@@ -178,7 +178,7 @@ func (rep *report) print(w io.Writer) {
 	fmt.Fprintf(w, "XACTS: pg_stat_database xact_commit+xact_rollback of the bench database, from just before the burst to %s after it;\n", statsSettle)
 	fmt.Fprintf(w, "       IDLE: the same over an equally long idle window right after (the server's scheduler lists screenings every 2 s,\n")
 	fmt.Fprintf(w, "       autovacuum visits); NET = XACTS − IDLE. SESS: connections opened in the burst window. PostgreSQL counts one\n")
-	fmt.Fprintf(w, "       per transaction, one per new connection, and two per lone statement with parameters (lib/pq: Parse+Sync, Bind+Execute+Sync)\n")
+	fmt.Fprintf(w, "       per transaction, one per new connection, and one per lone statement (lib/pq in binary_parameters mode: Parse+Bind+Execute+Sync)\n")
 	fmt.Fprintf(w, "POOL WAITS: ours and floor from the server's /metrics (go_sql_wait_*{db_name=\"waitroom\"}), baseline from sql.DB.Stats()\n")
 	fmt.Fprintf(w, "SERVER CPU: the server process over the burst (process_cpu_seconds_total; the baseline runs in the bench process);\n")
 	fmt.Fprintf(w, "       REDIS: commands and CPU of the whole Redis over the burst (other users of it count too)\n")
