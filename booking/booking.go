@@ -289,13 +289,25 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 		return Reservation{}, err
 	}
 	locked := false
+	var sold []string // seats this request learnt are sold: the unlock adds them to Redis's sold set
+	unlock := func() {
+		// After commit or rollback; with a context of its own so a cancelled request still releases.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		args := make([]any, 0, len(sold)+1)
+		args = append(args, owner)
+		for _, s := range sold {
+			args = append(args, s)
+		}
+		// The sold set is a hint for the lock script (SQL stays the guard), so a failure here is not the
+		// request's: the locks then lapse by their lease.
+		_ = unlockScript.Run(ctx, b.rdb, lockKeys[1:], args...).Err()
+		b.released.release(lockKeys[2:], owner)
+		locked = false
+	}
 	defer func() {
 		if locked {
-			// After commit or rollback; with a context of its own so a cancelled request still releases.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			defer cancel()
-			_ = unlockScript.Run(ctx, b.rdb, lockKeys[2:], owner).Err()
-			b.released.release(lockKeys[2:], owner)
+			unlock()
 		}
 	}()
 	closed, err := b.admissions.CheckPassLine(ctx, claims)
@@ -339,8 +351,10 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 	}
 	var taken *TakenError
 	if errors.As(err, &taken) {
-		// Redis learns what SQL knew, so the next request for these seats is refused before any lock.
-		b.markSold(ctx, screening, taken.Seats)
+		// Redis learns what SQL knew (with the unlock), so the next request for these seats is refused
+		// before any lock.
+		b.sold.add(screening, taken.Seats)
+		sold = taken.Seats
 	}
 	if errors.Is(err, ErrSoldOut) {
 		b.sold.close(screening)
@@ -351,16 +365,22 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 	if err != nil {
 		return Reservation{}, err
 	}
-	b.markSold(ctx, screening, r.Seats)
-	// The reservation is committed: what follows cannot undo it. A failure leaves the slot to expire by time.
-	if err := b.admissions.Finish(ctx, claims); err != nil {
-		after = append(after, err)
-	}
+	// The reservation is committed: what follows cannot undo it. Freeing the slot (a failure leaves it to
+	// expire by time) and releasing the locks with the seats marked sold go to Redis side by side: the
+	// winner waits one round trip for both, not two.
+	sold = r.Seats
+	finished := make(chan error, 1)
+	go func() { finished <- b.admissions.Finish(ctx, claims) }()
 	if r.SeatsLeft == 0 {
+		// The line closes before the locks go, so a request that waited for them is told SOLD_OUT.
 		b.sold.close(screening)
 		if err := b.admissions.Close(ctx, screening); err != nil {
 			after = append(after, err)
 		}
+	}
+	unlock()
+	if err := <-finished; err != nil {
+		after = append(after, err)
 	}
 	if err := errors.Join(after...); err != nil {
 		return r, &AfterCommitError{Err: err}
@@ -377,15 +397,6 @@ func (e *AfterCommitError) Error() string {
 }
 
 func (e *AfterCommitError) Unwrap() error { return e.Err }
-
-func (b *Booking) markSold(ctx context.Context, screening string, seats []string) {
-	b.sold.add(screening, seats)
-	members := make([]any, len(seats))
-	for i, s := range seats {
-		members[i] = s
-	}
-	_ = b.rdb.SAdd(ctx, queue.Key(b.prefix, screening, "sold"), members...).Err() // a hint: SQL stays the guard
-}
 
 // awaitHolders waits while another request here holds one of seats (their lock keys keys), until it
 // releases or commits. It returns nil when none is held here, when one is known sold (the caller refuses
