@@ -4,9 +4,12 @@
 # database (created here), USERS waiting sockets spread evenly over them by one `swarm -mode hold` per
 # server. Admission admits BATCH per tick, so the line stays long and every tick pushes a position to every
 # waiting socket. Prints, per run: registration rate, server RSS per socket, Redis commands per tick, and
-# the swarm's push latency (receipt − tick_at) p50/p99/max.
+# the swarm's push latency (receipt − tick_at) p50/p99/max, and per tick (bench/hub/ticks.py).
 #
 #   bench/hub/run.sh [USERS] [SERVERS] [HOLD]     e.g. bench/hub/run.sh 19000 1 40s; bench/hub/run.sh 100000 6 60s
+#
+# NAIVE=true runs bench/hub/naive instead of waitroom: the same protocol served in memory by a goroutine-per-
+# socket writer (the gorilla chat example's way), the reference to measure on the same machine the same day.
 #
 # Stops by itself: the swarm's hold ends after HOLD, then every process started here is stopped.
 set -euo pipefail
@@ -33,7 +36,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$WORK/" ./cmd/waitroom ./cmd/swarm
+go build -o "$WORK/" ./cmd/waitroom ./cmd/swarm ./bench/hub/naive
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
   --dir "$WORK" --logfile "$WORK/redis.log" --maxclients 10000
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -43,6 +46,9 @@ psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE $DB" postgres
 urls=()
 for i in $(seq 0 $((SERVERS - 1))); do
   port=$((BASE_PORT + i))
+  if [ "${NAIVE:-false}" = true ]; then
+    "$WORK/naive" -addr "127.0.0.1:$port" -interval "$INTERVAL" -batch "$BATCH" >"$WORK/server$i.log" 2>&1 &
+  else
   WAITROOM_HTTP_ADDR=127.0.0.1:$port WAITROOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT WAITROOM_REDIS_PREFIX=bench: \
   WAITROOM_DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" \
   WAITROOM_PASS_SECRET=bench-secret-0123456789abcdef0123456789 WAITROOM_LOG_LEVEL=warn \
@@ -50,6 +56,7 @@ for i in $(seq 0 $((SERVERS - 1))); do
   WAITROOM_ADMISSION_ACTIVE_TTL=30m WAITROOM_DEMO_ENABLED=true WAITROOM_BENCH_PPROF=$([ "${PPROF:-false}" = true ] || [ "${PPROF_BURST:-false}" = true ] && echo true || echo false) \
   WAITROOM_LIMITS_SOCKETS_PER_ADDRESS=0 WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND=0 \
     GODEBUG=${SERVER_GODEBUG:-} "$WORK/waitroom" -config "" >"$WORK/server$i.log" 2>&1 &
+  fi
   pids+=($!)
   urls+=("http://127.0.0.1:$port")
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
@@ -134,4 +141,5 @@ for p in "${swarm_pids[@]}"; do wait "$p" || true; done
     echo "server $i: RSS idle ${idle[$i]} KiB, with its sockets ${full[$i]} KiB, per socket $(( (${full[$i]} - ${idle[$i]}) * 1024 / per )) B (10 s after the registrations); at the end of the hold ${settled[$i]} KiB, per socket $(( (${settled[$i]} - ${idle[$i]}) * 1024 / per )) B"
   done
   echo "CPU until every socket was in line (from the swarms' start): $burst_cpu (first server; the swarms: all of them, whole lives)"
+  bench/hub/ticks.py "$OUT"/swarm-"$USERS"-"$SERVERS"-*.json
 } | tee "$OUT/summary-$USERS-$SERVERS.txt"
