@@ -8,25 +8,60 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// registrations sends the registrations that arrive together to Redis together: a registration is queued,
-// and one flusher at a time sends everything queued as one pipeline (up to registrationBatch scripts),
-// hands each caller its own reply, and goes on while more are queued. Alone, a registration goes out at
-// once, as before, in one round trip; in a burst of thousands, the ones that arrive while a pipeline is
-// under way go out in the next one. That turns thousands of round trips (a write and a read on both ends
-// of the connection for each) into tens, which is most of what a registration cost the server and Redis
-// (docs/benchmarks.md). Each script still runs alone in Redis, so nothing about a registration's
-// atomicity changes, and the pipeline keeps the order they were queued in.
-type registrations struct {
+// batcher sends the calls that arrive together to Redis together: a call is queued, and one flusher at a
+// time sends everything queued as one pipeline (up to max calls), hands each caller its own reply, and goes
+// on while more are queued. Alone, a call goes out at once, in one round trip as before; in a burst of
+// thousands, the ones that arrive while a pipeline is under way go out in the next one. That turns
+// thousands of round trips (a write and a read on both ends of a connection for each, and a wait for one
+// of go-redis's pooled connections) into tens (docs/benchmarks.md). Each command or script still runs
+// alone in Redis, so nothing about a call's atomicity changes, and the pipeline keeps the order they were
+// queued in. Registrations (register.lua) and pass checks go this way.
+type batcher[C any] struct {
+	max  int
+	send func([]*C) // fills in every call's reply; add's caller waits on the call's own signal
+
 	mu       sync.Mutex
-	pending  []*registration
+	pending  []*C
 	flushing bool
 }
 
-// registrationBatch bounds one pipeline.
-const registrationBatch = 256
+// add queues c for the next pipeline.
+func (b *batcher[C]) add(c *C) {
+	b.mu.Lock()
+	b.pending = append(b.pending, c)
+	start := !b.flushing
+	b.flushing = true
+	b.mu.Unlock()
+	if start {
+		go b.flush()
+	}
+}
 
-// registrationTimeout bounds one pipeline's round trip (a caller stops waiting when its own context ends).
-const registrationTimeout = 5 * time.Second
+// flush sends what is queued until nothing is.
+func (b *batcher[C]) flush() {
+	for {
+		b.mu.Lock()
+		n := min(len(b.pending), b.max)
+		if n == 0 {
+			b.flushing = false
+			b.pending = nil // let a burst's backing array go
+			b.mu.Unlock()
+			return
+		}
+		batch := make([]*C, n)
+		copy(batch, b.pending)
+		clear(b.pending[:n])
+		b.pending = b.pending[n:]
+		b.mu.Unlock()
+		b.send(batch)
+	}
+}
+
+// batchSize bounds one pipeline.
+const batchSize = 256
+
+// batchTimeout bounds one pipeline's round trip (a caller stops waiting when its own context ends).
+const batchTimeout = 5 * time.Second
 
 type registration struct {
 	keys []string
@@ -39,15 +74,7 @@ type registration struct {
 // register runs registerScript with keys and args in the next pipeline and returns its reply.
 func (q *Queue) register(ctx context.Context, keys []string, args ...any) ([]any, error) {
 	r := &registration{keys: keys, args: args, done: make(chan struct{})}
-	b := &q.regs
-	b.mu.Lock()
-	b.pending = append(b.pending, r)
-	start := !b.flushing
-	b.flushing = true
-	b.mu.Unlock()
-	if start {
-		go q.flushRegistrations()
-	}
+	q.regs.add(r)
 	select {
 	case <-r.done:
 		return r.res, r.err
@@ -56,29 +83,8 @@ func (q *Queue) register(ctx context.Context, keys []string, args ...any) ([]any
 	}
 }
 
-// flushRegistrations sends what is queued until nothing is.
-func (q *Queue) flushRegistrations() {
-	b := &q.regs
-	for {
-		b.mu.Lock()
-		n := min(len(b.pending), registrationBatch)
-		if n == 0 {
-			b.flushing = false
-			b.pending = nil // let a burst's backing array go
-			b.mu.Unlock()
-			return
-		}
-		batch := make([]*registration, n)
-		copy(batch, b.pending)
-		clear(b.pending[:n])
-		b.pending = b.pending[n:]
-		b.mu.Unlock()
-		q.sendRegistrations(batch)
-	}
-}
-
 func (q *Queue) sendRegistrations(batch []*registration) {
-	ctx, cancel := context.WithTimeout(context.Background(), registrationTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
 	again := q.pipeRegistrations(ctx, batch)
 	if len(again) > 0 {

@@ -1,9 +1,11 @@
 package queue_test
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
@@ -85,4 +87,57 @@ func TestRegistrationAfterScriptFlush(t *testing.T) {
 	if second.Seq != first.Seq+1 {
 		t.Fatalf("sequence numbers %d then %d, want consecutive", first.Seq, second.Seq)
 	}
+}
+
+// Pass checks that arrive together go to Redis in a few pipelines, and each still gets its own answer: a
+// held slot passes, a spent pass is PASS_SPENT, a pass of another admission is NOT_ACTIVE.
+func TestPassChecksArrivingTogetherShareRoundTrips(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		p := queue.NewPasses(secret)
+		const n = 300
+		registerN(t, q, screening, n)
+		res, err := q.Admit(t.Context(), screening, time.Now(), settings(n, n))
+		if err != nil || len(res.Admitted) != n {
+			t.Fatalf("Admit = %d admitted, %v; want %d", len(res.Admitted), err, n)
+		}
+		claims := make([]queue.Claims, n)
+		want := make([]error, n)
+		for i, tok := range res.Admitted {
+			claims[i] = passFor(t, p, tok, res.ExpiresAt)
+			switch i % 3 {
+			case 1:
+				if err := q.Finish(t.Context(), claims[i]); err != nil {
+					t.Fatal(err)
+				}
+				want[i] = queue.ErrPassSpent
+			case 2:
+				claims[i] = passFor(t, p, tok, res.ExpiresAt.Add(-time.Second)) // another admission's pass
+				want[i] = queue.ErrNotActive
+			}
+		}
+
+		counted := testenv.CountCalls(env.Redis)
+		errs := make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = q.CheckPassLine(t.Context(), claims[i])
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if !errors.Is(err, want[i]) || (want[i] == nil && err != nil) {
+				t.Errorf("check %d = %v, want %v", i, err, want[i])
+			}
+		}
+		pipes := counted.Pipelines.Load()
+		t.Logf("%d pass checks in %d pipelines", n, pipes)
+		if pipes == 0 || pipes >= n {
+			t.Fatalf("%d pass checks went in %d pipelines: want fewer pipelines than checks (each was one before)", n, pipes)
+		}
+	})
 }

@@ -112,24 +112,76 @@ func (q *Queue) CheckPass(ctx context.Context, c Claims) error {
 }
 
 // CheckPassLine is CheckPass that also reports, from the same round trip, whether the screening's line is
-// closed (sold out, or closed by the operator).
+// closed (sold out, or closed by the operator). Checks that arrive together share a pipeline (batcher): a
+// burst of reservations checks a thousand passes at once.
 func (q *Queue) CheckPassLine(ctx context.Context, c Claims) (closed bool, err error) {
 	k := q.keys(c.Screening)
-	pipe := q.rdb.Pipeline()
-	held := pipe.ZScore(ctx, k.active, c.Token)
-	spent := pipe.ZScore(ctx, k.spent, c.ID)
-	isClosed := pipe.Exists(ctx, k.closed)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return false, fmt.Errorf("queue: check pass: %w", err)
+	pc := &passCheck{active: k.active, spent: k.spent, closed: k.closed, token: c.Token, id: c.ID, done: make(chan struct{})}
+	q.checks.add(pc)
+	select {
+	case <-pc.done:
+	case <-ctx.Done():
+		return false, fmt.Errorf("queue: check pass: %w", ctx.Err())
 	}
-	closed = isClosed.Val() == 1
-	if spent.Err() == nil {
+	if pc.err != nil {
+		return false, fmt.Errorf("queue: check pass: %w", pc.err)
+	}
+	closed = pc.isClosed
+	if pc.spentFound {
 		return closed, fmt.Errorf("queue: check pass: %w", ErrPassSpent)
 	}
-	if held.Err() != nil || int64(held.Val()) != c.ExpiresAt.UnixMilli() || !c.ExpiresAt.After(q.now()) {
+	if !pc.held || pc.heldUntil != c.ExpiresAt.UnixMilli() || !c.ExpiresAt.After(q.now()) {
 		return closed, fmt.Errorf("queue: check pass: %w", ErrNotActive)
 	}
 	return closed, nil
+}
+
+// passCheck is one CheckPassLine on its way: the keys and members it reads, and what Redis answered.
+type passCheck struct {
+	active, spent, closed string
+	token, id             string
+	done                  chan struct{}
+
+	held       bool  // the token holds a slot (its score is heldUntil)
+	heldUntil  int64 // Unix ms
+	spentFound bool  // the pass id is among the spent
+	isClosed   bool
+	err        error
+}
+
+// sendChecks reads every check of batch in one pipeline: for each, the token's slot, the pass's spent
+// mark and the line's closing.
+func (q *Queue) sendChecks(batch []*passCheck) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	type reads struct {
+		held, spent *redis.FloatCmd
+		closed      *redis.IntCmd
+	}
+	cmds := make([]reads, len(batch))
+	pipe := q.rdb.Pipeline()
+	for i, c := range batch {
+		cmds[i] = reads{held: pipe.ZScore(ctx, c.active, c.token), spent: pipe.ZScore(ctx, c.spent, c.id), closed: pipe.Exists(ctx, c.closed)}
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	for i, c := range batch {
+		r := cmds[i]
+		c.err = firstErr(r.held.Err(), r.spent.Err(), r.closed.Err())
+		c.held, c.heldUntil = r.held.Err() == nil, int64(r.held.Val())
+		c.spentFound = r.spent.Err() == nil
+		c.isClosed = r.closed.Val() == 1
+		close(c.done)
+	}
+}
+
+// firstErr is the first error that is not redis.Nil (a missing member or key, which is an answer).
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
 }
 
 // Finish records that the pass reserved: it is spent, and its slot is freed at once for the next admission

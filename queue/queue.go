@@ -114,12 +114,16 @@ type Queue struct {
 	pubsubMu sync.Mutex
 	pubsub   pubsubMode // how events travel: found out on first use
 
-	regs registrations // registrations on their way to Redis together
+	regs   batcher[registration] // registrations on their way to Redis together (batch.go)
+	checks batcher[passCheck]    // pass checks on their way to Redis together (pass.go)
 }
 
 // New returns the queue kept in rdb under prefix.
 func New(rdb redis.UniversalClient, prefix string) *Queue {
-	return &Queue{rdb: rdb, prefix: prefix, now: time.Now}
+	q := &Queue{rdb: rdb, prefix: prefix, now: time.Now}
+	q.regs = batcher[registration]{max: batchSize, send: q.sendRegistrations}
+	q.checks = batcher[passCheck]{max: batchSize, send: q.sendChecks}
+	return q
 }
 
 // Prefix is the key prefix this queue writes under.
