@@ -53,7 +53,7 @@ func TestRegistrationsArrivingTogetherShareRoundTrips(t *testing.T) {
 		if got := len(members(t, env, screening, "waiting")); got != n {
 			t.Fatalf("%d in line, want %d", got, n)
 		}
-		p, lone := counted.Pipelines.Load(), counted.Scripts.Load()
+		p, lone := counted.Pipelines.Load(), counted.LoneScripts.Load()
 		t.Logf("%d registrations in %d pipelines (%d scripts sent alone)", n, p, lone)
 		if lone != 0 || p == 0 || p >= n {
 			t.Fatalf("%d registrations went in %d pipelines and %d alone: want them together, in fewer pipelines than registrations", n, p, lone)

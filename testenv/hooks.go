@@ -7,10 +7,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Calls counts what a Redis client sends, once added to it (AddHook): Lua scripts sent alone (EVAL,
-// EVALSHA), and pipelines.
+// Calls counts what a Redis client sends, once added to it (AddHook): Lua scripts (EVAL, EVALSHA), alone or
+// in a pipeline; those sent alone; and pipelines.
 type Calls struct {
-	Scripts, Pipelines atomic.Int64
+	Scripts, LoneScripts, Pipelines atomic.Int64
 }
 
 // CountCalls adds a Calls to rdb and returns it.
@@ -24,8 +24,9 @@ func (c *Calls) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *Calls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+		if isScript(cmd) {
 			c.Scripts.Add(1)
+			c.LoneScripts.Add(1)
 		}
 		return next(ctx, cmd)
 	}
@@ -34,6 +35,16 @@ func (c *Calls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (c *Calls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		c.Pipelines.Add(1)
+		for _, cmd := range cmds {
+			if isScript(cmd) {
+				c.Scripts.Add(1)
+			}
+		}
 		return next(ctx, cmds)
 	}
+}
+
+func isScript(cmd redis.Cmder) bool {
+	n := cmd.Name()
+	return n == "evalsha" || n == "eval"
 }
