@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,7 +15,7 @@ import (
 // thousands of round trips (a write and a read on both ends of a connection for each, and a wait for one
 // of go-redis's pooled connections) into tens (docs/benchmarks.md). Each command or script still runs
 // alone in Redis, so nothing about a call's atomicity changes, and the pipeline keeps the order they were
-// queued in. Registrations (register.lua, scripts) and pass checks go this way.
+// queued in. Registrations (register.lua) and pass checks go this way.
 type batcher[C any] struct {
 	max  int
 	send func([]*C) // fills in every call's reply; add's caller waits on the call's own signal
@@ -64,90 +63,60 @@ const batchSize = 256
 // batchTimeout bounds one pipeline's round trip (a caller stops waiting when its own context ends).
 const batchTimeout = 5 * time.Second
 
-// scripts runs one Lua script for many callers: the calls that arrive together go to Redis in one pipeline
-// (batcher). Registrations (register.lua) go this way. A reply is what Script.Run(...).Slice() would give.
-type scripts struct {
-	rdb    redis.UniversalClient
-	script *redis.Script
-	calls  batcher[scriptCall]
+type registration struct {
+	keys []string
+	args []any
+	done chan struct{}
+	res  []any
+	err  error
 }
 
-// newScripts runs script on rdb for the callers of Run.
-func newScripts(rdb redis.UniversalClient, script *redis.Script) *scripts {
-	s := &scripts{rdb: rdb, script: script}
-	s.calls = batcher[scriptCall]{max: batchSize, send: s.send}
-	return s
-}
-
-type scriptCall struct {
-	keys      []string
-	args      []any
-	done      chan struct{}
-	abandoned atomic.Bool // the caller stopped waiting before the call was sent: it is not sent
-	res       []any
-	err       error
-}
-
-// Run runs the script with keys and args in the next pipeline and returns its reply. A call whose ctx ends
-// before its pipeline is sent is not sent; once sent, it runs, and its reply goes nowhere.
-func (s *scripts) Run(ctx context.Context, keys []string, args ...any) ([]any, error) {
-	c := &scriptCall{keys: keys, args: args, done: make(chan struct{})}
-	s.calls.add(c)
+// register runs registerScript with keys and args in the next pipeline and returns its reply.
+func (q *Queue) register(ctx context.Context, keys []string, args ...any) ([]any, error) {
+	r := &registration{keys: keys, args: args, done: make(chan struct{})}
+	q.regs.add(r)
 	select {
-	case <-c.done:
-		return c.res, c.err
+	case <-r.done:
+		return r.res, r.err
 	case <-ctx.Done():
-		c.abandoned.Store(true)
-		return nil, ctx.Err()
+		return nil, ctx.Err() // the reply, when it comes, goes nowhere; a registration is safe to repeat
 	}
 }
 
-func (s *scripts) send(batch []*scriptCall) {
+func (q *Queue) sendRegistrations(batch []*registration) {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	defer func() {
-		for _, c := range batch {
-			close(c.done)
-		}
-	}()
-	live := batch[:0:0]
-	for _, c := range batch {
-		if !c.abandoned.Load() {
-			live = append(live, c)
+	again := q.pipeRegistrations(ctx, batch)
+	if len(again) > 0 {
+		// Redis does not know the script (restarted, or flushed): load it once and send those again.
+		if err := registerScript.Load(ctx, q.rdb).Err(); err != nil {
+			for _, r := range again {
+				r.err = err
+			}
+		} else if still := q.pipeRegistrations(ctx, again); len(still) > 0 {
+			for _, r := range still {
+				r.res, r.err = registerScript.Run(ctx, q.rdb, r.keys, r.args...).Slice()
+			}
 		}
 	}
-	again := s.pipe(ctx, live)
-	if len(again) == 0 {
-		return
-	}
-	// Redis does not know the script (restarted, or flushed): load it once and send those again.
-	if err := s.script.Load(ctx, s.rdb).Err(); err != nil {
-		for _, c := range again {
-			c.err = err
-		}
-		return
-	}
-	for _, c := range s.pipe(ctx, again) {
-		c.res, c.err = s.script.Run(ctx, s.rdb, c.keys, c.args...).Slice()
+	for _, r := range batch {
+		close(r.done)
 	}
 }
 
-// pipe sends batch as one pipeline and fills in every reply, but for the calls Redis answered NOSCRIPT,
-// which it returns.
-func (s *scripts) pipe(ctx context.Context, batch []*scriptCall) (noScript []*scriptCall) {
-	if len(batch) == 0 {
-		return nil
-	}
+// pipeRegistrations sends batch as one pipeline and fills in every reply, but for the registrations Redis
+// answered NOSCRIPT, which it returns.
+func (q *Queue) pipeRegistrations(ctx context.Context, batch []*registration) (noScript []*registration) {
 	cmds := make([]*redis.Cmd, len(batch))
-	pipe := s.rdb.Pipeline()
-	for i, c := range batch {
-		cmds[i] = s.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	pipe := q.rdb.Pipeline()
+	for i, r := range batch {
+		cmds[i] = registerScript.EvalSha(ctx, pipe, r.keys, r.args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	for i, c := range batch {
-		c.res, c.err = cmds[i].Slice()
-		if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
-			noScript = append(noScript, c)
+	for i, r := range batch {
+		r.res, r.err = cmds[i].Slice()
+		if r.err != nil && redis.HasErrorPrefix(r.err, "NOSCRIPT") {
+			noScript = append(noScript, r)
 		}
 	}
 	return noScript

@@ -114,14 +114,14 @@ type Queue struct {
 	pubsubMu sync.Mutex
 	pubsub   pubsubMode // how events travel: found out on first use
 
-	regs   *scripts           // registrations on their way to Redis together (batch.go)
-	checks batcher[passCheck] // pass checks on their way to Redis together (pass.go)
+	regs   batcher[registration] // registrations on their way to Redis together (batch.go)
+	checks batcher[passCheck]    // pass checks on their way to Redis together (pass.go)
 }
 
 // New returns the queue kept in rdb under prefix.
 func New(rdb redis.UniversalClient, prefix string) *Queue {
 	q := &Queue{rdb: rdb, prefix: prefix, now: time.Now}
-	q.regs = newScripts(rdb, registerScript)
+	q.regs = batcher[registration]{max: batchSize, send: q.sendRegistrations}
 	q.checks = batcher[passCheck]{max: batchSize, send: q.sendChecks}
 	return q
 }
@@ -201,7 +201,7 @@ func (q *Queue) Enter(ctx context.Context, screening, token string, opensAt time
 		return Entry{}, err
 	}
 	k := q.keys(screening)
-	res, err := q.regs.Run(ctx,
+	res, err := q.register(ctx,
 		[]string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch, k.pre, k.opened, k.paused, k.gone, k.conns},
 		token, q.now().UnixMilli(), opensAt.UnixMilli(), shuffleKey())
 	if err != nil {
