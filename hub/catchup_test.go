@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/booking"
@@ -136,4 +137,84 @@ func (h *gapHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		}
 		return err
 	}
+}
+
+// A socket that registers while the hub reads a screening's line for the first time has a number that
+// read may not know. That is no sign that Redis lost the line: the hub must not rebuild it (a rebuild holds
+// admission for queue.RebuildHold).
+func TestSocketRegisteringDuringTheLineReadIsNoLoss(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 1, 1)
+		env.Demo(t, "s2", 1, 3)
+		settings := queue.Settings{Interval: time.Second, BatchSize: 2, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
+		r := newRig(t, env, settings)
+		url := strings.Replace(r.url, "http://", "ws://", 1) + "/ws/screenings/s2"
+		var second *websocket.Conn
+		hook := &readHook{key: queue.Key(env.Prefix, "s2", "head"), done: make(chan struct{}), during: func() {
+			// The line is read: a second socket registers and joins before the hub looks at its sockets.
+			conn, resp, err := websocket.DefaultDialer.Dial(url, nil)
+			if err != nil {
+				t.Errorf("second dial: %v", err)
+				return
+			}
+			resp.Body.Close()
+			second = conn
+			var m message
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if err := conn.ReadJSON(&m); err != nil || m.Type != "queued" || m.Rank != 2 {
+				t.Errorf("second socket's first message = %+v, %v; want queued at rank 2", m, err)
+			}
+		}}
+		env.Redis.AddHook(hook)
+
+		first := r.dial(t, "s2", "") // its joining makes the hub follow s2 and read its line
+		if m := first.read(t); m.Type != "queued" || m.Rank != 1 {
+			t.Fatalf("first socket's first message = %+v, want queued at rank 1", m)
+		}
+		if err := r.hub.Follow(ctx, "s2"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-hook.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the line was not read")
+		}
+		if second != nil {
+			defer second.Close()
+		}
+		if n := env.Redis.Exists(ctx, queue.Key(env.Prefix, "s2", "hold")).Val(); n != 0 {
+			t.Errorf("the hub rebuilt a line Redis had not lost: admission is held")
+		}
+		res, err := r.q.Admit(ctx, "s2", time.Now(), settings)
+		if err != nil || len(res.Admitted) != 2 {
+			t.Errorf("Admit = %v (skip %q), %v; want both sockets' users", res.Admitted, res.Skip, err)
+		}
+	})
+}
+
+// readHook runs during once the first read of a line whose head key is key came back from Redis: the
+// reader (the hub's subscription) waits meanwhile.
+type readHook struct {
+	key    string
+	during func()
+	once   atomic.Bool
+	done   chan struct{}
+}
+
+func (h *readHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *readHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil && strings.HasPrefix(cmd.Name(), "eval") && slices.Contains(cmd.Args(), any(h.key)) && h.once.CompareAndSwap(false, true) {
+			h.during()
+			close(h.done)
+		}
+		return err
+	}
+}
+
+func (h *readHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -874,13 +874,17 @@ func (h *Hub) place(ctx context.Context, screening string, clients []*Client, wa
 // sends every waiting socket its rank.
 func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, handled map[string]bool, tickAtMs int64, push bool) {
 	h.resyncs.Inc()
+	// The numbers of the waiting sockets are taken before the read: each was handed out before its socket
+	// joined, so before the read, and Redis lost the line if the read does not know one. A socket that
+	// registers while the line is read has a number the read may not know, and is no sign of a loss.
+	known := waitingSeqs(h.clients(screening))
 	fresh, err := h.readLine(ctx, screening)
 	if err != nil {
 		return // the hub is shutting down
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
-	if lost(line, fresh, h.clients(screening)) {
+	if lost(line, fresh, known) {
 		fresh = h.rebuild(ctx, screening, fresh)
 		h.replace(ctx, screening, h.clients(screening))
 	}
@@ -936,17 +940,29 @@ func (h *Hub) readLine(ctx context.Context, screening string) (queue.Line, error
 }
 
 // lost reports whether Redis lost the line since this instance last saw it (a restart without
-// persistence): its epochs went back, or a local socket waits with a number Redis never handed out.
-func lost(seen *queue.Line, fresh queue.Line, clients []*Client) bool {
+// persistence): its epochs went back, or a local socket waits with a number (known, taken before fresh was
+// read) Redis never handed out.
+func lost(seen *queue.Line, fresh queue.Line, known []int64) bool {
 	if seen.Epoch > 0 && fresh.Epoch < seen.Epoch {
 		return true
 	}
-	for _, c := range clients {
-		if c.seq.Load() > fresh.LastSeq && !c.admitted() {
+	for _, seq := range known {
+		if seq > fresh.LastSeq {
 			return true
 		}
 	}
 	return false
+}
+
+// waitingSeqs are the sequence numbers of the clients that wait with one.
+func waitingSeqs(clients []*Client) []int64 {
+	seqs := make([]int64, 0, len(clients))
+	for _, c := range clients {
+		if seq := c.seq.Load(); seq > 0 && !c.admitted() {
+			seqs = append(seqs, seq)
+		}
+	}
+	return seqs
 }
 
 // rebuild puts this instance's sockets back in the line Redis lost (queue.Restore), and returns the line
