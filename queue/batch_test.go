@@ -20,16 +20,7 @@ func TestRegistrationsArrivingTogetherShareRoundTrips(t *testing.T) {
 		const n = 300
 		entries := make([]queue.Entry, n)
 		errs := make([]error, n)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				entries[i], errs[i] = q.Register(t.Context(), screening, "")
-			})
-		}
-		close(start)
-		wg.Wait()
+		together(n, func(i int) { entries[i], errs[i] = q.Register(t.Context(), screening, "") })
 
 		seqs := make([]int64, 0, n)
 		for i, e := range entries {
@@ -119,16 +110,7 @@ func TestPassChecksArrivingTogetherShareRoundTrips(t *testing.T) {
 
 		counted := testenv.CountCalls(env.Redis)
 		errs := make([]error, n)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				_, errs[i] = q.CheckPassLine(t.Context(), claims[i])
-			})
-		}
-		close(start)
-		wg.Wait()
+		together(n, func(i int) { _, errs[i] = q.CheckPassLine(t.Context(), claims[i]) })
 		for i, err := range errs {
 			if !errors.Is(err, want[i]) || (want[i] == nil && err != nil) {
 				t.Errorf("check %d = %v, want %v", i, err, want[i])
@@ -140,4 +122,19 @@ func TestPassChecksArrivingTogetherShareRoundTrips(t *testing.T) {
 			t.Fatalf("%d pass checks went in %d pipelines: want fewer pipelines than checks (each was one before)", n, pipes)
 		}
 	})
+}
+
+// together runs call(0) … call(n-1) on goroutines of their own, released at once, and returns when all
+// have returned.
+func together(n int, call func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			call(i)
+		})
+	}
+	close(start)
+	wg.Wait()
 }
