@@ -41,10 +41,12 @@ func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 			t.Fatal(err)
 		}
 		tickAt := time.Now().Add(time.Hour)
-		hook := &gapHook{token: queue.NewToken(), done: make(chan struct{})}
-		hook.registered = func() {
+		// a's handler is held twice: once its registration came back from Redis (registered), and once the
+		// first read of its standing, a ZRANK of its token, did (read).
+		token, done := queue.NewToken(), make(chan struct{})
+		registered := func() {
 			// a is shuffled behind b, so the tick admits b and moves a up by one.
-			if err := env.Redis.ZAddXX(ctx, queue.Key(env.Prefix, "p1", "pre"), redis.Z{Score: 1<<53 - 1, Member: hook.token}).Err(); err != nil {
+			if err := env.Redis.ZAddXX(ctx, queue.Key(env.Prefix, "p1", "pre"), redis.Z{Score: 1<<53 - 1, Member: token}).Err(); err != nil {
 				t.Errorf("ZADD pre: %v", err)
 			}
 			if _, err := r.q.Open(ctx, "p1", time.Now(), settings); err != nil {
@@ -54,10 +56,10 @@ func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 				t.Errorf("b after the opening: %+v, %v; want a position", m, err)
 			}
 		}
-		hook.read = func() {
-			defer close(hook.done)
+		read := func() {
+			defer close(done)
 			res, err := r.sched.Tick(ctx, "p1", tickAt)
-			if err != nil || len(res.Admitted) != 1 || res.Admitted[0] == hook.token {
+			if err != nil || len(res.Admitted) != 1 || res.Admitted[0] == token {
 				t.Errorf("Tick = %+v, %v; want b admitted", res, err)
 				return
 			}
@@ -66,13 +68,24 @@ func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond) // the dispatch goes on to the other sockets after b
 		}
-		env.Redis.AddHook(hook)
+		var stage atomic.Int32
+		testenv.OnReply(env.Redis, func(c redis.Cmder) {
+			if !slices.Contains(c.Args(), any(token)) {
+				return
+			}
+			switch {
+			case strings.HasPrefix(c.Name(), "eval") && stage.CompareAndSwap(0, 1):
+				registered()
+			case c.Name() == "zrank" && stage.CompareAndSwap(1, 2):
+				read()
+			}
+		})
 
-		a := r.dial(t, "p1", hook.token)
+		a := r.dial(t, "p1", token)
 		select {
-		case <-hook.done:
+		case <-done:
 		case <-time.After(10 * time.Second):
-			t.Fatalf("the gap was not reached (stage %d)", hook.stage.Load())
+			t.Fatalf("the gap was not reached (stage %d)", stage.Load())
 		}
 		var last message
 		for {
@@ -86,7 +99,7 @@ func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 			}
 		}
 		waiting := queue.Key(env.Prefix, "p1", "waiting")
-		zrank, err := env.Redis.ZRank(ctx, waiting, hook.token).Result()
+		zrank, err := env.Redis.ZRank(ctx, waiting, token).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,37 +121,6 @@ func (c *wsClient) until(done func(message) bool) (message, error) {
 	}
 }
 
-// gapHook runs registered once the registration of token came back from Redis, and read once the first
-// read of its standing (a ZRANK of the token) did: the socket's handler waits meanwhile.
-type gapHook struct {
-	token            string
-	registered, read func()
-	stage            atomic.Int32
-	done             chan struct{}
-}
-
-func (h *gapHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *gapHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (h *gapHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		for _, c := range cmds {
-			if c.Err() != nil || !slices.Contains(c.Args(), any(h.token)) {
-				continue
-			}
-			switch {
-			case strings.HasPrefix(c.Name(), "eval") && h.stage.CompareAndSwap(0, 1):
-				h.registered()
-			case c.Name() == "zrank" && h.stage.CompareAndSwap(1, 2):
-				h.read()
-			}
-		}
-		return err
-	}
-}
-
 // A socket that registers while the hub reads a screening's line for the first time has a number that
 // read may not know. That is no sign that Redis lost the line: the hub must not rebuild it (a rebuild holds
 // admission for queue.RebuildHold).
@@ -151,7 +133,9 @@ func TestSocketRegisteringDuringTheLineReadIsNoLoss(t *testing.T) {
 		r := newRig(t, env, settings)
 		url := strings.Replace(r.url, "http://", "ws://", 1) + "/ws/screenings/s2"
 		var second *websocket.Conn
-		hook := &readHook{key: queue.Key(env.Prefix, "s2", "head"), done: make(chan struct{}), during: func() {
+		head, done := queue.Key(env.Prefix, "s2", "head"), make(chan struct{})
+		var once atomic.Bool
+		during := func() {
 			// The line is read: a second socket registers and joins before the hub looks at its sockets.
 			conn, resp, err := websocket.DefaultDialer.Dial(url, nil)
 			if err != nil {
@@ -165,8 +149,14 @@ func TestSocketRegisteringDuringTheLineReadIsNoLoss(t *testing.T) {
 			if err := conn.ReadJSON(&m); err != nil || m.Type != "queued" || m.Rank != 2 {
 				t.Errorf("second socket's first message = %+v, %v; want queued at rank 2", m, err)
 			}
-		}}
-		env.Redis.AddHook(hook)
+		}
+		// The hub's first read of s2's line (the only script whose keys include its head) waits for during.
+		testenv.OnReply(env.Redis, func(c redis.Cmder) {
+			if strings.HasPrefix(c.Name(), "eval") && slices.Contains(c.Args(), any(head)) && once.CompareAndSwap(false, true) {
+				during()
+				close(done)
+			}
+		})
 
 		first := r.dial(t, "s2", "") // its joining makes the hub follow s2 and read its line
 		if m := first.read(t); m.Type != "queued" || m.Rank != 1 {
@@ -176,7 +166,7 @@ func TestSocketRegisteringDuringTheLineReadIsNoLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case <-hook.done:
+		case <-done:
 		case <-time.After(10 * time.Second):
 			t.Fatal("the line was not read")
 		}
@@ -191,30 +181,4 @@ func TestSocketRegisteringDuringTheLineReadIsNoLoss(t *testing.T) {
 			t.Errorf("Admit = %v (skip %q), %v; want both sockets' users", res.Admitted, res.Skip, err)
 		}
 	})
-}
-
-// readHook runs during once the first read of a line whose head key is key came back from Redis: the
-// reader (the hub's subscription) waits meanwhile.
-type readHook struct {
-	key    string
-	during func()
-	once   atomic.Bool
-	done   chan struct{}
-}
-
-func (h *readHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *readHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if err == nil && strings.HasPrefix(cmd.Name(), "eval") && slices.Contains(cmd.Args(), any(h.key)) && h.once.CompareAndSwap(false, true) {
-			h.during()
-			close(h.done)
-		}
-		return err
-	}
-}
-
-func (h *readHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

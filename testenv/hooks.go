@@ -48,3 +48,36 @@ func isScript(cmd redis.Cmder) bool {
 	n := cmd.Name()
 	return n == "evalsha" || n == "eval"
 }
+
+// OnReply adds to rdb a hook that calls fn with each command Redis answered without an error, whether sent
+// alone or in a pipeline, before the caller sees the answer: a test holds a caller there to make a race
+// happen in the order it wants.
+func OnReply(rdb redis.UniversalClient, fn func(cmd redis.Cmder)) {
+	rdb.AddHook(onReply(fn))
+}
+
+type onReply func(cmd redis.Cmder)
+
+func (h onReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h onReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil {
+			h(cmd)
+		}
+		return err
+	}
+}
+
+func (h onReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if cmd.Err() == nil {
+				h(cmd)
+			}
+		}
+		return err
+	}
+}
