@@ -79,6 +79,10 @@ type Redis struct {
 // Database selects the SQL store. An empty URL uses an SQLite file under data.dir.
 type Database struct {
 	URL string `koanf:"url"`
+	// MinConns connections of the pool are opened at start and kept open (capped at the pool's size, 30;
+	// SQLite's is 1), so a sale's first transactions do not wait for PostgreSQL to start a backend each.
+	// 0: open on demand only.
+	MinConns int `koanf:"min_conns"`
 }
 
 // Pass holds the key that signs admission passes; every instance behind one Redis must share it.
@@ -144,6 +148,7 @@ func Default() Config {
 		Queue:     Queue{Grace: 2 * time.Minute},
 		Limits:    Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000},
 		Booking:   Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4, DBTimeout: 5 * time.Second},
+		Database:  Database{MinConns: 10},
 		Demo:      Demo{Enabled: true},
 		Data:      Data{Dir: "data"},
 		Log:       Log{Level: "info"},
@@ -252,6 +257,9 @@ func (c Config) Validate() error {
 	positive("booking.lock_lease", c.Booking.LockLease)
 	positive("booking.db_timeout", c.Booking.DBTimeout)
 	atLeastOne("booking.max_seats", c.Booking.MaxSeats)
+	if c.Database.MinConns < 0 {
+		errs = append(errs, fmt.Errorf("database.min_conns must not be negative (0 opens connections on demand only), got %d", c.Database.MinConns))
+	}
 	if !c.Embedded() && c.Pass.Secret == "" {
 		errs = append(errs, errors.New("pass.secret is required with a shared Redis (every instance must sign and check passes with the same key); set it or WAITROOM_PASS_SECRET"))
 	}

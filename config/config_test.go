@@ -125,6 +125,7 @@ func TestBadSettingsNameTheKey(t *testing.T) {
 		{map[string]string{"WAITROOM_BOOKING_MAX_SEATS": "lots"}, "max_seats"},
 		{map[string]string{"WAITROOM_REDIS_PREFIX": "a{b}"}, "redis.prefix"},
 		{map[string]string{"WAITROOM_LOG_LEVEL": "loud"}, "log.level"},
+		{map[string]string{"WAITROOM_DATABASE_MIN_CONNS": "-1"}, "database.min_conns"},
 		{map[string]string{"WAITROOM_HTTP_ADDR": ""}, ""}, // empty means "not set": the default stands
 	}
 	for _, tc := range cases {

@@ -141,6 +141,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer stopBg()
 	bg.Go(func() error { return sched.Run(bgCtx) })
 	bg.Go(func() error { return report(bgCtx, q, instance, h, log) })
+	bg.Go(func() error { return store.KeepWarm(bgCtx, cfg.Database.MinConns, log) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
