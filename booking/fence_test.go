@@ -292,3 +292,48 @@ func TestStaleHolderFirstToFenceStillSellsTheSeatOnce(t *testing.T) {
 		}
 	})
 }
+
+// A seat sold by a transaction the Redis locks never saw (the test's own, not yet committed while the
+// reservation reads) is caught by the UNIQUE constraint when the reservation writes its rows: the request is
+// told exactly which of its seats is sold, books nothing, and leaves the other seat free. PostgreSQL only:
+// SQLite runs one transaction at a time.
+func TestSeatSoldPastTheLocksIsNamedByTheConstraint(t *testing.T) {
+	env := testenv.New(t, testenv.Real)
+	ctx := context.Background()
+	id := testenv.Unique("s")
+	env.Demo(t, id, 1, 3)
+	f := newFixture(t, env, env.Prefix, booking.Settings{LockWait: 2 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4})
+	users := f.admit(t, id, 1)
+	running := newInFlight(t)
+
+	sell, err := env.DB.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sell.Rollback()
+	var rid int64
+	if err := sell.GetContext(ctx, &rid, `INSERT INTO reservations (screening_id, holder, pass_id) VALUES ($1, 'elsewhere', 'pass-elsewhere') RETURNING id`, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sell.ExecContext(ctx, `INSERT INTO reservation_seats (reservation_id, screening_id, seat_id) VALUES ($1, $2, 'A2')`, rid, id); err != nil {
+		t.Fatal(err)
+	}
+
+	c := running.reserve(f.book, id, users[0].pass, "A1", "A2")
+	waitFor(t, 5*time.Second, "the reservation's insert to wait for the other sale of A2", func() bool { return waitersOn(t, sell) == 1 })
+	if err := sell.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, "Reserve(A1+A2)", c, 10*time.Second)
+
+	var taken *booking.TakenError
+	if !errors.As(r.err, &taken) || !slices.Equal(taken.Seats, []string{"A2"}) {
+		t.Errorf("Reserve(A1+A2) with A2 sold meanwhile = %+v, %v; want a TakenError naming A2 alone", r.r, r.err)
+	}
+	if got := soldRows(t, env, id, "A1"); got != 0 {
+		t.Errorf("reservation_seats rows for A1 = %d, want 0 (nothing half-booked)", got)
+	}
+	if got := reservationCount(t, env, id); got != 1 {
+		t.Errorf("reservations = %d, want 1 (the other sale's)", got)
+	}
+}
