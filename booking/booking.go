@@ -458,20 +458,37 @@ func (b *Booking) lock(ctx context.Context, screening string, total int, keys []
 		keyOf[s] = keys[i+2]
 	}
 	for {
-		// A seat another request here has: wait here for it rather than ask Redis, which would only say
-		// that it is held.
-		if seat, released := b.released.heldHere(keys[2:], seats, owner); released != nil {
-			if err := b.awaitRelease(ctx, seat, released, deadline); err != nil {
-				return err
-			}
-		}
 		if err := b.sold.refuse(screening, seats, total); err != nil {
 			return err
 		}
+		// A seat another request here has or is asking Redis for: wait here for it rather than ask Redis,
+		// which would only say that it is held. Claiming the seats here before the lock script means that of
+		// the requests for a seat that pass their checks together, one runs the script and the rest wait
+		// for its outcome, instead of a thousand scripts at once.
+		seat, released := b.released.claim(keys[2:], seats, owner)
+		if released != nil {
+			if err := b.awaitRelease(ctx, seat, released, deadline); err != nil {
+				return err
+			}
+			select {
+			case <-released:
+				continue // sold, released or refused: look again
+			default:
+				// The holder here outlived localHolderCheck: its lease may have run out, so Redis decides.
+			}
+		}
+		claimed := released == nil
+		unclaim := func() {
+			if claimed {
+				b.released.release(keys[2:], owner)
+			}
+		}
 		res, err := lockScript.Run(ctx, b.rdb, keys, args...).Slice()
 		if err != nil {
+			unclaim()
 			return fmt.Errorf("booking: lock seats: %w", err)
 		}
+		// A refusal is noted before the claim goes, so the requests it wakes find it in the memo.
 		switch res[0].(int64) {
 		case 1:
 			b.released.hold(keys[2:], owner)
@@ -482,11 +499,14 @@ func (b *Booking) lock(ctx context.Context, screening string, total int, keys []
 				taken = append(taken, s.(string))
 			}
 			b.sold.add(screening, taken)
+			unclaim()
 			return &TakenError{Seats: taken}
 		case -2:
 			b.sold.close(screening)
+			unclaim()
 			return fmt.Errorf("booking: reserve: %w", ErrSoldOut)
 		}
+		unclaim()
 		left := time.Until(deadline)
 		if left <= 0 {
 			return &LockedError{Seat: res[1].(string)}
@@ -600,6 +620,27 @@ func (r *releases) hold(keys []string, owner string) {
 	for _, k := range keys {
 		r.held[k] = owner
 	}
+}
+
+// claim records owner as the holder here of keys, all or none: if a request here other than owner has
+// one of them, it returns that key's seat (seats[i] for keys[i]) and the channel its release closes, and
+// claims nothing. The claim becomes the hold if the lock script then takes the locks (released after the
+// commit or rollback, as a hold is), and is released at once if it does not.
+func (r *releases) claim(keys, seats []string, owner string) (string, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, k := range keys {
+		if o, ok := r.held[k]; ok && o != owner {
+			return seats[i], r.waitLocked(k)
+		}
+	}
+	if r.held == nil {
+		r.held = map[string]string{}
+	}
+	for _, k := range keys {
+		r.held[k] = owner
+	}
+	return "", nil
 }
 
 // heldHere returns the first of keys (and its seat, seats[i] for keys[i]) that a request here other than

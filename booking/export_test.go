@@ -7,3 +7,6 @@ func SetAfterFence(b *Booking, fn func()) { b.afterFence = fn }
 // SkipHeldCheck makes b commit without checking that it still holds its seat locks, so a holder whose
 // lease lapsed reaches the fence and the UNIQUE constraint: the guards a test of them needs to reach.
 func SkipHeldCheck(b *Booking) { b.noHeldCheck = true }
+
+// LockScriptHash is the SHA1 of the seat-lock script, as EVALSHA names it.
+var LockScriptHash = lockScript.Hash()

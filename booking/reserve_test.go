@@ -2,11 +2,15 @@ package booking_test
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/queue"
@@ -722,6 +726,67 @@ func TestWaitersOnAHolderHereRunNoLockScript(t *testing.T) {
 			t.Errorf("%d waiters for a holder here ran %d Redis scripts while it held B2, want none", waiters, during)
 		}
 		f.untouched(t, "s1", "B4")
+	})
+}
+
+// Requests for one seat that pass their checks together take turns at Redis: one of them runs the lock
+// script and the others wait here for its outcome (a burst used to send one script each, the losers'
+// answered "held"). While the winner holds the seat no other lock script runs, and its commit refuses the
+// rest.
+func TestRequestsRacingForASeatHereRunOneLockScript(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 2, 5)
+		f := newFixture(t, env, env.Prefix, defaults)
+		paused, release := pauseFirstAfterFence(t, f.book)
+		var locks atomic.Int64
+		testenv.OnReply(env.Redis, func(cmd redis.Cmder) {
+			if args := cmd.Args(); len(args) > 1 && (args[0] == "evalsha" && args[1] == booking.LockScriptHash ||
+				args[0] == "eval" && fmt.Sprintf("%x", sha1.Sum([]byte(fmt.Sprint(args[1])))) == booking.LockScriptHash) {
+				locks.Add(1)
+			}
+		})
+		const n = 50
+		users := f.admit(t, "s1", n)
+		start := make(chan struct{})
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				<-start
+				_, err := f.book.Reserve(ctx, "s1", users[i].pass, []string{"B2"})
+				errs <- err
+			}()
+		}
+		close(start)
+		select {
+		case <-paused: // one of them holds B2 and is inside its transaction
+		case <-time.After(10 * time.Second):
+			t.Fatal("no request reached its transaction within 10s")
+		}
+		// Read at once: those that passed their checks with the winner's have had their turn by now (without
+		// the claim, their scripts ran beside the winner's), and a wait here is not yet old enough
+		// (localHolderCheck) for a waiter to ask Redis.
+		during := locks.Load()
+		release()
+
+		won, taken := 0, 0
+		for range n {
+			var te *booking.TakenError
+			switch err := <-errs; {
+			case err == nil:
+				won++
+			case errors.As(err, &te) && slices.Equal(te.Seats, []string{"B2"}):
+				taken++
+			default:
+				t.Errorf("Reserve(B2) = %v, want nil or SEAT_TAKEN naming B2", err)
+			}
+		}
+		if won != 1 || taken != n-1 {
+			t.Errorf("%d requests for B2: %d won, %d taken; want 1 and %d", n, won, taken, n-1)
+		}
+		if during != 1 {
+			t.Errorf("%d requests for B2 released together ran %d lock scripts by the time the winner held it, want 1", n, during)
+		}
 	})
 }
 
