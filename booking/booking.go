@@ -629,10 +629,8 @@ func (r *releases) hold(keys []string, owner string) {
 func (r *releases) claim(keys, seats []string, owner string) (string, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, k := range keys {
-		if o, ok := r.held[k]; ok && o != owner {
-			return seats[i], r.waitLocked(k)
-		}
+	if i := r.otherHolderLocked(keys, owner); i >= 0 {
+		return seats[i], r.waitLocked(keys[i])
 	}
 	if r.held == nil {
 		r.held = map[string]string{}
@@ -648,12 +646,21 @@ func (r *releases) claim(keys, seats []string, owner string) (string, <-chan str
 func (r *releases) heldHere(keys, seats []string, owner string) (string, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, k := range keys {
-		if o, ok := r.held[k]; ok && o != owner {
-			return seats[i], r.waitLocked(k)
-		}
+	if i := r.otherHolderLocked(keys, owner); i >= 0 {
+		return seats[i], r.waitLocked(keys[i])
 	}
 	return "", nil
+}
+
+// otherHolderLocked returns the index of the first of keys that a request here other than owner has, or
+// -1. r.mu is held.
+func (r *releases) otherHolderLocked(keys []string, owner string) int {
+	for i, k := range keys {
+		if o, ok := r.held[k]; ok && o != owner {
+			return i
+		}
+	}
+	return -1
 }
 
 func (r *releases) wait(key string) <-chan struct{} {
