@@ -11,31 +11,28 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
-// A started server opens database.min_conns connections before any request needs them (SQLite's pool is
-// one), so a sale's first transactions find them open.
+// A started server opens database.min_conns connections before any request needs them, so a sale's first
+// transactions find them open. PostgreSQL only: SQLite's pool is one connection, open from the migration on.
 func TestServerOpensItsDatabasePoolAheadOfDemand(t *testing.T) {
-	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		s := start(t, env, map[string]string{"WAITROOM_DATABASE_MIN_CONNS": "6", "WAITROOM_DEMO_ENABLED": "false"})
-		want := 6
-		if env.Kind == testenv.Embedded {
-			want = 1
+	env := testenv.New(t, testenv.Real)
+	s := start(t, env, map[string]string{"WAITROOM_DATABASE_MIN_CONNS": "6", "WAITROOM_DEMO_ENABLED": "false"})
+	const want = 6
+	open := regexp.MustCompile(`(?m)^go_sql_open_connections\{db_name="waitroom"\} (\d+)$`)
+	got := -1
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(s.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
 		}
-		open := regexp.MustCompile(`(?m)^go_sql_open_connections\{db_name="waitroom"\} (\d+)$`)
-		got := -1
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			resp, err := http.Get(s.URL + "/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if m := open.FindSubmatch(body); m != nil {
-				got, _ = strconv.Atoi(string(m[1]))
-			}
-			if got == want {
-				return
-			}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if m := open.FindSubmatch(body); m != nil {
+			got, _ = strconv.Atoi(string(m[1]))
 		}
-		t.Errorf("go_sql_open_connections = %d within 10s of start, want %d (database.min_conns 6)", got, want)
-	})
+		// At least: the scheduler may open one more if it reads while the warm-up holds the rest.
+		if got >= want {
+			return
+		}
+	}
+	t.Errorf("go_sql_open_connections = %d within 10s of start, want at least %d (database.min_conns 6)", got, want)
 }
