@@ -50,8 +50,14 @@ func mustVerify(t *testing.T, p *queue.Passes, pass string) queue.Claims {
 	return c
 }
 
+// handClaims is a pass's payload built by hand: the registered claims and adm, as Issue writes them.
+type handClaims struct {
+	jwt.RegisteredClaims
+	Adm int64 `json:"adm"`
+}
+
 // sign builds a JWT by hand, with claims Issue would never write.
-func sign(t *testing.T, method jwt.SigningMethod, key any, claims jwt.RegisteredClaims) string {
+func sign(t *testing.T, method jwt.SigningMethod, key any, claims handClaims) string {
 	t.Helper()
 	s, err := jwt.NewWithClaims(method, claims).SignedString(key)
 	if err != nil {
@@ -69,15 +75,19 @@ func TestVerifyRejectsEveryPassThatMustNotReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	otherPass, _ := p.Issue(screening, other, exp)
-	claims := func(edit func(*jwt.RegisteredClaims)) jwt.RegisteredClaims {
-		c := jwt.RegisteredClaims{
+	// Each case changes one thing of a pass that verifies (checked first), so it is refused for that alone.
+	claims := func(edit func(*handClaims)) handClaims {
+		c := handClaims{RegisteredClaims: jwt.RegisteredClaims{
 			Subject: tok, Audience: jwt.ClaimStrings{screening}, ExpiresAt: jwt.NewNumericDate(exp),
 			IssuedAt: jwt.NewNumericDate(time.Now()), ID: queue.PassID(screening, tok, exp),
-		}
+		}, Adm: exp.UnixMilli()}
 		if edit != nil {
 			edit(&c)
 		}
 		return c
+	}
+	if c, err := p.Verify(sign(t, jwt.SigningMethodHS256, secret, claims(nil)), screening); err != nil || c.Token != tok {
+		t.Fatalf("the cases' unchanged pass: Verify = %+v, %v, want it to verify", c, err)
 	}
 	parts := strings.Split(good, ".")
 	otherParts := strings.Split(otherPass, ".")
@@ -98,19 +108,25 @@ func TestVerifyRejectsEveryPassThatMustNotReserve(t *testing.T) {
 		{"another pass's claims under this signature", parts[0] + "." + otherParts[1] + "." + parts[2], screening},
 		{"wrong screening", good, "s2"},
 		{"no screening", good, ""},
-		{"expired", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *jwt.RegisteredClaims) {
+		{"expired", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) {
 			past := time.Now().Add(-time.Minute).Truncate(time.Second)
-			c.ExpiresAt, c.ID = jwt.NewNumericDate(past), queue.PassID(screening, tok, past)
+			c.ExpiresAt, c.ID, c.Adm = jwt.NewNumericDate(past), queue.PassID(screening, tok, past), past.UnixMilli()
+		})), screening},
+		{"two audiences", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) {
+			c.Audience = jwt.ClaimStrings{screening, "s2"}
+		})), screening},
+		{"exp not adm's second", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) {
+			c.ExpiresAt = jwt.NewNumericDate(exp.Add(time.Hour))
 		})), screening},
 		{"alg none", sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, claims(nil)), screening},
 		{"HS512 with the same secret", sign(t, jwt.SigningMethodHS512, secret, claims(nil)), screening},
 		{"HS384 with the same secret", sign(t, jwt.SigningMethodHS384, secret, claims(nil)), screening},
 		{"another secret", sign(t, jwt.SigningMethodHS256, []byte("another-secret-0123456789abcdef012345"), claims(nil)), screening},
-		{"no expiry", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *jwt.RegisteredClaims) { c.ExpiresAt = nil })), screening},
-		{"id of another admission", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *jwt.RegisteredClaims) {
+		{"no expiry", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) { c.ExpiresAt = nil })), screening},
+		{"id of another admission", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) {
 			c.ID = queue.PassID(screening, tok, exp.Add(time.Second))
 		})), screening},
-		{"subject not a token", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *jwt.RegisteredClaims) {
+		{"subject not a token", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) {
 			c.Subject, c.ID = "admin", queue.PassID(screening, "admin", exp)
 		})), screening},
 		{"not a JWT", "not.a.jwt", screening},
