@@ -52,9 +52,10 @@ type poolStats struct {
 // transactions from just before the burst until statsSettle after it; then the same transaction count over
 // an idle window of equal length right after, which is what the database saw without the burst (the
 // server's scheduler lists screenings every 2 s). release, when set, runs right after the burst (the
-// baseline closes its pool there: a backend that exits reports its counters at once).
+// baseline closes its pool there: a backend that exits reports its counters at once). profile, when set,
+// profiles the server from just before the burst's release.
 func measure(ctx context.Context, name string, reqs []request, o options, pg *postgres, rdb *redis.Client,
-	pool func(context.Context) (poolStats, error), release func()) (result, error) {
+	pool func(context.Context) (poolStats, error), release func(), profile profiler) (result, error) {
 	p0, err := pool(ctx)
 	if err != nil {
 		return result{}, err
@@ -68,7 +69,10 @@ func measure(ctx context.Context, name string, reqs []request, o options, pg *po
 		return result{}, err
 	}
 	windowStart := time.Now()
-	samples, wall, dials := fire(ctx, reqs, o.requestTimeout, o.warm)
+	samples, wall, dials, err := fire(ctx, reqs, o.requestTimeout, o.warm, profile)
+	if err != nil {
+		return result{}, err
+	}
 	p1, err := pool(ctx)
 	if err != nil {
 		return result{}, err
@@ -114,8 +118,8 @@ func measure(ctx context.Context, name string, reqs []request, o options, pg *po
 // opened beforehand: the burst pays 1,000 TCP connects. Warm, each user first GETs its request's warm URL
 // and the burst is released on the kept-alive connections, as a browser that has just read the seat map
 // sends its reservation. It returns each request's sample, the burst's wall time, and the connections
-// dialled during the burst itself.
-func fire(ctx context.Context, reqs []request, timeout time.Duration, warm bool) ([]sample, time.Duration, int64) {
+// dialled during the burst itself; an error only when profile (if set) failed.
+func fire(ctx context.Context, reqs []request, timeout time.Duration, warm bool, profile profiler) ([]sample, time.Duration, int64, error) {
 	var dialled atomic.Int64
 	dialer := &net.Dialer{Timeout: timeout}
 	// Every user is a browser of its own: a transport each, so no user's request ever rides another's
@@ -190,12 +194,21 @@ func fire(ctx context.Context, reqs []request, timeout time.Duration, warm bool)
 		// The warm-up's own work (the server answering 1,000 reads) ends before the burst starts.
 		time.Sleep(warmSettle)
 	}
+	profiled := func() error { return nil }
+	if profile != nil {
+		profiled = profile(ctx)
+	}
 	before := dialled.Load()
 	t0 := time.Now()
 	close(start)
 	done.Wait()
-	return out, time.Since(t0), dialled.Load() - before
+	wall := time.Since(t0)
+	return out, wall, dialled.Load() - before, profiled()
 }
+
+// profiler starts a profile of the burst about to be released; the function it returns waits until the
+// profile is written and reports its error.
+type profiler func(ctx context.Context) func() error
 
 // warmSettle is the pause between a warm burst's warm-up and its release.
 const warmSettle = 500 * time.Millisecond

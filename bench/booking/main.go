@@ -64,6 +64,7 @@ type options struct {
 	coldCatalog    bool
 	warm           bool
 	requestTimeout time.Duration
+	profileDir     string
 }
 
 // run parses flags, sets up the database, Redis prefix and server, fires the three bursts, and prints the
@@ -86,11 +87,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.BoolVar(&o.warm, "warm", false,
 		"give every user a kept-alive connection before the bursts (ours: its seat-map read, as a browser that has just read it; "+
 			"floor: /healthz; baseline: a ping of its server), so the bursts pay no TCP connect")
+	fs.StringVar(&o.profileDir, "profile", "",
+		"write the server's CPU profile of the second from each burst's release to this directory (floor.pprof, ours.pprof; "+
+			"go tool pprof reads them)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if o.users < 1 || o.seats < 1 || o.seats > 9999 {
 		return fmt.Errorf("want -users ≥ 1 and 1 ≤ -seats ≤ 9999, got %d and %d", o.users, o.seats)
+	}
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
@@ -131,7 +140,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	// The server, built from this module.
 	srv, err := startServer(ctx, getenv, serverEnv{
-		redisAddr: o.redisAddr, prefix: prefix, databaseURL: pg.benchURL, secret: secret,
+		redisAddr: o.redisAddr, prefix: prefix, databaseURL: pg.benchURL, secret: secret, pprof: o.profileDir != "",
 	}, logf)
 	if err != nil {
 		return err
@@ -170,7 +179,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		floorReqs[i] = request{url: srv.base + "/api/bench/floor", warm: srv.base + "/healthz", bearer: passes[i], body: seatBody(wantSeat(i, o.seats))}
 	}
 	logf("floor: %d × POST /api/bench/floor", o.users)
-	floor, err := measure(ctx, "floor", floorReqs, o, pg, rdb, srv.poolStats, nil)
+	floor, err := measure(ctx, "floor", floorReqs, o, pg, rdb, srv.poolStats, nil, srv.profiler(o.profileDir, "floor"))
 	if err != nil {
 		return err
 	}
@@ -192,7 +201,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		oursReqs[i] = request{url: srv.base + "/api/screenings/" + oursScreening + "/reservations", warm: srv.base + "/api/screenings/" + oursScreening + "/seats", bearer: passes[i], body: seatBody(wantSeat(i, o.seats))}
 	}
 	logf("ours: %d × POST /api/screenings/%s/reservations", o.users, oursScreening)
-	ours, err := measure(ctx, "ours", oursReqs, o, pg, rdb, srv.poolStats, nil)
+	ours, err := measure(ctx, "ours", oursReqs, o, pg, rdb, srv.poolStats, nil, srv.profiler(o.profileDir, "ours"))
 	if err != nil {
 		return err
 	}
@@ -208,7 +217,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		baseReqs[i] = request{url: base.url, warm: base.ping, user: fmt.Sprint(i), body: seatBody(wantSeat(i, o.seats))}
 	}
 	logf("baseline: %d × POST %s (SELECT … FOR UPDATE, pool of %d)", o.users, base.url, baselinePoolSize)
-	baseline, err := measure(ctx, "baseline", baseReqs, o, pg, rdb, base.poolStats, base.releasePool)
+	baseline, err := measure(ctx, "baseline", baseReqs, o, pg, rdb, base.poolStats, base.releasePool, nil)
 	if err != nil {
 		return err
 	}

@@ -174,6 +174,7 @@ func deletePrefix(ctx context.Context, rdb *redis.Client, prefix string) error {
 // serverEnv is what the server under test is pointed at.
 type serverEnv struct {
 	redisAddr, prefix, databaseURL, secret string
+	pprof                                  bool // serve /debug/pprof (-profile)
 }
 
 // server is the waitroom binary, built from this module, running as a subprocess.
@@ -245,6 +246,7 @@ func startServer(ctx context.Context, getenv func(string) string, env serverEnv,
 		"WAITROOM_BENCH_FLOOR=true",
 		"WAITROOM_ADMISSION_INTERVAL=1h",
 		"WAITROOM_LOG_LEVEL=warn",
+		"WAITROOM_BENCH_PPROF="+strconv.FormatBool(env.pprof),
 	)
 	if err := s.cmd.Start(); err != nil {
 		os.RemoveAll(tmp)
@@ -280,6 +282,39 @@ func (s *server) waitHealthy(ctx context.Context) error {
 }
 
 // get fetches path and wants 200.
+// profileSeconds is how long a burst's CPU profile runs: a warm burst ends in well under a second, a cold
+// one in about half.
+const profileSeconds = 1
+
+// profileStart is how long a profile is given to start before the burst is released: the profiler
+// answers only at its end, so its start cannot be awaited.
+const profileStart = 50 * time.Millisecond
+
+// profiler returns a profiler that writes the server's CPU profile of a burst to dir/name.pprof, or nil
+// when dir is "".
+func (s *server) profiler(dir, name string) profiler {
+	if dir == "" {
+		return nil
+	}
+	return func(ctx context.Context) func() error {
+		done := make(chan error, 1)
+		go func() {
+			b, err := s.fetch(ctx, "/debug/pprof/profile?seconds="+strconv.Itoa(profileSeconds))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, name+".pprof"), []byte(b), 0o644)
+			}
+			done <- err
+		}()
+		time.Sleep(profileStart)
+		return func() error {
+			if err := <-done; err != nil {
+				return fmt.Errorf("profile %s: %w", name, err)
+			}
+			return nil
+		}
+	}
+}
+
 func (s *server) get(ctx context.Context, path string) error {
 	_, err := s.fetch(ctx, path)
 	return err
