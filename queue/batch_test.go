@@ -121,7 +121,61 @@ func TestPassChecksArrivingTogetherShareRoundTrips(t *testing.T) {
 		if pipes == 0 || pipes >= n {
 			t.Fatalf("%d pass checks went in %d pipelines: want fewer pipelines than checks (each was one before)", n, pipes)
 		}
+		// The line's closing is read once per pipeline (all of one screening here), not once per pass.
+		if exists, zscores := counted.Named("exists"), counted.Named("zscore"); exists != pipes || zscores != 2*n {
+			t.Errorf("%d pass checks of one screening in %d pipelines sent %d EXISTS and %d ZSCORE, want %d and %d",
+				n, pipes, exists, zscores, pipes, 2*n)
+		}
 	})
+}
+
+// Checks of two screenings that share a pipeline each read their own screening's closing.
+func TestPassChecksOfTwoScreeningsTogetherReadEachClosing(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		p := queue.NewPasses(secret)
+		const n = 100 // per screening
+		screenings := []string{"open", "closed"}
+		var claims []queue.Claims
+		for _, s := range screenings {
+			registerN(t, q, s, n)
+			res, err := q.Admit(t.Context(), s, time.Now(), settings(n, n))
+			if err != nil || len(res.Admitted) != n {
+				t.Fatalf("Admit %s = %d admitted, %v; want %d", s, len(res.Admitted), err, n)
+			}
+			for _, tok := range res.Admitted {
+				c, err := p.Verify(mustIssue(t, p, s, tok, res.ExpiresAt), s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				claims = append(claims, c)
+			}
+		}
+		if err := q.Close(t.Context(), "closed"); err != nil {
+			t.Fatal(err)
+		}
+		counted := testenv.CountCalls(env.Redis)
+		closed := make([]bool, len(claims))
+		errs := make([]error, len(claims))
+		together(len(claims), func(i int) { closed[i], errs[i] = q.CheckPassLine(t.Context(), claims[i]) })
+		for i, c := range claims {
+			if errs[i] != nil || closed[i] != (c.Screening == "closed") {
+				t.Errorf("check %d of %s = closed %v, %v; want closed %v, nil", i, c.Screening, closed[i], errs[i], c.Screening == "closed")
+			}
+		}
+		if pipes := counted.Pipelines.Load(); pipes >= int64(len(claims)) {
+			t.Errorf("%d checks in %d pipelines: they did not share any", len(claims), pipes)
+		}
+	})
+}
+
+func mustIssue(t *testing.T, p *queue.Passes, screening, token string, expiresAt time.Time) string {
+	t.Helper()
+	s, err := p.Issue(screening, token, expiresAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // together runs call(0) … call(n-1) on goroutines of their own, released at once, and returns when all

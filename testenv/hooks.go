@@ -2,15 +2,37 @@ package testenv
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Calls counts what a Redis client sends, once added to it (AddHook): Lua scripts (EVAL, EVALSHA), alone or
-// in a pipeline; those sent alone; and pipelines.
+// in a pipeline; those sent alone; pipelines; and every command by name (Named).
 type Calls struct {
 	Scripts, LoneScripts, Pipelines atomic.Int64
+
+	mu    sync.Mutex
+	named map[string]int64
+}
+
+// Named returns how many commands called name (lower case: "exists") were sent, alone or in a pipeline.
+func (c *Calls) Named(name string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.named[name]
+}
+
+func (c *Calls) count(cmds ...redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.named == nil {
+		c.named = map[string]int64{}
+	}
+	for _, cmd := range cmds {
+		c.named[cmd.Name()]++
+	}
 }
 
 // CountCalls adds a Calls to rdb and returns it.
@@ -24,6 +46,7 @@ func (c *Calls) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *Calls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count(cmd)
 		if isScript(cmd) {
 			c.Scripts.Add(1)
 			c.LoneScripts.Add(1)
@@ -35,6 +58,7 @@ func (c *Calls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (c *Calls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		c.Pipelines.Add(1)
+		c.count(cmds...)
 		for _, cmd := range cmds {
 			if isScript(cmd) {
 				c.Scripts.Add(1)
