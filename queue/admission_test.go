@@ -384,3 +384,40 @@ func TestLongerIntervalKeepsTicking(t *testing.T) {
 		}
 	})
 }
+
+// An admission whose now is older than the latest admission's (a tick that read the clock before a slow
+// lock, while a refill elsewhere admitted) admits at the latest admission's now: a user admitted later
+// never holds a slot that ends sooner. A now that moves forward is kept as it is.
+func TestAdmissionClockNeverRunsBack(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		tokens := registerN(t, q, screening, 3)
+		st := settings(1, 3)
+		t0 := time.Now().Truncate(time.Second)
+		first, err := q.Admit(t.Context(), screening, t0.Add(100*time.Millisecond), st)
+		if err != nil || len(first.Admitted) != 1 || first.Admitted[0] != tokens[0] {
+			t.Fatalf("first Admit = %v, %v; want %s", first.Admitted, err, tokens[0])
+		}
+		stale, err := q.Admit(t.Context(), screening, t0, st)
+		if err != nil || len(stale.Admitted) != 1 || stale.Admitted[0] != tokens[1] {
+			t.Fatalf("stale Admit = %v, %v; want %s", stale.Admitted, err, tokens[1])
+		}
+		if want := first.ExpiresAt; !stale.ExpiresAt.Equal(want) {
+			t.Errorf("admitted with an older now: expires %v, want the latest admission's %v", stale.ExpiresAt, want)
+		}
+		later, err := q.Admit(t.Context(), screening, t0.Add(time.Second), st)
+		if err != nil || len(later.Admitted) != 1 {
+			t.Fatalf("later Admit = %v, %v; want one admitted", later.Admitted, err)
+		}
+		if want := queue.ExpiryOf(t0.Add(time.Second), st.ActiveTTL); !later.ExpiresAt.Equal(want) {
+			t.Errorf("admitted with a newer now: expires %v, want %v", later.ExpiresAt, want)
+		}
+		// The slot in Redis is the one the pass names.
+		for _, r := range []queue.TickResult{first, stale, later} {
+			got, err := env.Redis.ZScore(t.Context(), queue.Key(env.Prefix, screening, "active"), r.Admitted[0]).Result()
+			if err != nil || int64(got) != r.ExpiresAt.UnixMilli() {
+				t.Errorf("%s's slot in Redis = %v, %v; want %d", r.Admitted[0], got, err, r.ExpiresAt.UnixMilli())
+			}
+		}
+	})
+}

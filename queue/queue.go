@@ -102,7 +102,7 @@ func ClosedKey(prefix, screening string) string { return Key(prefix, screening, 
 type keys struct {
 	waiting, active, seq, closed, changed, freed, spent, lock, lastTick, events string
 	head, left, leftNew, epoch                                                  string
-	pre, opened, paused, gone, conns, stats, hold, restored                     string
+	pre, opened, paused, gone, conns, stats, hold, restored, admitAt            string
 }
 
 // Queue is the waiting line of every screening, in one Redis.
@@ -136,6 +136,7 @@ func (q *Queue) keys(screening string) keys {
 		lock: k("lock"), lastTick: k("tick"), events: k("events"),
 		head: k("head"), left: k("left"), leftNew: k("leftnew"), epoch: k("epoch"),
 		pre: k("pre"), opened: k("opened"), paused: k("paused"), gone: k("gone"), conns: k("conns"), stats: k("stats"), hold: k("hold"), restored: k("restored"),
+		admitAt: k("admitat"),
 	}
 }
 

@@ -30,7 +30,11 @@
 -- KEYS[14] gone    ZSET token -> when its last socket closed (Unix ms; disconnect.lua)
 -- KEYS[15] stats   HASH the screening's counters: admitted, abandoned, skip:<reason>
 -- KEYS[16] hold    STRING present while a line Redis lost is being rebuilt (restore.lua): nobody is admitted
--- ARGV[1] now, Unix ms
+-- KEYS[17] admitat STRING the `now` of the latest admission (Unix ms)
+-- ARGV[1] now, Unix ms. An admission's clock never runs back: a caller whose now is older than the latest
+--         admission's (a tick that took its now before a slow lock, while a refill on another instance
+--         admitted) admits at the latest admission's now, and its expiry moves with it. So a user admitted
+--         later never holds a slot that ends sooner, nor a slot shorter than active_ttl from that admission.
 -- ARGV[2] batch_size
 -- ARGV[3] max_active
 -- ARGV[4] the admitted tokens' expiry, Unix ms (now + active_ttl)
@@ -44,6 +48,11 @@ local now = tonumber(ARGV[1])
 local batch = tonumber(ARGV[2])
 local maxActive = tonumber(ARGV[3])
 local expires = tonumber(ARGV[4])
+local latest = tonumber(redis.call('GET', KEYS[17]) or '0')
+if now < latest then
+  expires = expires + (latest - now)
+  now = latest
+end
 local refill = ARGV[5] == 'refill'
 local abandoned = 0
 
@@ -134,6 +143,7 @@ for i = 1, #popped, 2 do
   tokens[#tokens + 1] = popped[i]
 end
 redis.call('SET', KEYS[7], popped[#popped])
+redis.call('SET', KEYS[17], now)
 local n = #tokens
 redis.call('HINCRBY', KEYS[15], 'admitted', n)
 if refill then
