@@ -281,7 +281,6 @@ func (s *server) waitHealthy(ctx context.Context) error {
 	return fmt.Errorf("server not healthy after %s:\n%s", serverStartup, s.logTail())
 }
 
-// get fetches path and wants 200.
 // profileSeconds is how long a burst's CPU profile runs: a warm burst ends in well under a second, a cold
 // one in about half.
 const profileSeconds = 1
@@ -315,6 +314,7 @@ func (s *server) profiler(dir, name string) profiler {
 	}
 }
 
+// get fetches path and wants 200.
 func (s *server) get(ctx context.Context, path string) error {
 	_, err := s.fetch(ctx, path)
 	return err

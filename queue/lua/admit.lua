@@ -34,7 +34,7 @@
 -- ARGV[1] now, Unix ms. An admission's clock never runs back: a caller whose now is older than the latest
 --         admission's (a tick that took its now before a slow lock, while a refill on another instance
 --         admitted) admits at the latest admission's now, and its expiry moves with it. So a user admitted
---         later never holds a slot that ends sooner, nor a slot shorter than active_ttl from that admission.
+--         later never holds a slot that ends sooner than one admitted before.
 -- ARGV[2] batch_size
 -- ARGV[3] max_active
 -- ARGV[4] the admitted tokens' expiry, Unix ms (now + active_ttl)
