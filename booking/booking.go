@@ -614,6 +614,10 @@ type releases struct {
 func (r *releases) hold(keys []string, owner string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.holdLocked(keys, owner)
+}
+
+func (r *releases) holdLocked(keys []string, owner string) {
 	if r.held == nil {
 		r.held = map[string]string{}
 	}
@@ -632,12 +636,7 @@ func (r *releases) claim(keys, seats []string, owner string) (string, <-chan str
 	if i := r.otherHolderLocked(keys, owner); i >= 0 {
 		return seats[i], r.waitLocked(keys[i])
 	}
-	if r.held == nil {
-		r.held = map[string]string{}
-	}
-	for _, k := range keys {
-		r.held[k] = owner
-	}
+	r.holdLocked(keys, owner)
 	return "", nil
 }
 

@@ -144,11 +144,7 @@ func TestPassChecksOfTwoScreeningsTogetherReadEachClosing(t *testing.T) {
 				t.Fatalf("Admit %s = %d admitted, %v; want %d", s, len(res.Admitted), err, n)
 			}
 			for _, tok := range res.Admitted {
-				c, err := p.Verify(mustIssue(t, p, s, tok, res.ExpiresAt), s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				claims = append(claims, c)
+				claims = append(claims, passOf(t, p, s, tok, res.ExpiresAt))
 			}
 		}
 		if err := q.Close(t.Context(), "closed"); err != nil {
@@ -167,15 +163,6 @@ func TestPassChecksOfTwoScreeningsTogetherReadEachClosing(t *testing.T) {
 			t.Errorf("%d checks in %d pipelines: they did not share any", len(claims), pipes)
 		}
 	})
-}
-
-func mustIssue(t *testing.T, p *queue.Passes, screening, token string, expiresAt time.Time) string {
-	t.Helper()
-	s, err := p.Issue(screening, token, expiresAt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // together runs call(0) … call(n-1) on goroutines of their own, released at once, and returns when all

@@ -342,6 +342,14 @@ func TestUnknownScreeningAndBadToken(t *testing.T) {
 // metricValue reads the counter name{screening} from a server's /metrics (0 when absent: never counted there).
 func metricValue(t *testing.T, client *http.Client, baseURL, name, screening string) int {
 	t.Helper()
+	n, _ := metricSeries(t, client, baseURL, fmt.Sprintf("%s{screening=%q}", name, screening))
+	return n
+}
+
+// metricSeries reads one series (its name and labels as /metrics spells them) from a server's /metrics, and
+// whether it is there.
+func metricSeries(t *testing.T, client *http.Client, baseURL, series string) (int, bool) {
+	t.Helper()
 	resp, err := client.Get(baseURL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -349,15 +357,15 @@ func metricValue(t *testing.T, client *http.Client, baseURL, name, screening str
 	defer resp.Body.Close()
 	var buf bytes.Buffer
 	_, _ = buf.ReadFrom(resp.Body)
-	prefix := fmt.Sprintf("%s{screening=%q} ", name, screening)
+	prefix := series + " "
 	for line := range strings.Lines(buf.String()) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatalf("metrics line %q: %v", line, err)
 			}
-			return int(n)
+			return int(n), true
 		}
 	}
-	return 0
+	return 0, false
 }

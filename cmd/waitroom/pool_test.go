@@ -1,10 +1,7 @@
 package main
 
 import (
-	"io"
 	"net/http"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -17,17 +14,10 @@ func TestServerOpensItsDatabasePoolAheadOfDemand(t *testing.T) {
 	env := testenv.New(t, testenv.Real)
 	s := start(t, env, map[string]string{"WAITROOM_DATABASE_MIN_CONNS": "6", "WAITROOM_DEMO_ENABLED": "false"})
 	const want = 6
-	open := regexp.MustCompile(`(?m)^go_sql_open_connections\{db_name="waitroom"\} (\d+)$`)
 	got := -1
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		resp, err := http.Get(s.URL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if m := open.FindSubmatch(body); m != nil {
-			got, _ = strconv.Atoi(string(m[1]))
+		if n, ok := metricSeries(t, http.DefaultClient, s.URL, `go_sql_open_connections{db_name="waitroom"}`); ok {
+			got = n
 		}
 		// At least: the scheduler may open one more if it reads while the warm-up holds the rest.
 		if got >= want {
