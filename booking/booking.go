@@ -50,7 +50,12 @@ var (
 )
 
 // TakenError names the seats that were already sold.
-type TakenError struct{ Seats []string }
+type TakenError struct {
+	Seats []string
+	// byConstraint: the UNIQUE constraint refused a write of Seats together, so which of them is sold is
+	// not known yet.
+	byConstraint bool
+}
 
 func (e *TakenError) Error() string {
 	return fmt.Sprintf("booking: %s: %s", ErrSeatTaken, strings.Join(e.Seats, ", "))

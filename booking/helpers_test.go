@@ -38,7 +38,7 @@ type fixture struct {
 	book   *booking.Booking
 }
 
-func newFixture(t *testing.T, env *testenv.Env, prefix string, s booking.Settings) *fixture {
+func newFixture(t testing.TB, env *testenv.Env, prefix string, s booking.Settings) *fixture {
 	t.Helper()
 	q := queue.New(env.Redis, prefix)
 	passes := queue.NewPasses(secret)
@@ -57,7 +57,7 @@ type user struct {
 }
 
 // admit puts n fresh tokens in the screening's line and admits them in one tick, as the scheduler would.
-func (f *fixture) admit(t *testing.T, screening string, n int) []user {
+func (f *fixture) admit(t testing.TB, screening string, n int) []user {
 	t.Helper()
 	tokens := make([]string, n)
 	for i := range tokens {
@@ -68,7 +68,7 @@ func (f *fixture) admit(t *testing.T, screening string, n int) []user {
 
 // admitTokens registers tokens and admits them at now; the same tokens admitted at the same now in another
 // prefix get the same expiry, hence the same pass.
-func (f *fixture) admitTokens(t *testing.T, screening string, now time.Time, tokens ...string) []user {
+func (f *fixture) admitTokens(t testing.TB, screening string, now time.Time, tokens ...string) []user {
 	t.Helper()
 	ctx := context.Background()
 	for _, tok := range tokens {

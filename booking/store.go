@@ -49,7 +49,8 @@ func Open(ctx context.Context, url, dataDir string) (*sqlx.DB, error) {
 	if driver == "postgres" && !strings.Contains(dsn, "binary_parameters=") {
 		// lib/pq sends a statement with parameters as Parse+Describe, waits, then Bind+Execute: two round
 		// trips. In binary-parameters mode it sends all of them at once: one round trip, as pgx and JDBC do.
-		// A reservation runs about ten such statements while a burst holds the machine (docs/benchmarks.md).
+		// A burst's winner waits for each of its round trips while the burst holds the machine
+		// (docs/benchmarks.md).
 		dsn = withParam(dsn, "binary_parameters=yes")
 	}
 	if driver == "sqlite" {
@@ -296,56 +297,18 @@ func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 		defer cancel()
 	}
 
-	fence, err := s.nextFence(work, tx)
-	if err != nil {
-		return Reservation{}, err
-	}
-	q, args, err := sqlx.In(`UPDATE seats SET fence = ? WHERE screening_id = ? AND seat_id IN (?) AND fence < ?`, fence, w.screening, w.seats, fence)
-	if err != nil {
-		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
-	}
-	res, err := tx.ExecContext(work, tx.Rebind(q), args...)
-	if err != nil {
-		return Reservation{}, fmt.Errorf("booking: reserve: fence: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n != int64(len(w.seats)) {
-		return Reservation{}, fmt.Errorf("booking: reserve: a newer holder fenced the seats: %w", ErrLockLost)
-	}
-	if w.afterFence != nil {
-		w.afterFence()
-	}
-
-	sold, err := countSold(work, tx, w.screening)
-	if err != nil {
-		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
-	}
-	if sold >= w.total {
-		return Reservation{}, fmt.Errorf("booking: reserve in %s: %w", w.screening, ErrSoldOut)
-	}
-	q, args, err = sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, w.screening, w.seats)
-	if err != nil {
-		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
-	}
-	var taken []string
-	if err := tx.SelectContext(work, &taken, tx.Rebind(q), args...); err != nil {
-		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
-	}
-	if len(taken) > 0 {
-		sort.Strings(taken)
-		return Reservation{}, &TakenError{Seats: taken}
-	}
-
 	r := Reservation{Screening: w.screening, Seats: w.seats, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-	err = tx.GetContext(work, &r.ID, tx.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, created_at, idempotency_key, request_hash)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`), w.screening, w.holder, w.passID, r.CreatedAt, nullable(w.idempotencyKey), w.hash)
-	if err != nil {
-		return Reservation{}, s.constraint(err, w.seats)
+	write := s.writeStatements
+	if s.db.DriverName() == "postgres" {
+		write = s.writeOnce
 	}
-	for _, seat := range w.seats {
-		if _, err := tx.ExecContext(work, tx.Rebind(`INSERT INTO reservation_seats (reservation_id, screening_id, seat_id, fence)
-			VALUES (?, ?, ?, ?)`), r.ID, w.screening, seat, fence); err != nil {
-			return Reservation{}, s.constraint(err, []string{seat})
+	if r.ID, err = write(work, tx, w, r.CreatedAt); err != nil {
+		var taken *TakenError
+		if errors.As(err, &taken) && taken.byConstraint {
+			_ = tx.Rollback()
+			return Reservation{}, s.soldOf(ctx, w.screening, w.seats)
 		}
+		return Reservation{}, err
 	}
 	if w.stillHeld != nil {
 		held, err := w.stillHeld(work)
@@ -365,12 +328,148 @@ func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 	// Counted after commit, not inside the transaction: two reservations committing side by side each see
 	// only their own insert in there, and neither would notice it sold the last seat. After commit, the
 	// later of them sees both.
-	if sold, err = countSold(ctx, s.db, w.screening); err != nil {
+	sold, err := countSold(ctx, s.db, w.screening)
+	if err != nil {
 		r.SeatsLeft = -1
 		return r, &AfterCommitError{Err: fmt.Errorf("booking: reserve: count after commit: %w", err)}
 	}
 	r.SeatsLeft = w.total - sold
 	return r, nil
+}
+
+// writeOnceSQL is a reservation's whole write on PostgreSQL, as one statement: one round trip where the
+// statements of writeStatements take six or more, each of which a winner waits for while a burst holds
+// the machine (docs/benchmarks.md). Its parts, in the order writeStatements runs them:
+//   - f: the next fencing number;
+//   - fenced: the seat rows it wrote its number on (those whose fence was lower; the UPDATE waits for a
+//     row another transaction holds, then looks at the row as that transaction left it);
+//   - sold, taken: the screening's sold count and which of the seats are sold;
+//   - r, rs: the reservation and its seats, inserted only if every seat was fenced, a seat is left and
+//     none of these is sold. A sale that committed after the statement began is not in sold or taken,
+//     which read the statement's snapshot: the UNIQUE constraint stops the insert then.
+//
+// $1 screening, $2 seats, $3 the screening's seat count, $4 holder, $5 pass id, $6 created_at,
+// $7 Idempotency-Key, $8 request hash.
+const writeOnceSQL = `WITH f AS MATERIALIZED (SELECT nextval('seat_fence') AS fence),
+fenced AS (
+	UPDATE seats SET fence = f.fence FROM f
+	WHERE seats.screening_id = $1::text AND seats.seat_id = ANY($2::text[]) AND seats.fence < f.fence
+	RETURNING seats.seat_id),
+sold AS (SELECT COUNT(*) AS n FROM reservation_seats WHERE screening_id = $1::text),
+taken AS (SELECT seat_id FROM reservation_seats WHERE screening_id = $1::text AND seat_id = ANY($2::text[])),
+ok AS (SELECT WHERE (SELECT COUNT(*) FROM fenced) = cardinality($2::text[])
+	AND (SELECT n FROM sold) < $3::int AND NOT EXISTS (SELECT FROM taken)),
+r AS (
+	INSERT INTO reservations (screening_id, holder, pass_id, created_at, idempotency_key, request_hash)
+	SELECT $1::text, $4::text, $5::text, $6::timestamptz, $7::text, $8::text FROM ok
+	RETURNING id),
+rs AS (
+	INSERT INTO reservation_seats (reservation_id, screening_id, seat_id, fence)
+	SELECT r.id, $1::text, seat, f.fence FROM r, f, unnest($2::text[]) AS seat)
+SELECT (SELECT COUNT(*) FROM fenced) AS fenced, (SELECT n FROM sold) AS sold,
+	ARRAY(SELECT seat_id FROM taken ORDER BY seat_id) AS taken, (SELECT id FROM r) AS id`
+
+// writeOnce writes the reservation's rows in tx with writeOnceSQL and returns its id.
+func (s *Store) writeOnce(ctx context.Context, tx *sqlx.Tx, w write, createdAt time.Time) (int64, error) {
+	var out struct {
+		Fenced int            `db:"fenced"`
+		Sold   int            `db:"sold"`
+		Taken  pq.StringArray `db:"taken"`
+		ID     sql.NullInt64  `db:"id"`
+	}
+	err := tx.GetContext(ctx, &out, writeOnceSQL, w.screening, pq.Array(w.seats), w.total, w.holder, w.passID,
+		createdAt, nullable(w.idempotencyKey), w.hash)
+	if err != nil {
+		return 0, s.constraint(err, w.seats)
+	}
+	if w.afterFence != nil {
+		w.afterFence()
+	}
+	switch {
+	case out.Fenced != len(w.seats):
+		return 0, fmt.Errorf("booking: reserve: a newer holder fenced the seats: %w", ErrLockLost)
+	case out.Sold >= w.total:
+		return 0, fmt.Errorf("booking: reserve in %s: %w", w.screening, ErrSoldOut)
+	case len(out.Taken) > 0:
+		return 0, &TakenError{Seats: out.Taken}
+	case !out.ID.Valid:
+		return 0, errors.New("booking: reserve: the write inserted nothing, for no reason it returned")
+	}
+	return out.ID.Int64, nil
+}
+
+// writeStatements writes the reservation's rows in tx a statement at a time (SQLite, which has no
+// data-modifying WITH) and returns its id.
+func (s *Store) writeStatements(ctx context.Context, tx *sqlx.Tx, w write, createdAt time.Time) (int64, error) {
+	fence, err := s.nextFence(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	q, args, err := sqlx.In(`UPDATE seats SET fence = ? WHERE screening_id = ? AND seat_id IN (?) AND fence < ?`, fence, w.screening, w.seats, fence)
+	if err != nil {
+		return 0, fmt.Errorf("booking: reserve: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
+	if err != nil {
+		return 0, fmt.Errorf("booking: reserve: fence: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != int64(len(w.seats)) {
+		return 0, fmt.Errorf("booking: reserve: a newer holder fenced the seats: %w", ErrLockLost)
+	}
+	if w.afterFence != nil {
+		w.afterFence()
+	}
+
+	sold, err := countSold(ctx, tx, w.screening)
+	if err != nil {
+		return 0, fmt.Errorf("booking: reserve: %w", err)
+	}
+	if sold >= w.total {
+		return 0, fmt.Errorf("booking: reserve in %s: %w", w.screening, ErrSoldOut)
+	}
+	q, args, err = sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, w.screening, w.seats)
+	if err != nil {
+		return 0, fmt.Errorf("booking: reserve: %w", err)
+	}
+	var taken []string
+	if err := tx.SelectContext(ctx, &taken, tx.Rebind(q), args...); err != nil {
+		return 0, fmt.Errorf("booking: reserve: %w", err)
+	}
+	if len(taken) > 0 {
+		sort.Strings(taken)
+		return 0, &TakenError{Seats: taken}
+	}
+
+	var id int64
+	err = tx.GetContext(ctx, &id, tx.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, created_at, idempotency_key, request_hash)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`), w.screening, w.holder, w.passID, createdAt, nullable(w.idempotencyKey), w.hash)
+	if err != nil {
+		return 0, s.constraint(err, w.seats)
+	}
+	for _, seat := range w.seats {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO reservation_seats (reservation_id, screening_id, seat_id, fence)
+			VALUES (?, ?, ?, ?)`), id, w.screening, seat, fence); err != nil {
+			return 0, s.constraint(err, []string{seat})
+		}
+	}
+	return id, nil
+}
+
+// soldOf names which of the seats are sold, for a write the UNIQUE constraint stopped with all of them in
+// one statement: the sale it ran into has committed, so a read now sees it.
+func (s *Store) soldOf(ctx context.Context, screening string, seats []string) error {
+	q, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?) ORDER BY seat_id`, screening, seats)
+	if err != nil {
+		return fmt.Errorf("booking: reserve: %w", err)
+	}
+	var sold []string
+	if err := s.db.SelectContext(ctx, &sold, s.db.Rebind(q), args...); err != nil {
+		return fmt.Errorf("booking: reserve: which seats are sold: %w", err)
+	}
+	if len(sold) == 0 {
+		sold = seats // sold a moment ago, and gone again since: the constraint's word stands for them all
+	}
+	return &TakenError{Seats: sold}
 }
 
 // countSold counts the sold seats of a screening, inside a transaction or not.
@@ -383,14 +482,11 @@ func countSold(ctx context.Context, q interface {
 	return n, err
 }
 
-// nextFence takes the next fencing number: a PostgreSQL sequence, or SQLite's sequences row.
+// nextFence takes the next fencing number from SQLite's sequences row (PostgreSQL's seat_fence sequence
+// is read in writeOnceSQL).
 func (s *Store) nextFence(ctx context.Context, tx *sqlx.Tx) (int64, error) {
-	q := `SELECT nextval('seat_fence')`
-	if s.db.DriverName() == "sqlite" {
-		q = `UPDATE sequences SET value = value + 1 WHERE name = 'seat_fence' RETURNING value`
-	}
 	var fence int64
-	if err := tx.GetContext(ctx, &fence, q); err != nil {
+	if err := tx.GetContext(ctx, &fence, `UPDATE sequences SET value = value + 1 WHERE name = 'seat_fence' RETURNING value`); err != nil {
 		return 0, fmt.Errorf("booking: reserve: fencing number: %w", err)
 	}
 	return fence, nil
@@ -446,7 +542,7 @@ func (s *Store) constraint(err error, seats []string) error {
 	case "reservations_pass_once":
 		return fmt.Errorf("booking: reserve: %w", queue.ErrPassSpent)
 	case "reservation_seats_once":
-		return &TakenError{Seats: seats}
+		return &TakenError{Seats: seats, byConstraint: len(seats) > 1}
 	}
 	return fmt.Errorf("booking: reserve: %w", err)
 }
