@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"net/url"
 	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/testenv"
@@ -79,4 +82,41 @@ func TestKeepWarmWarmsAtOnceAndStops(t *testing.T) {
 			t.Fatal("KeepWarm did not return within 5s of its context ending")
 		}
 	})
+}
+
+// Warm sends PostgreSQL no statement: the connections it opens have run nothing (pg_stat_activity's query
+// is empty until a backend's first statement), and a second pass over a warm pool opens none and runs
+// nothing either. A warm pool costs the database no transaction between bursts.
+func TestWarmSendsNoStatement(t *testing.T) {
+	env := testenv.New(t, testenv.Real)
+	ctx := context.Background()
+	app := testenv.Unique("warm")
+	u, err := url.Parse(env.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	db, err := sqlx.Open("postgres", u.String()) // not booking.Open, whose ping would be a statement
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxIdleConns(30) // as booking.Open sets it: database/sql keeps only two idle otherwise
+	store := booking.NewStore(db)
+	for pass := range 2 {
+		if err := store.Warm(ctx, 5); err != nil {
+			t.Fatal(err)
+		}
+		var backends, ran int
+		err := env.DB.QueryRowxContext(ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE query <> '')
+			FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&backends, &ran)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if backends != 5 || ran != 0 {
+			t.Errorf("after Warm(5) pass %d: %d backends, %d of them ran a statement; want 5 and 0", pass+1, backends, ran)
+		}
+	}
 }
