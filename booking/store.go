@@ -306,7 +306,7 @@ func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
 		var taken *TakenError
 		if errors.As(err, &taken) && taken.byConstraint {
 			_ = tx.Rollback()
-			return Reservation{}, s.soldOf(ctx, w.screening, w.seats)
+			return Reservation{}, s.soldOf(work, w.screening, w.seats)
 		}
 		return Reservation{}, err
 	}
@@ -456,18 +456,16 @@ func (s *Store) writeStatements(ctx context.Context, tx *sqlx.Tx, w write, creat
 }
 
 // soldOf names which of the seats are sold, for a write the UNIQUE constraint stopped with all of them in
-// one statement: the sale it ran into has committed, so a read now sees it.
-func (s *Store) soldOf(ctx context.Context, screening string, seats []string) error {
+// one statement: the sale it ran into has committed, so a read now sees it. If the read fails or finds none
+// (sold and gone again since), the constraint's word stands for them all.
+func (s *Store) soldOf(ctx context.Context, screening string, seats []string) *TakenError {
 	q, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?) ORDER BY seat_id`, screening, seats)
-	if err != nil {
-		return fmt.Errorf("booking: reserve: %w", err)
-	}
 	var sold []string
-	if err := s.db.SelectContext(ctx, &sold, s.db.Rebind(q), args...); err != nil {
-		return fmt.Errorf("booking: reserve: which seats are sold: %w", err)
+	if err == nil {
+		err = s.db.SelectContext(ctx, &sold, s.db.Rebind(q), args...)
 	}
-	if len(sold) == 0 {
-		sold = seats // sold a moment ago, and gone again since: the constraint's word stands for them all
+	if err != nil || len(sold) == 0 {
+		return &TakenError{Seats: seats}
 	}
 	return &TakenError{Seats: sold}
 }
