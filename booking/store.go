@@ -367,7 +367,7 @@ rs AS (
 	INSERT INTO reservation_seats (reservation_id, screening_id, seat_id, fence)
 	SELECT r.id, $1::text, seat, f.fence FROM r, f, unnest($2::text[]) AS seat)
 SELECT (SELECT COUNT(*) FROM fenced) AS fenced, (SELECT n FROM sold) AS sold,
-	ARRAY(SELECT seat_id FROM taken ORDER BY seat_id) AS taken, (SELECT id FROM r) AS id`
+	ARRAY(SELECT seat_id FROM taken) AS taken, (SELECT id FROM r) AS id`
 
 // writeOnce writes the reservation's rows in tx with writeOnceSQL and returns its id.
 func (s *Store) writeOnce(ctx context.Context, tx *sqlx.Tx, w write, createdAt time.Time) (int64, error) {
@@ -391,6 +391,7 @@ func (s *Store) writeOnce(ctx context.Context, tx *sqlx.Tx, w write, createdAt t
 	case out.Sold >= w.total:
 		return 0, fmt.Errorf("booking: reserve in %s: %w", w.screening, ErrSoldOut)
 	case len(out.Taken) > 0:
+		sort.Strings(out.Taken) // in Go's order, as the seats were sorted, not in the database's collation
 		return 0, &TakenError{Seats: out.Taken}
 	case !out.ID.Valid:
 		return 0, errors.New("booking: reserve: the write inserted nothing, for no reason it returned")
@@ -459,7 +460,7 @@ func (s *Store) writeStatements(ctx context.Context, tx *sqlx.Tx, w write, creat
 // one statement: the sale it ran into has committed, so a read now sees it. If the read fails or finds none
 // (sold and gone again since), the constraint's word stands for them all.
 func (s *Store) soldOf(ctx context.Context, screening string, seats []string) *TakenError {
-	q, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?) ORDER BY seat_id`, screening, seats)
+	q, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, screening, seats)
 	var sold []string
 	if err == nil {
 		err = s.db.SelectContext(ctx, &sold, s.db.Rebind(q), args...)
@@ -467,6 +468,7 @@ func (s *Store) soldOf(ctx context.Context, screening string, seats []string) *T
 	if err != nil || len(sold) == 0 {
 		return &TakenError{Seats: seats}
 	}
+	sort.Strings(sold)
 	return &TakenError{Seats: sold}
 }
 
