@@ -884,6 +884,9 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
+	if f := h.followedOf(screening); f != nil {
+		f.pace.start(fresh.AdmittedAtMs)
+	}
 	if lost(line, fresh, known) {
 		fresh = h.rebuild(ctx, screening, fresh)
 		h.replace(ctx, screening, h.clients(screening))

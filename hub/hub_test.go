@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -95,6 +96,7 @@ type message struct {
 	Pass      string `json:"pass"`
 	ExpiresAt string `json:"expires_at"`
 	Code      string `json:"code"`
+	ETA       *int64 `json:"eta_seconds"`
 }
 
 // readTick reads until the message of the tick at tickAtMs (or an admission). A socket may first get a
@@ -426,6 +428,50 @@ func TestMissedEventIsRecoveredFromTheLine(t *testing.T) {
 		}
 		if m := clients[2].readTick(t, next.TickAt.UnixMilli()); m.Type != "position" || m.Rank != 1 || m.Total != 1 {
 			t.Fatalf("client 2 after the gap = %+v, want position 1 of 1", m)
+		}
+	})
+}
+
+// A hub that begins to follow a screening after its latest admission (it heard nothing of it) starts its
+// measure of the pace there, read with the line: the first tick it hears already carries a wait estimate,
+// the one it would carry had the hub heard that admission.
+func TestWaitEstimateFromTheFirstTickHeard(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		env.Demo(t, "s1", 2, 5)
+		env.Demo(t, "s2", 2, 5)
+		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
+		r := newRig(t, env, settings)
+		ctx := context.Background()
+		for range 2 {
+			if _, err := r.q.Register(ctx, "s2", queue.NewToken()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		base := time.Now().Add(time.Hour)
+		if first, err := r.sched.Tick(ctx, "s2", base); err != nil || len(first.Admitted) != 1 {
+			t.Fatalf("first admission in s2 = %+v, %v; want one admitted", first, err)
+		}
+		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := r.hub.Follow(fctx, "s2"); err != nil {
+			t.Fatalf("Follow(s2) = %v", err)
+		}
+		c := r.dial(t, "s2", "")
+		if m := c.read(t); m.Type != "queued" {
+			t.Fatalf("first message = %+v, want queued", m)
+		}
+		next, err := r.sched.Tick(ctx, "s2", base.Add(4*time.Second))
+		if err != nil || len(next.Admitted) != 1 {
+			t.Fatalf("second admission in s2 = %+v, %v; want one admitted", next, err)
+		}
+		// One admitted 4 s after the one before: the first in line waits 4 s.
+		m := c.readTick(t, next.TickAt.UnixMilli())
+		if m.Type != "position" || m.Rank != 1 || m.ETA == nil || *m.ETA != 4 {
+			eta := "none"
+			if m.ETA != nil {
+				eta = strconv.FormatInt(*m.ETA, 10)
+			}
+			t.Fatalf("first tick heard = %+v (eta_seconds %s), want position 1 with eta_seconds 4", m, eta)
 		}
 	})
 }

@@ -30,6 +30,16 @@ func (p *pace) add(atMs int64, n int) {
 	}
 }
 
+// start gives a pace that has seen no event its start line: the latest admission, read with the line
+// (queue.Line.AdmittedAtMs). An instance that began to follow the screening after that admission, or
+// missed it, then measures the rate from the first event it hears, as one that heard the admission does:
+// the start line's own admissions are not part of the rate either way.
+func (p *pace) start(atMs int64) {
+	if len(p.samples) == 0 && atMs > 0 {
+		p.samples = append(p.samples, paceSample{atMs: atMs})
+	}
+}
+
 // paceRate is a measured admission rate as the exact fraction admitted / spanMs, so a wait computed from
 // it is exact too (a float rate's quotient can land a hair above a whole second and round up one more).
 type paceRate struct {

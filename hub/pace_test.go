@@ -77,6 +77,28 @@ func TestPaceIgnoresAnEventOlderThanTheNewest(t *testing.T) {
 	}
 }
 
+// A pace that has heard no event starts at the latest admission read with the line: the first event it
+// hears then gives a rate, the one a pace that heard the admission gives. A pace that has events, or a line
+// with no admission yet, is left as it is.
+func TestPaceStartsAtTheLatestAdmissionReadWithTheLine(t *testing.T) {
+	p := &pace{}
+	p.start(10_000)
+	p.add(14_000, 2)
+	if got, want := p.perSecond(), paceOf([2]int64{10_000, 1}, [2]int64{14_000, 2}).perSecond(); got != want || got != 0.5 {
+		t.Errorf("perSecond() started at 10 s, then 2 at 14 s = %v, want %v (as if the admission at 10 s was heard) = 0.5", got, want)
+	}
+	p = paceOf([2]int64{12_000, 1})
+	p.start(10_000)
+	if len(p.samples) != 1 || p.samples[0].atMs != 12_000 {
+		t.Errorf("start on a pace that heard an event: samples %v, want only the event at 12 s", p.samples)
+	}
+	p = &pace{}
+	p.start(0)
+	if len(p.samples) != 0 {
+		t.Errorf("start(0) (no admission yet): samples %v, want none", p.samples)
+	}
+}
+
 func TestETASecondsRoundsTheWaitUp(t *testing.T) {
 	for _, c := range []struct {
 		rank, admitted, spanMs, want int64

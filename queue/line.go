@@ -32,6 +32,9 @@ type Line struct {
 	Left []int64
 	// Paused is whether admission was paused when the line was read (Queue.Line; events do not set it).
 	Paused bool
+	// AdmittedAtMs is when the latest admission happened, Unix ms, 0 if none has (Queue.Line; events do not
+	// set it).
+	AdmittedAtMs int64
 }
 
 // Apply moves the line to the event that follows it. It reports false, changing nothing, when ev is not the
@@ -75,13 +78,13 @@ func (l *Line) Rank(seq int64) (int64, bool) {
 // events, and again after it missed one.
 func (q *Queue) Line(ctx context.Context, screening string) (Line, error) {
 	k := q.keys(screening)
-	res, err := lineScript.Run(ctx, q.rdb, []string{k.waiting, k.head, k.left, k.epoch, k.seq, k.paused}).Int64Slice()
+	res, err := lineScript.Run(ctx, q.rdb, []string{k.waiting, k.head, k.left, k.epoch, k.seq, k.paused, k.admitAt}).Int64Slice()
 	if err != nil {
 		return Line{}, fmt.Errorf("queue: line of %s: %w", screening, err)
 	}
-	l := Line{Epoch: res[0], Head: res[1], LastSeq: res[2], Total: res[3], Paused: res[4] == 1}
-	if len(res) > 5 {
-		l.Left = res[5:]
+	l := Line{Epoch: res[0], Head: res[1], LastSeq: res[2], Total: res[3], Paused: res[4] == 1, AdmittedAtMs: res[5]}
+	if len(res) > 6 {
+		l.Left = res[6:]
 	}
 	return l, nil
 }

@@ -1,6 +1,7 @@
 -- line.lua: a snapshot of what an instance needs to compute every waiting socket's rank on its own (see
 -- admit.lua): the last event's number, the head, the last sequence number, the line's length, and every
--- sequence number that left above the head. Read when an instance starts following a screening or missed an
+-- sequence number that left above the head; and the time of the latest admission, where the instance's
+-- measure of the admission rate starts. Read when an instance starts following a screening or missed an
 -- event; not per tick.
 --
 -- KEYS[1] waiting  ZSET token -> sequence number
@@ -9,12 +10,13 @@
 -- KEYS[4] epoch    STRING the number of the last event
 -- KEYS[5] seq      STRING the last sequence number handed out
 -- KEYS[6] paused   STRING present while the operator has paused admission
+-- KEYS[7] admitat  STRING the `now` of the latest admission (Unix ms)
 --
--- Returns {epoch, head, lastSeq, total, paused (0|1), left...}
+-- Returns {epoch, head, lastSeq, total, paused (0|1), admitat (0: none yet), left...}
 local head = tonumber(redis.call('GET', KEYS[2]) or '0')
 local out = {
   tonumber(redis.call('GET', KEYS[4]) or '0'), head, tonumber(redis.call('GET', KEYS[5]) or '0'),
-  redis.call('ZCARD', KEYS[1]), redis.call('EXISTS', KEYS[6]),
+  redis.call('ZCARD', KEYS[1]), redis.call('EXISTS', KEYS[6]), tonumber(redis.call('GET', KEYS[7]) or '0'),
 }
 local left = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. head, '+inf')
 for i = 1, #left do
