@@ -13,6 +13,8 @@ type pace struct {
 type paceSample struct {
 	atMs     int64
 	admitted int
+	// read: the start line read with the line (start), not an event heard.
+	read bool
 }
 
 // add records an event at atMs that admitted n (0 for one that only moved the line).
@@ -20,7 +22,10 @@ func (p *pace) add(atMs int64, n int) {
 	if len(p.samples) > 0 && atMs < p.samples[len(p.samples)-1].atMs {
 		return // an event from another instance's clock that crossed a later one: keep time monotonic
 	}
-	p.samples = append(p.samples, paceSample{atMs, n})
+	if len(p.samples) == 1 && p.samples[0].read && atMs == p.samples[0].atMs {
+		return // the admission the start line was read at, heard after the read: it is the start line
+	}
+	p.samples = append(p.samples, paceSample{atMs: atMs, admitted: n})
 	cut := 0
 	for cut < len(p.samples)-1 && p.samples[cut].atMs < atMs-paceWindowMs {
 		cut++
@@ -36,7 +41,7 @@ func (p *pace) add(atMs int64, n int) {
 // the start line's own admissions are not part of the rate either way.
 func (p *pace) start(atMs int64) {
 	if len(p.samples) == 0 && atMs > 0 {
-		p.samples = append(p.samples, paceSample{atMs: atMs})
+		p.samples = append(p.samples, paceSample{atMs: atMs, read: true})
 	}
 }
 

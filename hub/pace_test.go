@@ -87,6 +87,15 @@ func TestPaceStartsAtTheLatestAdmissionReadWithTheLine(t *testing.T) {
 	if got, want := p.perSecond(), paceOf([2]int64{10_000, 1}, [2]int64{14_000, 2}).perSecond(); got != want || got != 0.5 {
 		t.Errorf("perSecond() started at 10 s, then 2 at 14 s = %v, want %v (as if the admission at 10 s was heard) = 0.5", got, want)
 	}
+	// The admission the line was read at, heard after the read (published between the subscription and the
+	// read), is the start line already: its admissions are not counted as well.
+	p = &pace{}
+	p.start(10_000)
+	p.add(10_000, 5)
+	p.add(14_000, 2)
+	if got := p.perSecond(); got != 0.5 {
+		t.Errorf("perSecond() started at 10 s, the admission at 10 s heard after, then 2 at 14 s = %v, want 0.5", got)
+	}
 	p = paceOf([2]int64{12_000, 1})
 	p.start(10_000)
 	if len(p.samples) != 1 || p.samples[0].atMs != 12_000 {
