@@ -387,9 +387,9 @@ func (s *Store) writeOnce(ctx context.Context, tx *sqlx.Tx, w write, createdAt t
 	}
 	switch {
 	case out.Fenced != len(w.seats):
-		return 0, fmt.Errorf("booking: reserve: a newer holder fenced the seats: %w", ErrLockLost)
+		return 0, errFencedOut
 	case out.Sold >= w.total:
-		return 0, fmt.Errorf("booking: reserve in %s: %w", w.screening, ErrSoldOut)
+		return 0, soldOut(w.screening)
 	case len(out.Taken) > 0:
 		sort.Strings(out.Taken) // in Go's order, as the seats were sorted, not in the database's collation
 		return 0, &TakenError{Seats: out.Taken}
@@ -397,6 +397,14 @@ func (s *Store) writeOnce(ctx context.Context, tx *sqlx.Tx, w write, createdAt t
 		return 0, errors.New("booking: reserve: the write inserted nothing, for no reason it returned")
 	}
 	return out.ID.Int64, nil
+}
+
+// errFencedOut and soldOut are the refusals both ways of writing find: a newer holder's fence on one of the
+// seats, and no seat left in the screening.
+var errFencedOut = fmt.Errorf("booking: reserve: a newer holder fenced the seats: %w", ErrLockLost)
+
+func soldOut(screening string) error {
+	return fmt.Errorf("booking: reserve in %s: %w", screening, ErrSoldOut)
 }
 
 // writeStatements writes the reservation's rows in tx a statement at a time (SQLite, which has no
@@ -415,7 +423,7 @@ func (s *Store) writeStatements(ctx context.Context, tx *sqlx.Tx, w write, creat
 		return 0, fmt.Errorf("booking: reserve: fence: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n != int64(len(w.seats)) {
-		return 0, fmt.Errorf("booking: reserve: a newer holder fenced the seats: %w", ErrLockLost)
+		return 0, errFencedOut
 	}
 	if w.afterFence != nil {
 		w.afterFence()
@@ -426,7 +434,7 @@ func (s *Store) writeStatements(ctx context.Context, tx *sqlx.Tx, w write, creat
 		return 0, fmt.Errorf("booking: reserve: %w", err)
 	}
 	if sold >= w.total {
-		return 0, fmt.Errorf("booking: reserve in %s: %w", w.screening, ErrSoldOut)
+		return 0, soldOut(w.screening)
 	}
 	q, args, err = sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, w.screening, w.seats)
 	if err != nil {
