@@ -767,17 +767,13 @@ func (h *Hub) follow(screening string, f *followed) {
 // line.
 func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 	f := h.followedOf(ev.Screening)
-	if ev.Kind == queue.EventTick || ev.Kind == queue.EventOpened || ev.Kind == queue.EventRebuilt {
+	if ev.Kind == queue.EventTick || ev.Kind == queue.EventOpened || ev.Kind == queue.EventRebuilt || ev.Kind == queue.EventSoldOut {
 		h.markSeen(ev.Screening, ev.Epoch) // before listing the sockets: see Missed
 	}
 	clients := h.clients(ev.Screening)
 	switch ev.Kind {
 	case queue.EventSoldOut:
-		msg := SoldOutMessage()
-		for _, c := range clients {
-			c.Send(msg)
-			c.Close(websocket.CloseNormalClosure, "sold out")
-		}
+		soldOut(clients)
 	case queue.EventPaused, queue.EventResumed:
 		h.setPause(f, ev.Screening, ev.Kind == queue.EventPaused, true)
 	case queue.EventOpened, queue.EventRebuilt:
@@ -815,6 +811,15 @@ func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 		}
 		// An event was missed (a dropped connection, a publish that failed): read the line whole.
 		h.resync(ctx, ev.Screening, line, admitted, ev.TickAtMs, true)
+	}
+}
+
+// soldOut tells the clients the screening sold out, and closes them.
+func soldOut(clients []*Client) {
+	msg := SoldOutMessage()
+	for _, c := range clients {
+		c.Send(msg)
+		c.Close(websocket.CloseNormalClosure, "sold out")
 	}
 }
 
@@ -884,6 +889,13 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
+	if fresh.Closed {
+		// Sold out while this instance did not hear it (the message lost, or the subscription down).
+		*line = fresh
+		h.setSeen(screening, line.Epoch)
+		soldOut(h.clients(screening))
+		return
+	}
 	if f := h.followedOf(screening); f != nil {
 		f.pace.start(fresh.AdmittedAtMs)
 	}

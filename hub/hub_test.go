@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/waitroom/waitroom/booking"
@@ -472,6 +473,59 @@ func TestWaitEstimateFromTheFirstTickHeard(t *testing.T) {
 				eta = strconv.FormatInt(*m.ETA, 10)
 			}
 			t.Fatalf("first tick heard = %+v (eta_seconds %s), want position 1 with eta_seconds 4", m, eta)
+		}
+	})
+}
+
+// dropPublish makes a Redis client's PUBLISH and SPUBLISH fail without reaching Redis: an instance whose
+// connection broke right after its script ran.
+type dropPublish struct{}
+
+func (dropPublish) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (dropPublish) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (dropPublish) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n == "publish" || n == "spublish" {
+			cmd.SetErr(errors.New("connection reset"))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// A sold-out message that never reached this instance (another closed the line, and its publish failed)
+// still ends the wait of the sockets here: the closing is numbered like the line's events, the hub finds
+// the number missing, reads the line, and finds it closed.
+func TestLostSoldOutIsRecoveredFromTheLine(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		env.Demo(t, "s1", 2, 5)
+		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
+		r := newRig(t, env, settings)
+		c := r.dial(t, "s1", "")
+		if m := c.read(t); m.Type != "queued" {
+			t.Fatalf("first message = %+v, want queued", m)
+		}
+		other := redis.NewClient(env.Redis.(*redis.Client).Options())
+		t.Cleanup(func() { other.Close() })
+		other.AddHook(dropPublish{})
+		if err := queue.New(other, env.Prefix).Close(context.Background(), "s1"); err == nil {
+			t.Fatal("Close with its publish dropped = nil, want the publish's error")
+		}
+		for {
+			m := c.read(t) // fails the test after 10 s without a message
+			if m.Type == "sold_out" {
+				break
+			}
+			if m.Type != "position" && m.Type != "unavailable" && m.Type != "available" {
+				t.Fatalf("message while the sold out is lost = %+v, want sold_out in the end", m)
+			}
+		}
+		_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var ce *websocket.CloseError
+		if _, _, err := c.conn.ReadMessage(); !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure {
+			t.Errorf("after sold_out: %v, want a normal close", err)
 		}
 	})
 }

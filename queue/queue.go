@@ -347,13 +347,15 @@ func (q *Queue) Leave(ctx context.Context, screening, token string) (bool, error
 }
 
 // Close marks the screening sold out: registration is refused from now on, the waiting line is dropped, and
-// every instance is told (an EventSoldOut) so it can tell its sockets at once.
+// every instance is told (an EventSoldOut, numbered like the line's other events, so an instance that
+// missed it finds out from the epoch and reads the line closed) so it can tell its sockets at once.
 func (q *Queue) Close(ctx context.Context, screening string) error {
 	k := q.keys(screening)
-	if err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns}).Err(); err != nil {
+	res, err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns, k.epoch}).Int64Slice()
+	if err != nil {
 		return fmt.Errorf("queue: close %s: %w", screening, err)
 	}
-	return q.publish(ctx, screening, Event{Kind: EventSoldOut, Screening: screening, TickAtMs: q.now().UnixMilli()})
+	return q.publish(ctx, screening, Event{Kind: EventSoldOut, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: res[1]})
 }
 
 // Closed reports whether the screening is sold out.

@@ -1,14 +1,23 @@
 -- close.lua: the screening is sold out. Closes registration and disperses the waiting line in one step, so
--- nobody can join a line that will never move.
+-- nobody can join a line that will never move. The closing is numbered like any event that moves the line
+-- (the first time: closing again repeats the number), so an instance that never hears its sold_out message
+-- finds the number missing and reads the line, closed (hub.recheckEpochs).
 --
 -- KEYS[1] waiting  ZSET token -> sequence number
 -- KEYS[2] closed   STRING present once the screening is sold out
 -- KEYS[3] pre      ZSET token -> random shuffle key, before the line opens
 -- KEYS[4] gone     ZSET token -> when its last socket closed
 -- KEYS[5] conns    HASH token -> open sockets
+-- KEYS[6] epoch    STRING the number of the last event
 --
--- Returns the number of tokens that were waiting (in line or in the pre-queue).
+-- Returns {the number of tokens that were waiting (in line or in the pre-queue), the closing's epoch}.
 local n = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[3])
+local epoch
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  epoch = redis.call('INCR', KEYS[6])
+else
+  epoch = tonumber(redis.call('GET', KEYS[6]) or '0')
+end
 redis.call('SET', KEYS[2], '1')
 redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
-return n
+return {n, epoch}
