@@ -53,7 +53,7 @@ for i in $(seq 0 $((SERVERS - 1))); do
   WAITROOM_DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" \
   WAITROOM_PASS_SECRET=bench-secret-0123456789abcdef0123456789 WAITROOM_LOG_LEVEL=warn \
   WAITROOM_ADMISSION_INTERVAL=$INTERVAL WAITROOM_ADMISSION_BATCH_SIZE=$BATCH WAITROOM_ADMISSION_MAX_ACTIVE=1000000 \
-  WAITROOM_ADMISSION_ACTIVE_TTL=30m WAITROOM_DEMO_ENABLED=true WAITROOM_BENCH_PPROF=$([ "${PPROF:-false}" = true ] || [ "${PPROF_BURST:-false}" = true ] && echo true || echo false) \
+  WAITROOM_ADMISSION_ACTIVE_TTL=30m WAITROOM_DEMO_ENABLED=true WAITROOM_BENCH_PPROF=$([ "${PPROF:-false}" = true ] || [ "${PPROF_BURST:-false}" = true ] || [ "${TRACE:-false}" = true ] && echo true || echo false) \
   WAITROOM_LIMITS_SOCKETS_PER_ADDRESS=0 WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND=0 \
     GODEBUG=${SERVER_GODEBUG:-} "$WORK/waitroom" -config "" >"$WORK/server$i.log" 2>&1 &
   fi
@@ -76,10 +76,14 @@ done
 
 # CPU seconds (user + system, in clock ticks) of a process, and of every swarm process.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }   # the whole machine: user, nice, system, irq, softirq
+# Every process's CPU (pid, command, ticks), to name what else ran in the window.
+allcpu() { for f in /proc/[0-9]*/stat; do awk '{sub(/^\(/, "", $2); sub(/\)$/, "", $2); print $1, $2, $14 + $15}' "$f" 2>/dev/null; done; }
 swarm_ticks() { local t=0; for p in $(pgrep -x swarm); do t=$((t + $(ticks "$p"))); done; echo "$t"; }
 redis_pid=$(redis-cli -p "$REDIS_PORT" info server | tr -d '\r' | awk -F: '/^process_id:/ {print $2}')
 cpu0_server=$(ticks "${pids[0]}"); cpu0_redis=$(ticks "$redis_pid"); hz=$(getconf CLK_TCK)
 
+# TRACE=true: a Go execution trace of the first server over 2 s of the held line (two ticks).
 # PPROF_BURST=true: a CPU profile of the first server over the registration burst (the first 5 s).
 if [ "${PPROF_BURST:-false}" = true ]; then
   curl -s "${urls[0]}/debug/pprof/profile?seconds=5" -o "$OUT/cpu-burst-$USERS-$SERVERS.pprof" &
@@ -100,6 +104,7 @@ sleep 3
 stats() { redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_/ {sum += $3} END {print sum}'; }
 epoch() { redis-cli -p "$REDIS_PORT" get "bench:{demo}:epoch"; }
 c0=$(stats); e0=$(epoch)
+allcpu >"$WORK/cpu0"; w0_busy=$(busy); w0_server=$(ticks "${pids[0]}"); w0_swarms=$(swarm_ticks); w0_redis=$(ticks "$redis_pid")
 if [ "${PPROF:-false}" = true ]; then
   curl -s "${urls[0]}/debug/pprof/profile?seconds=10" -o "$OUT/cpu-$USERS-$SERVERS.pprof" || true
   curl -s "${urls[0]}/debug/pprof/heap" -o "$OUT/heap-$USERS-$SERVERS.pprof" || true
@@ -108,10 +113,17 @@ if [ "${PPROF:-false}" = true ]; then
   sleep 1
   echo "after a forced GC: RSS $(rss "${pids[0]}") KiB" >>"$OUT/gc-$USERS-$SERVERS.txt"
   curl -s "${urls[0]}/metrics" | grep -E '^(go_goroutines|go_memstats_(heap_inuse|heap_alloc|stack_inuse)_bytes) ' >>"$OUT/gc-$USERS-$SERVERS.txt" || true
+elif [ "${TRACE:-false}" = true ]; then
+  sleep 4
+  curl -s "${urls[0]}/debug/pprof/trace?seconds=2" -o "$OUT/trace-$USERS-$SERVERS.out" || true
+  sleep 4
 else
   sleep 10
 fi
 c1=$(stats); e1=$(epoch)
+allcpu >"$WORK/cpu1"
+others=$(join -j1 <(sort "$WORK/cpu0") <(sort "$WORK/cpu1") | awk -v hz="$hz" '$5 - $3 > 0 && $2 !~ /^(waitroom|swarm|naive|redis-server)$/ {d[$2] += $5 - $3} END {for (c in d) printf "%s %d ms, ", c, d[c] * 1000 / hz}')
+window_cpu="machine $(( ($(busy) - w0_busy) * 1000 / hz )) ms, server $(( ($(ticks "${pids[0]}") - w0_server) * 1000 / hz )) ms, swarms $(( ($(swarm_ticks) - w0_swarms) * 1000 / hz )) ms, redis $(( ($(ticks "$redis_pid") - w0_redis) * 1000 / hz )) ms"
 full=()
 for i in $(seq 0 $((SERVERS - 1))); do
   full+=("$(rss "${pids[$i]}")")
@@ -140,6 +152,8 @@ for p in "${swarm_pids[@]}"; do wait "$p" || true; done
   for i in $(seq 0 $((SERVERS - 1))); do
     echo "server $i: RSS idle ${idle[$i]} KiB, with its sockets ${full[$i]} KiB, per socket $(( (${full[$i]} - ${idle[$i]}) * 1024 / per )) B (10 s after the registrations); at the end of the hold ${settled[$i]} KiB, per socket $(( (${settled[$i]} - ${idle[$i]}) * 1024 / per )) B"
   done
+  echo "CPU in the window over $((e1 - e0)) admission events: $window_cpu (first server; every swarm)"
+  echo "other processes' CPU in the window: ${others:-none}"
   echo "CPU until every socket was in line (from the swarms' start): $burst_cpu (first server; the swarms: all of them, whole lives)"
   bench/hub/ticks.py "$OUT"/swarm-"$USERS"-"$SERVERS"-*.json
 } | tee "$OUT/summary-$USERS-$SERVERS.txt"
