@@ -25,7 +25,7 @@ import (
 )
 
 const (
-	// writeWait bounds one write to a socket.
+	// writeWait bounds one flush of a socket's queued messages (the writers' watchdog, writer.go).
 	writeWait = 10 * time.Second
 	// pongWait is how long a socket may stay silent (no pong, no message) before it is dropped.
 	pongWait = 60 * time.Second
@@ -138,11 +138,10 @@ type Client struct {
 	seq atomic.Int64
 
 	mu         sync.Mutex
-	out        [][]byte  // messages queued for the socket, at most sendBuffer
-	spare      [][]byte  // out's previous backing array, reused
-	scheduled  bool      // in the writers' queue or being written (writer.go)
-	pendingPos int       // index in out of a queued position a newer one may replace; -1 when none
-	writeUntil time.Time // the write deadline set last; only the flushing writer touches it
+	out        [][]byte // messages queued for the socket, at most sendBuffer
+	spare      [][]byte // out's previous backing array, reused
+	scheduled  bool     // in the writers' queue or being written (writer.go)
+	pendingPos int      // index in out of a queued position a newer one may replace; -1 when none
 	pingDue    bool
 	closed     bool
 	closeCode  int

@@ -250,6 +250,36 @@ func TestSlowClientIsDisconnectedNotWaitedOn(t *testing.T) {
 	}
 }
 
+// TestStalledPeerDoesNotHoldAWriter: a peer that stops reading blocks the write to it once the kernel's
+// buffers are full; the writers' watchdog closes its connection after the flush timeout, so the writer is
+// freed and the hub can shut down, though the peer never reads nor closes.
+func TestStalledPeerDoesNotHoldAWriter(t *testing.T) {
+	env := testenv.New(t, testenv.Embedded)
+	q := queue.New(env.Redis, env.Prefix)
+	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	hub.SetFlushTimeout(h, 400*time.Millisecond)
+	_, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
+		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
+	})
+	// 15 MiB in fewer messages than the send buffer holds: more than loopback's socket buffers take, so the
+	// write blocks, and the socket is not dropped as too slow before it does.
+	big := []byte(`"` + strings.Repeat("x", 1<<20) + `"`)
+	for i := range 15 {
+		if !c.Send(big) {
+			t.Fatalf("Send %d refused before the buffer was full", i)
+		}
+	}
+	// The peer (the dialled conn) is left open and never read: only the watchdog can end the write.
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.Shutdown(sctx); err != nil {
+		t.Fatalf("Shutdown with a stalled peer = %v: its write still holds a writer", err)
+	}
+	if c.Send([]byte(`"after"`)) {
+		t.Error("Send after the stalled write was cut = true, want false")
+	}
+}
+
 func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
 	t.Helper()
 	mfs, err := reg.Gather()

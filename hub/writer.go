@@ -2,6 +2,7 @@ package hub
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -12,27 +13,107 @@ import (
 // the client, writes all it has, and moves on. A tick that pushes 19,000 positions so wakes at most
 // maxWriters goroutines instead of 19,000, and an idle socket holds no write goroutine and no write buffer
 // (the upgrader's buffers come from a pool). Writers start on demand and end when the queue is empty.
+//
+// A write to a peer that stopped reading blocks once the kernel's buffers are full. No socket has a write
+// deadline of its own (moving one is a timer update per socket per tick, and gorilla moves it on every
+// write): one watchdog, running while any writer does, closes the connection of a flush that has not
+// finished after the timeout, which ends the write with an error and frees the writer.
 type writers struct {
-	mu      sync.Mutex
-	queue   []*Client
-	running int
-	idle    sync.Cond // signalled when running drops to 0
+	mu       sync.Mutex
+	queue    []*Client
+	running  int
+	idle     sync.Cond // signalled when running or watchdogs drops to 0
+	used     [maxWriters]bool
+	slots    [maxWriters]writerSlot
+	quit     chan struct{} // closed when running drops to 0: the watchdog of that busy spell ends
+	watching bool          // a watchdog serves the current busy spell
+	// watchdogs counts the watchdog goroutines still running (one, or two for a moment between spells).
+	watchdogs int
+	// gen is the watchdog's clock: one step per quarter of the timeout.
+	gen atomic.Int64
+	// timeout bounds one flush: writeWait when zero (tests shorten it).
+	timeout time.Duration
+}
+
+// writerSlot is what one running writer is flushing, for the watchdog.
+type writerSlot struct {
+	since atomic.Int64 // gen when the flush began
+	c     atomic.Pointer[Client]
 }
 
 // maxWriters bounds the writer goroutines. A writer blocked on a stalled peer holds one of them for at most
-// writeWait; the rest keep the line moving.
+// the flush timeout; the rest keep the line moving.
 const maxWriters = 32
 
 func (w *writers) schedule(c *Client) {
 	w.mu.Lock()
 	w.queue = append(w.queue, c)
 	start := w.running < maxWriters
+	slot := -1
 	if start {
 		w.running++
+		slot = w.takeSlotLocked()
+		if !w.watching {
+			w.watching = true
+			w.watchdogs++
+			w.quit = make(chan struct{})
+			go w.watch(w.quit)
+		}
 	}
 	w.mu.Unlock()
 	if start {
-		go w.run()
+		go w.run(slot)
+	}
+}
+
+func (w *writers) takeSlotLocked() int {
+	for i, u := range w.used {
+		if !u {
+			w.used[i] = true
+			return i
+		}
+	}
+	panic("hub: more writers than slots") // running <= maxWriters
+}
+
+// watch is the watchdog of one busy spell: every quarter of the timeout it steps gen and closes the
+// connection of each flush that began more than four steps ago (so has run for longer than the timeout,
+// and at most a quarter more). It ends with the spell.
+func (w *writers) watch(quit <-chan struct{}) {
+	timeout := w.timeout
+	if timeout <= 0 {
+		timeout = writeWait
+	}
+	t := time.NewTicker(timeout / 4)
+	defer func() {
+		t.Stop()
+		w.mu.Lock()
+		w.watchdogs--
+		if w.watchdogs == 0 && w.running == 0 && w.idle.L != nil {
+			w.idle.Broadcast()
+		}
+		w.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-quit:
+			return
+		case <-t.C:
+		}
+		g := w.gen.Add(1)
+		for i := range w.slots {
+			s := &w.slots[i]
+			// c, then since, then c again: a flush that ended and another that began in between make the
+			// slot look younger, never older, so no flush is cut early.
+			c := s.c.Load()
+			if c == nil {
+				continue
+			}
+			since := s.since.Load()
+			if s.c.Load() == c && g-since > 4 {
+				_ = c.conn.Close() // the blocked write fails; flush marks the client broken
+			}
+		}
 	}
 }
 
@@ -40,14 +121,20 @@ func (w *writers) schedule(c *Client) {
 // lock per client would have the writers queue up on the lock instead of writing.
 const writerBatch = 16
 
-func (w *writers) run() {
+func (w *writers) run(slot int) {
+	s := &w.slots[slot]
 	var batch [writerBatch]*Client
 	for {
 		w.mu.Lock()
 		if len(w.queue) == 0 {
 			w.running--
-			if w.running == 0 && w.idle.L != nil {
-				w.idle.Broadcast()
+			w.used[slot] = false
+			if w.running == 0 {
+				close(w.quit)
+				w.watching = false
+				if w.watchdogs == 0 && w.idle.L != nil {
+					w.idle.Broadcast()
+				}
 			}
 			w.mu.Unlock()
 			return
@@ -60,20 +147,24 @@ func (w *writers) run() {
 		}
 		w.mu.Unlock()
 		for i := range n {
+			s.since.Store(w.gen.Load())
+			s.c.Store(batch[i])
 			batch[i].flush()
+			s.c.Store(nil)
 			batch[i] = nil
 		}
 	}
 }
 
-// wait returns once no writer runs (and so every queued message is written or its socket closed).
+// wait returns once no writer runs (and so every queued message is written or its socket closed), nor a
+// watchdog.
 func (w *writers) wait() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.idle.L == nil {
 		w.idle.L = &w.mu
 	}
-	for w.running > 0 {
+	for w.running > 0 || w.watchdogs > 0 {
 		w.idle.Wait()
 	}
 }
@@ -96,7 +187,6 @@ func (c *Client) flush() {
 		code, text, linger := c.closeCode, c.closeText, c.linger
 		c.mu.Unlock()
 
-		c.extendWrite()
 		for _, m := range msgs {
 			if err := c.conn.WriteMessage(websocket.TextMessage, m); err != nil {
 				c.broken()
@@ -122,16 +212,6 @@ func (c *Client) flush() {
 			c.spare = msgs
 		}
 		c.mu.Unlock()
-	}
-}
-
-// extendWrite bounds the coming writes by writeWait. Moving the deadline costs a timer update, once per
-// socket per tick: a deadline still at least 7/8 of writeWait away stands. Only the flushing writer calls it.
-func (c *Client) extendWrite() {
-	target := time.Now().Add(writeWait)
-	if c.writeUntil.Before(target.Add(-writeWait / 8)) {
-		c.writeUntil = target
-		_ = c.conn.SetWriteDeadline(target)
 	}
 }
 
