@@ -143,6 +143,8 @@ type Client struct {
 	scheduled  bool     // in the writers' queue or being written (writer.go)
 	pendingPos int      // index in out of a queued position a newer one may replace; -1 when none
 	pingDue    bool
+	pongDue    bool // a pong answering the peer's last ping is to be written, with pong as its payload
+	pong       []byte
 	closed     bool
 	closeCode  int
 	closeText  string
@@ -242,11 +244,27 @@ type readState struct {
 	bad     int
 }
 
+// prepareRead sets the socket's read limit and deadline, and has gorilla's reader queue its answers to a
+// ping and to a close instead of writing them: the writers are the connection's only writers (flush).
+//
 //go:noinline
 func (c *Client) prepareRead() {
 	c.conn.SetReadLimit(maxMessageSize)
 	_ = c.conn.SetReadDeadline(time.Now().Add(pongWait))
 	c.conn.SetPongHandler(func(string) error { return c.conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	c.conn.SetPingHandler(func(data string) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.closed {
+			c.pongDue, c.pong = true, []byte(data) // RFC 6455 §5.5.3: answering only the latest ping will do
+			c.scheduleLocked()
+		}
+		return nil
+	})
+	c.conn.SetCloseHandler(func(code int, _ string) error {
+		c.Close(code, "") // echo the peer's code, as gorilla's own handler would; the writer then closes
+		return nil
+	})
 }
 
 // handle acts on one client message (r, or the read error err) and tells whether to go on reading.

@@ -280,6 +280,93 @@ func TestStalledPeerDoesNotHoldAWriter(t *testing.T) {
 	}
 }
 
+// TestPeerPingIsAnswered: the writers are a socket's only writers, so the hub answers a peer's ping through
+// them, with a pong carrying the ping's payload.
+func TestPeerPingIsAnswered(t *testing.T) {
+	env := testenv.New(t, testenv.Embedded)
+	q := queue.New(env.Redis, env.Prefix)
+	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	conn, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
+		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
+	})
+	pongs := make(chan string, 1)
+	conn.SetPongHandler(func(data string) error { pongs <- data; return nil })
+	if err := conn.WriteControl(websocket.PingMessage, []byte("are you there"), time.Now().Add(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	c.Send([]byte(`"hello"`))
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, data, err := conn.ReadMessage(); err != nil || string(data) != `"hello"` {
+		t.Fatalf("read = %q, %v; want the queued message", data, err)
+	}
+	// The pong comes before the message or after it; reading on handles it if it is still to come.
+	go func() { _, _, _ = conn.ReadMessage() }()
+	select {
+	case p := <-pongs:
+		if p != "are you there" {
+			t.Errorf("pong payload = %q, want the ping's", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no pong for the peer's ping")
+	}
+	shutdown(t, h)
+}
+
+// shutdown stops h, failing the test if it does not stop within 15 s.
+func shutdown(t *testing.T, h *hub.Hub) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := h.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown = %v", err)
+	}
+}
+
+// TestPeerCloseIsEchoed: a peer's close frame is answered with one close frame of the same code, the last
+// frame on the connection, which then ends.
+func TestPeerCloseIsEchoed(t *testing.T) {
+	env := testenv.New(t, testenv.Embedded)
+	q := queue.New(env.Redis, env.Prefix)
+	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	conn, _ := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
+		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
+	})
+	if err := conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4000, "bye"), time.Now().Add(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// Everything the server sends from here to the end of the connection, frame by frame (server frames are
+	// not masked).
+	raw := conn.NetConn()
+	_ = raw.SetReadDeadline(time.Now().Add(10 * time.Second))
+	stream, err := io.ReadAll(raw)
+	if err != nil {
+		t.Fatalf("reading to the end of the connection: %v", err)
+	}
+	var closes []int
+	for len(stream) >= 2 {
+		op, n := stream[0]&0x0f, int(stream[1]&0x7f)
+		stream = stream[2:]
+		if n >= 126 || n > len(stream) {
+			t.Fatalf("unexpected frame length %d", n)
+		}
+		payload := stream[:n]
+		stream = stream[n:]
+		if op == websocket.CloseMessage {
+			code := 1005
+			if n >= 2 {
+				code = int(payload[0])<<8 | int(payload[1])
+			}
+			closes = append(closes, code)
+		} else if len(closes) > 0 {
+			t.Errorf("a frame (opcode %d) after the close frame", op)
+		}
+	}
+	if len(closes) != 1 || closes[0] != 4000 {
+		t.Errorf("close frames sent = %v, want one, echoing 4000", closes)
+	}
+	shutdown(t, h)
+}
+
 func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
 	t.Helper()
 	mfs, err := reg.Gather()
