@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -138,8 +139,8 @@ type Client struct {
 	seq atomic.Int64
 
 	mu         sync.Mutex
-	out        [][]byte // messages queued for the socket, at most sendBuffer
-	spare      [][]byte // out's previous backing array, reused
+	out        []outMsg // messages queued for the socket, at most sendBuffer
+	spare      []outMsg // out's previous backing array, reused
 	scheduled  bool     // in the writers' queue or being written (writer.go)
 	pendingPos int      // index in out of a queued position a newer one may replace; -1 when none
 	pingDue    bool
@@ -397,10 +398,50 @@ func (c *Client) sendTick(msg []byte) bool {
 	return c.sendLocked(msg)
 }
 
-// sendPosition queues a position, replacing one still unsent: a newer position supersedes an older one, so
-// a socket that falls behind during a burst is sent where it stands now rather than dropped for a backlog
-// of stale ranks (and does not come back to reconnect into the burst).
-func (c *Client) sendPosition(msg []byte) bool {
+// outMsg is one message queued for a socket: the bytes of the message, or, for a position, the tick's
+// ranks, from which the writer renders it (so a tick allocates nothing per socket).
+type outMsg struct {
+	data []byte
+	pos  *ranks
+}
+
+// ranks is what a tick tells every waiting socket, shared by all of them and never changed once made: the
+// line after the tick, the tick's time and the admission rate for the estimate.
+type ranks struct {
+	line     queue.Line // Head, LastSeq, Total and its own copy of Left
+	tickAtMs int64
+	rate     paceRate
+}
+
+func newRanks(line *queue.Line, tickAtMs int64, rate paceRate) *ranks {
+	return &ranks{
+		line:     queue.Line{Head: line.Head, LastSeq: line.LastSeq, Total: line.Total, Left: slices.Clone(line.Left)},
+		tickAtMs: tickAtMs, rate: rate,
+	}
+}
+
+// appendFrame appends the text frame of the position of the socket with sequence number seq; false (b
+// unchanged) when seq was not waiting at the tick.
+func (r *ranks) appendFrame(b []byte, seq int64) ([]byte, bool) {
+	rank, ok := r.line.Rank(seq)
+	if !ok {
+		return b, false
+	}
+	start := len(b)
+	b = append(b, 0x80|websocket.TextMessage, 0) // the length byte is set below: a position is short
+	b = appendPosition(b, rank, r.line.Total, r.tickAtMs, etaSeconds(rank+1, r.rate))
+	if n := len(b) - start - 2; n < 126 {
+		b[start+1] = byte(n)
+		return b, true
+	}
+	payload := slices.Clone(b[start+2:]) // never at today's sizes; kept correct for any
+	return appendFrame(b[:start], websocket.TextMessage, payload), true
+}
+
+// sendPosition queues the client's position after the tick r, replacing one still unsent: a newer position
+// supersedes an older one, so a socket that falls behind during a burst is sent where it stands now rather
+// than dropped for a backlog of stale ranks (and does not come back to reconnect into the burst).
+func (c *Client) sendPosition(r *ranks) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ticks++
@@ -408,11 +449,11 @@ func (c *Client) sendPosition(msg []byte) bool {
 		return false // an admitted socket hears no more of the line
 	}
 	if c.pendingPos >= 0 && c.pendingPos < len(c.out) {
-		c.out[c.pendingPos] = msg
+		c.out[c.pendingPos] = outMsg{pos: r}
 		return true
 	}
 	i := len(c.out)
-	if !c.sendLocked(msg) {
+	if !c.queueLocked(outMsg{pos: r}) {
 		return false
 	}
 	c.pendingPos = i
@@ -420,6 +461,10 @@ func (c *Client) sendPosition(msg []byte) bool {
 }
 
 func (c *Client) sendLocked(msg []byte) bool {
+	return c.queueLocked(outMsg{data: msg})
+}
+
+func (c *Client) queueLocked(m outMsg) bool {
 	if c.closed {
 		return false
 	}
@@ -428,8 +473,8 @@ func (c *Client) sendLocked(msg []byte) bool {
 		c.closeLocked(CloseTryAgainLater, "too slow: reconnect with your token")
 		return false
 	}
-	c.pendingPos = -1 // order matters from here on: a later position must not overwrite one before msg
-	c.out = append(c.out, msg)
+	c.pendingPos = -1 // order matters from here on: a later position must not overwrite one before m
+	c.out = append(c.out, m)
 	c.scheduleLocked()
 	return true
 }
@@ -1032,13 +1077,14 @@ func (h *Hub) pushRanks(f *followed, line *queue.Line, clients []*Client, tickAt
 	if f != nil && f.pause.Load() != pausePaused {
 		rate = f.pace.rate()
 	}
+	r := newRanks(line, tickAtMs, rate)
 	for _, c := range clients {
 		seq := c.seq.Load()
 		if seq == 0 {
 			continue
 		}
-		if rank, ok := line.Rank(seq); ok {
-			c.sendPosition(PositionMessage(rank, line.Total, tickAtMs, etaSeconds(rank+1, rate)))
+		if _, ok := line.Rank(seq); ok {
+			c.sendPosition(r) // the writer renders it
 		}
 	}
 }

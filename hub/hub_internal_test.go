@@ -1,31 +1,77 @@
 package hub
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/waitroom/waitroom/queue"
+)
 
 // TestNewerPositionReplacesAnUnsentOne: positions that pile up for a socket collapse to the newest, never
 // past a message queued after them, and never into a drop for a full buffer.
 func TestNewerPositionReplacesAnUnsentOne(t *testing.T) {
 	h := &Hub{}
 	c := &Client{hub: h, pendingPos: -1, scheduled: true} // scheduled: no writer is started for this test
-	for i := range 100 {
-		if !c.sendPosition(PositionMessage(int64(100-i), 200, int64(i), -1)) {
+	c.seq.Store(150)
+	tick := func(i int64) *ranks { // the line after tick i: i admitted, 150 has rank 149 - i
+		return newRanks(&queue.Line{Head: i, LastSeq: 1000, Total: 1000 - i}, 5000+i, paceRate{})
+	}
+	for i := range int64(100) {
+		if !c.sendPosition(tick(i)) {
 			t.Fatalf("position %d refused: a backlog of positions must not drop the socket", i)
 		}
 	}
-	if len(c.out) != 1 || string(c.out[0]) != string(PositionMessage(1, 200, 99, -1)) {
-		t.Fatalf("queued = %q, want only the newest position", c.out)
+	if got := queued(c); len(got) != 1 || got[0] != string(PositionMessage(149-99, 901, 5099, -1)) {
+		t.Fatalf("queued = %q, want only the newest position", got)
 	}
 	c.Send([]byte(`{"type":"admitted"}`))
-	c.sendPosition(PositionMessage(5, 200, 100, -1))
-	c.sendPosition(PositionMessage(4, 200, 101, -1))
-	want := []string{string(PositionMessage(1, 200, 99, -1)), `{"type":"admitted"}`, string(PositionMessage(4, 200, 101, -1))}
-	if len(c.out) != len(want) {
-		t.Fatalf("queued %d messages %q, want %q", len(c.out), c.out, want)
+	c.sendPosition(tick(100))
+	c.sendPosition(tick(101))
+	want := []string{string(PositionMessage(50, 901, 5099, -1)), `{"type":"admitted"}`, string(PositionMessage(48, 899, 5101, -1))}
+	got := queued(c)
+	if len(got) != len(want) {
+		t.Fatalf("queued %d messages %q, want %q", len(got), got, want)
 	}
 	for i := range want {
-		if string(c.out[i]) != want[i] {
-			t.Errorf("message %d = %s, want %s", i, c.out[i], want[i])
+		if got[i] != want[i] {
+			t.Errorf("message %d = %s, want %s", i, got[i], want[i])
 		}
+	}
+}
+
+// queued renders what is queued for c as the writer would, one payload per frame.
+func queued(c *Client) []string {
+	var out []string
+	for _, m := range c.out {
+		if m.pos == nil {
+			out = append(out, string(m.data))
+			continue
+		}
+		b, ok := m.pos.appendFrame(nil, c.seq.Load())
+		if !ok {
+			out = append(out, "(not waiting)")
+			continue
+		}
+		if int(b[1]) != len(b)-2 || b[0] != 0x81 {
+			out = append(out, "(bad frame header)")
+			continue
+		}
+		out = append(out, string(b[2:]))
+	}
+	return out
+}
+
+// TestPositionFrameOfAnyLength: a position too long for a one-byte length (never at real sizes) still gets a
+// correct frame.
+func TestPositionFrameOfAnyLength(t *testing.T) {
+	const big = 1 << 62
+	r := newRanks(&queue.Line{Head: 0, LastSeq: big + 10, Total: big}, big, paceRate{admitted: 1, spanMs: 1})
+	b, ok := r.appendFrame([]byte("x"), big+1)
+	want := PositionMessage(big, big, big, etaSeconds(big+1, r.rate))
+	if len(want) < 126 {
+		t.Fatalf("test position is %d bytes; want one of 126 or more", len(want))
+	}
+	if !ok || string(b) != "x"+string(appendFrame(nil, 1, want)) {
+		t.Errorf("frame = %q, %v; want %q", b, ok, appendFrame(nil, 1, want))
 	}
 }
 
@@ -42,5 +88,31 @@ func TestPositionMessageIsTheJSONOfPosition(t *testing.T) {
 		if got != want {
 			t.Errorf("PositionMessage(%d, %d, %d, %d) = %s, want %s", c[0], c[1], c[2], c[3], got, want)
 		}
+	}
+}
+
+// TestWritersQueueThatNeverEmptiesStaysSmall: the writers' queue keeps its array between bursts; a queue
+// that is taken from and added to without ever emptying must not grow with everything that passed through.
+func TestWritersQueueThatNeverEmptiesStaysSmall(t *testing.T) {
+	w := &writers{running: maxWriters} // all writers "running": schedule only queues
+	var batch [writerBatch]*Client
+	for range 20 {
+		w.schedule(&Client{})
+	}
+	for range 10_000 {
+		for range writerBatch {
+			w.schedule(&Client{})
+		}
+		w.mu.Lock()
+		if n := w.takeLocked(&batch); n != writerBatch {
+			t.Fatalf("took %d clients, want %d", n, writerBatch)
+		}
+		w.mu.Unlock()
+	}
+	if waiting := len(w.queue) - w.head; waiting != 20 {
+		t.Fatalf("%d clients waiting, want 20", waiting)
+	}
+	if c := cap(w.queue); c > 128 {
+		t.Errorf("queue array holds %d after 160,000 clients passed with at most 36 waiting; want a small one", c)
 	}
 }

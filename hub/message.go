@@ -124,7 +124,11 @@ func PausedMessage(paused bool) []byte {
 // per waiting socket, and this is the same bytes (TestPositionMessageIsTheJSONOfPosition) for a fraction
 // of the cost.
 func PositionMessage(zeroBasedRank, total, tickAtMs, etaSeconds int64) []byte {
-	b := make([]byte, 0, 100)
+	return appendPosition(make([]byte, 0, 100), zeroBasedRank, total, tickAtMs, etaSeconds)
+}
+
+// appendPosition appends PositionMessage's bytes to b.
+func appendPosition(b []byte, zeroBasedRank, total, tickAtMs, etaSeconds int64) []byte {
 	b = append(b, `{"type":"position","rank":`...)
 	b = strconv.AppendInt(b, zeroBasedRank+1, 10)
 	b = append(b, `,"total":`...)

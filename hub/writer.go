@@ -20,8 +20,11 @@ import (
 // write): one watchdog, running while any writer does, closes the connection of a flush that has not
 // finished after the timeout, which ends the write with an error and frees the writer.
 type writers struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// queue[head:] are the clients waiting for a writer; the array is kept from tick to tick (up to
+	// keptQueue), so a tick's hand-off makes no garbage.
 	queue    []*Client
+	head     int
 	running  int
 	idle     sync.Cond // signalled when running or watchdogs drops to 0
 	used     [maxWriters]bool
@@ -48,6 +51,13 @@ const maxWriters = 32
 
 func (w *writers) schedule(c *Client) {
 	w.mu.Lock()
+	if w.head > 0 && len(w.queue) == cap(w.queue) {
+		// Full, with taken clients in front: move the waiting ones down rather than grow past them (a queue
+		// that never empties would otherwise grow for ever).
+		n := copy(w.queue, w.queue[w.head:])
+		clear(w.queue[n:])
+		w.queue, w.head = w.queue[:n], 0
+	}
 	w.queue = append(w.queue, c)
 	start := w.running < maxWriters
 	slot := -1
@@ -118,6 +128,9 @@ func (w *writers) watch(quit <-chan struct{}) {
 	}
 }
 
+// keptQueue is the largest queue array the writers keep between bursts (512 KiB of pointers).
+const keptQueue = 1 << 16
+
 // writerBatch is how many clients a writer takes from the queue at once: a tick queues thousands, and one
 // lock per client would have the writers queue up on the lock instead of writing.
 const writerBatch = 16
@@ -128,7 +141,7 @@ func (w *writers) run(slot int) {
 	var buf []byte // the frames of one flush, reused from flush to flush
 	for {
 		w.mu.Lock()
-		if len(w.queue) == 0 {
+		if w.head == len(w.queue) {
 			w.running--
 			w.used[slot] = false
 			if w.running == 0 {
@@ -141,12 +154,7 @@ func (w *writers) run(slot int) {
 			w.mu.Unlock()
 			return
 		}
-		n := copy(batch[:], w.queue)
-		clear(w.queue[:n])
-		w.queue = w.queue[n:]
-		if len(w.queue) == 0 {
-			w.queue = nil // let the backing array go after a burst
-		}
+		n := w.takeLocked(&batch)
 		w.mu.Unlock()
 		for i := range n {
 			s.since.Store(w.gen.Load())
@@ -156,6 +164,20 @@ func (w *writers) run(slot int) {
 			batch[i] = nil
 		}
 	}
+}
+
+// takeLocked moves up to writerBatch clients from the front of the queue to batch and returns how many.
+func (w *writers) takeLocked(batch *[writerBatch]*Client) int {
+	n := copy(batch[:], w.queue[w.head:])
+	clear(w.queue[w.head : w.head+n])
+	w.head += n
+	if w.head == len(w.queue) {
+		w.queue, w.head = w.queue[:0], 0
+		if cap(w.queue) > keptQueue {
+			w.queue = nil // an exceptional burst: let its array go
+		}
+	}
+	return n
 }
 
 // wait returns once no writer runs (and so every queued message is written or its socket closed), nor a
@@ -196,8 +218,13 @@ func (c *Client) flush(buf *[]byte) {
 		c.mu.Unlock()
 
 		b := (*buf)[:0]
+		seq := c.seq.Load()
 		for _, m := range msgs {
-			b = appendFrame(b, websocket.TextMessage, m)
+			if m.pos != nil {
+				b, _ = m.pos.appendFrame(b, seq) // not waiting at that tick any more: nothing to say
+			} else {
+				b = appendFrame(b, websocket.TextMessage, m.data)
+			}
 		}
 		if pongDue {
 			b = appendFrame(b, websocket.PongMessage, pong)
@@ -208,7 +235,10 @@ func (c *Client) flush(buf *[]byte) {
 		if closing {
 			b = appendFrame(b, websocket.CloseMessage, websocket.FormatCloseMessage(code, text))
 		}
-		_, err := c.conn.NetConn().Write(b)
+		var err error
+		if len(b) > 0 {
+			_, err = c.conn.NetConn().Write(b)
+		}
 		if cap(b) <= keptFrameBuffer {
 			*buf = b
 		} else {
