@@ -399,10 +399,13 @@ func (c *Client) sendTick(msg []byte) bool {
 }
 
 // outMsg is one message queued for a socket: the bytes of the message, or, for a position, the tick's
-// ranks, from which the writer renders it (so a tick allocates nothing per socket).
+// ranks and the socket's sequence number then, from which the writer renders it (so a tick allocates
+// nothing per socket). The number is kept with the message: a rebuild may renumber the socket before the
+// writer comes.
 type outMsg struct {
 	data []byte
 	pos  *ranks
+	seq  int64
 }
 
 // ranks is what a tick tells every waiting socket, shared by all of them and never changed once made: the
@@ -438,10 +441,11 @@ func (r *ranks) appendFrame(b []byte, seq int64) ([]byte, bool) {
 	return appendFrame(b[:start], websocket.TextMessage, payload), true
 }
 
-// sendPosition queues the client's position after the tick r, replacing one still unsent: a newer position
-// supersedes an older one, so a socket that falls behind during a burst is sent where it stands now rather
-// than dropped for a backlog of stale ranks (and does not come back to reconnect into the burst).
-func (c *Client) sendPosition(r *ranks) bool {
+// sendPosition queues the position of the client, numbered seq, after the tick r, replacing one still
+// unsent: a newer position supersedes an older one, so a socket that falls behind during a burst is sent
+// where it stands now rather than dropped for a backlog of stale ranks (and does not come back to reconnect
+// into the burst).
+func (c *Client) sendPosition(r *ranks, seq int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ticks++
@@ -449,11 +453,11 @@ func (c *Client) sendPosition(r *ranks) bool {
 		return false // an admitted socket hears no more of the line
 	}
 	if c.pendingPos >= 0 && c.pendingPos < len(c.out) {
-		c.out[c.pendingPos] = outMsg{pos: r}
+		c.out[c.pendingPos] = outMsg{pos: r, seq: seq}
 		return true
 	}
 	i := len(c.out)
-	if !c.queueLocked(outMsg{pos: r}) {
+	if !c.queueLocked(outMsg{pos: r, seq: seq}) {
 		return false
 	}
 	c.pendingPos = i
@@ -1084,7 +1088,7 @@ func (h *Hub) pushRanks(f *followed, line *queue.Line, clients []*Client, tickAt
 			continue
 		}
 		if _, ok := line.Rank(seq); ok {
-			c.sendPosition(r) // the writer renders it
+			c.sendPosition(r, seq) // the writer renders it
 		}
 	}
 }

@@ -1,7 +1,13 @@
 package hub
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/waitroom/waitroom/queue"
 )
@@ -11,12 +17,11 @@ import (
 func TestNewerPositionReplacesAnUnsentOne(t *testing.T) {
 	h := &Hub{}
 	c := &Client{hub: h, pendingPos: -1, scheduled: true} // scheduled: no writer is started for this test
-	c.seq.Store(150)
-	tick := func(i int64) *ranks { // the line after tick i: i admitted, 150 has rank 149 - i
+	tick := func(i int64) *ranks {                        // the line after tick i: i admitted, 150 has rank 149 - i
 		return newRanks(&queue.Line{Head: i, LastSeq: 1000, Total: 1000 - i}, 5000+i, paceRate{})
 	}
 	for i := range int64(100) {
-		if !c.sendPosition(tick(i)) {
+		if !c.sendPosition(tick(i), 150) {
 			t.Fatalf("position %d refused: a backlog of positions must not drop the socket", i)
 		}
 	}
@@ -24,8 +29,8 @@ func TestNewerPositionReplacesAnUnsentOne(t *testing.T) {
 		t.Fatalf("queued = %q, want only the newest position", got)
 	}
 	c.Send([]byte(`{"type":"admitted"}`))
-	c.sendPosition(tick(100))
-	c.sendPosition(tick(101))
+	c.sendPosition(tick(100), 150)
+	c.sendPosition(tick(101), 150)
 	want := []string{string(PositionMessage(50, 901, 5099, -1)), `{"type":"admitted"}`, string(PositionMessage(48, 899, 5101, -1))}
 	got := queued(c)
 	if len(got) != len(want) {
@@ -46,7 +51,7 @@ func queued(c *Client) []string {
 			out = append(out, string(m.data))
 			continue
 		}
-		b, ok := m.pos.appendFrame(nil, c.seq.Load())
+		b, ok := m.pos.appendFrame(nil, m.seq)
 		if !ok {
 			out = append(out, "(not waiting)")
 			continue
@@ -114,5 +119,38 @@ func TestWritersQueueThatNeverEmptiesStaysSmall(t *testing.T) {
 	}
 	if c := cap(w.queue); c > 128 {
 		t.Errorf("queue array holds %d after 160,000 clients passed with at most 36 waiting; want a small one", c)
+	}
+}
+
+// TestPositionIsRenderedWithTheNumberItWasQueuedWith: a rebuild may renumber a socket between the tick
+// that queued its position and the writer; the position is the one for the number the tick saw.
+func TestPositionIsRenderedWithTheNumberItWasQueuedWith(t *testing.T) {
+	conns := make(chan *websocket.Conn, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
+		if err != nil {
+			return
+		}
+		conns <- conn
+	}))
+	defer srv.Close()
+	peer, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	defer peer.Close()
+	c := &Client{hub: &Hub{}, conn: <-conns, pendingPos: -1, scheduled: true} // scheduled: flushed by hand
+	defer c.conn.Close()
+
+	c.seq.Store(150)
+	c.sendPosition(newRanks(&queue.Line{Head: 100, LastSeq: 1000, Total: 900}, 7000, paceRate{}), 150)
+	c.seq.Store(990) // a rebuild moved it to the end before the writer came
+	var buf []byte
+	c.flush(&buf)
+	_ = peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, got, err := peer.ReadMessage()
+	if want := PositionMessage(49, 900, 7000, -1); err != nil || string(got) != string(want) {
+		t.Errorf("position = %s, %v; want %s (rank 50 of seq 150 at that tick)", got, err, want)
 	}
 }

@@ -114,8 +114,9 @@ func (w *writers) watch(quit <-chan struct{}) {
 		g := w.gen.Add(1)
 		for i := range w.slots {
 			s := &w.slots[i]
-			// c, then since, then c again: a flush that ended and another that began in between make the
-			// slot look younger, never older, so no flush is cut early.
+			// c, then since, then c again: if the writer moved on in between, since is that of a later
+			// flush (younger), or of the flush of c seen first, which then did run that long: a connection
+			// is cut only after a flush to it ran past the timeout.
 			c := s.c.Load()
 			if c == nil {
 				continue
@@ -218,10 +219,9 @@ func (c *Client) flush(buf *[]byte) {
 		c.mu.Unlock()
 
 		b := (*buf)[:0]
-		seq := c.seq.Load()
 		for _, m := range msgs {
 			if m.pos != nil {
-				b, _ = m.pos.appendFrame(b, seq) // not waiting at that tick any more: nothing to say
+				b, _ = m.pos.appendFrame(b, m.seq) // checked waiting when queued; never false
 			} else {
 				b = appendFrame(b, websocket.TextMessage, m.data)
 			}
