@@ -254,9 +254,7 @@ func TestSlowClientIsDisconnectedNotWaitedOn(t *testing.T) {
 // buffers are full; the writers' watchdog closes its connection after the flush timeout, so the writer is
 // freed and the hub can shut down, though the peer never reads nor closes.
 func TestStalledPeerDoesNotHoldAWriter(t *testing.T) {
-	env := testenv.New(t, testenv.Embedded)
-	q := queue.New(env.Redis, env.Prefix)
-	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	h := quietHub(t)
 	hub.SetFlushTimeout(h, 400*time.Millisecond)
 	_, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
 		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
@@ -283,9 +281,7 @@ func TestStalledPeerDoesNotHoldAWriter(t *testing.T) {
 // TestPeerPingIsAnswered: the writers are a socket's only writers, so the hub answers a peer's ping through
 // them, with a pong carrying the ping's payload.
 func TestPeerPingIsAnswered(t *testing.T) {
-	env := testenv.New(t, testenv.Embedded)
-	q := queue.New(env.Redis, env.Prefix)
-	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	h := quietHub(t)
 	conn, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
 		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
 	})
@@ -312,6 +308,13 @@ func TestPeerPingIsAnswered(t *testing.T) {
 	shutdown(t, h)
 }
 
+// quietHub is a hub on its own embedded Redis, logging nothing.
+func quietHub(t testing.TB) *hub.Hub {
+	env := testenv.New(t, testenv.Embedded)
+	q := queue.New(env.Redis, env.Prefix)
+	return hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+}
+
 // shutdown stops h, failing the test if it does not stop within 15 s.
 func shutdown(t *testing.T, h *hub.Hub) {
 	t.Helper()
@@ -325,9 +328,7 @@ func shutdown(t *testing.T, h *hub.Hub) {
 // TestPeerCloseIsEchoed: a peer's close frame is answered with one close frame of the same code, the last
 // frame on the connection, which then ends.
 func TestPeerCloseIsEchoed(t *testing.T) {
-	env := testenv.New(t, testenv.Embedded)
-	q := queue.New(env.Redis, env.Prefix)
-	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	h := quietHub(t)
 	conn, _ := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
 		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
 	})

@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
-	"github.com/waitroom/waitroom/testenv"
 )
 
 // benchSockets is how many loopback sockets the push benchmarks hold.
@@ -59,9 +57,7 @@ func BenchmarkTick(b *testing.B) {
 // benchHub holds benchSockets sockets in screening s1 with sequence numbers 1…benchSockets, each read by a
 // goroutine that counts a message off got.
 func benchHub(b *testing.B) (*hub.Hub, []*hub.Client, *sync.WaitGroup) {
-	env := testenv.New(b, testenv.Embedded)
-	q := queue.New(env.Redis, env.Prefix)
-	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	h := quietHub(b)
 	var mu sync.Mutex
 	next := int64(0)
 	joined := make(chan *hub.Client, benchSockets)
