@@ -249,7 +249,8 @@ func rndRun(t *testing.T, servers []*testServer, u *rndUser, acked chan struct{}
 	ackOnce := sync.OnceFunc(func() { close(acked) })
 	defer ackOnce() // a user that failed before its place lets the next one go (and the check reports it)
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
-		srv := servers[(u.n+attempt)%len(servers)]
+		at := (u.n + attempt) % len(servers)
+		srv := servers[at]
 		wsURL := strings.Replace(srv.URL, "http://", "ws://", 1) + "/ws/screenings/rnd"
 		if u.token != "" {
 			wsURL += "?token=" + u.token
@@ -263,7 +264,7 @@ func rndRun(t *testing.T, servers []*testServer, u *rndUser, acked chan struct{}
 			continue
 		}
 		resp.Body.Close()
-		done := rndSocket(conn, srv, u, ackOnce, seatRng, deadline)
+		done := rndSocket(conn, servers, at, u, ackOnce, seatRng, deadline)
 		conn.Close()
 		if done {
 			return
@@ -273,8 +274,8 @@ func rndRun(t *testing.T, servers []*testServer, u *rndUser, acked chan struct{}
 	u.err = "deadline"
 }
 
-// rndSocket serves one connection; it reports whether the user is done.
-func rndSocket(conn *websocket.Conn, srv *testServer, u *rndUser, ack func(), rng *rand.Rand, deadline time.Time) bool {
+// rndSocket serves one connection, to servers[at]; it reports whether the user is done.
+func rndSocket(conn *websocket.Conn, servers []*testServer, at int, u *rndUser, ack func(), rng *rand.Rand, deadline time.Time) bool {
 	for time.Now().Before(deadline) {
 		_ = conn.SetReadDeadline(deadline)
 		var m msg
@@ -301,7 +302,7 @@ func rndSocket(conn *websocket.Conn, srv *testServer, u *rndUser, ack func(), rn
 			}
 			u.admissions = append(u.admissions, exp.UnixMilli())
 			time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond) // choosing a seat
-			switch outcome := rndReserve(srv, m.Pass, rng, exp); outcome {
+			switch outcome := rndReserve(servers, at, m.Pass, rng, exp); outcome {
 			case "ticket", "sold_out":
 				if outcome == "sold_out" {
 					u.soldOut = true
@@ -320,8 +321,11 @@ func rndSocket(conn *websocket.Conn, srv *testServer, u *rndUser, ack func(), rn
 	return false
 }
 
-// rndReserve tries seats until one is booked, the screening sold out, or the admission is over.
-func rndReserve(srv *testServer, pass string, rng *rand.Rand, expires time.Time) string {
+// rndReserve tries seats until one is booked, the screening sold out, or the admission is over, first on
+// servers[at]. A request that gets no answer is retried on the next server, as a client behind a load
+// balancer would be: the instance may have died after its commit, and only another one can replay it.
+func rndReserve(servers []*testServer, at int, pass string, rng *rand.Rand, expires time.Time) string {
+	srv := servers[at]
 	seatIDs := make([]string, 0, rndSeats)
 	for r := 0; r < 4; r++ {
 		for n := 1; n <= rndSeats/4; n++ {
@@ -338,6 +342,8 @@ func rndReserve(srv *testServer, pass string, rng *rand.Rand, expires time.Time)
 		req.Header.Set("Idempotency-Key", key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
+			at = (at + 1) % len(servers)
+			srv = servers[at]
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
