@@ -682,7 +682,14 @@ func (h *Hub) seen(screening string) *atomic.Int64 {
 // c may lack its news: the caller then reads c's standing again. Dispatch records an event's epoch before
 // it lists the screening's sockets, and Join adds a socket under the same lock that listing takes, so an
 // event not reported here is dispatched to c.
+//
+// A client that was sent a tick's news (a position or a pass) since it joined lacks nothing: events are
+// dispatched in order, and that news is where the latest one left it. Reading again would only send the
+// same rank once more, after the tick's position, with the read's time for tick_at.
 func (h *Hub) Missed(c *Client, epoch int64) bool {
+	if c.Mark() > 0 {
+		return false
+	}
 	seen := h.seen(c.screening)
 	return seen == nil || seen.Load() > epoch
 }

@@ -308,6 +308,36 @@ func TestPeerPingIsAnswered(t *testing.T) {
 	shutdown(t, h)
 }
 
+// TestMissedIsFalseOnceATickReachedTheSocket: a socket that was sent a tick's position after it joined has
+// missed nothing, however old the epoch of its registration; one that joined after the tick may have.
+func TestMissedIsFalseOnceATickReachedTheSocket(t *testing.T) {
+	h := quietHub(t)
+	ctx := context.Background()
+	if err := h.Follow(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	conn, before := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
+		return h.Join(conn, "s1", queue.NewToken(), 2, false, nil)
+	})
+	line := &queue.Line{Epoch: 1, Head: 0, LastSeq: 2, Total: 2}
+	h.Dispatch(ctx, line, queue.Event{Kind: queue.EventTick, Screening: "s1", Epoch: 2, Head: 1, LastSeq: 2, Total: 1, TickAtMs: 1})
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var m struct{ Type string }
+	if err := conn.ReadJSON(&m); err != nil || m.Type != "position" {
+		t.Fatalf("first message = %+v, %v; want the tick's position", m, err)
+	}
+	if h.Missed(before, 1) {
+		t.Error("Missed = true for a socket the tick after its registration reached")
+	}
+	_, after := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
+		return h.Join(conn, "s1", queue.NewToken(), 2, false, nil)
+	})
+	if !h.Missed(after, 1) {
+		t.Error("Missed = false for a socket that joined after a tick newer than its registration")
+	}
+	shutdown(t, h)
+}
+
 // quietHub is a hub on its own embedded Redis, logging nothing.
 func quietHub(t testing.TB) *hub.Hub {
 	env := testenv.New(t, testenv.Embedded)
