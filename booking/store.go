@@ -436,16 +436,11 @@ func (s *Store) writeStatements(ctx context.Context, tx *sqlx.Tx, w write, creat
 	if sold >= w.total {
 		return 0, soldOut(w.screening)
 	}
-	q, args, err = sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, w.screening, w.seats)
+	taken, err := soldAmong(ctx, tx, w.screening, w.seats)
 	if err != nil {
 		return 0, fmt.Errorf("booking: reserve: %w", err)
 	}
-	var taken []string
-	if err := tx.SelectContext(ctx, &taken, tx.Rebind(q), args...); err != nil {
-		return 0, fmt.Errorf("booking: reserve: %w", err)
-	}
 	if len(taken) > 0 {
-		sort.Strings(taken)
 		return 0, &TakenError{Seats: taken}
 	}
 
@@ -468,16 +463,29 @@ func (s *Store) writeStatements(ctx context.Context, tx *sqlx.Tx, w write, creat
 // one statement: the sale it ran into has committed, so a read now sees it. If the read fails or finds none
 // (sold and gone again since), the constraint's word stands for them all.
 func (s *Store) soldOf(ctx context.Context, screening string, seats []string) *TakenError {
-	q, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, screening, seats)
-	var sold []string
-	if err == nil {
-		err = s.db.SelectContext(ctx, &sold, s.db.Rebind(q), args...)
-	}
+	sold, err := soldAmong(ctx, s.db, screening, seats)
 	if err != nil || len(sold) == 0 {
 		return &TakenError{Seats: seats}
 	}
-	sort.Strings(sold)
 	return &TakenError{Seats: sold}
+}
+
+// soldAmong returns which of the seats are sold, sorted in Go's order (as the seats were), inside a
+// transaction or not.
+func soldAmong(ctx context.Context, q interface {
+	sqlx.QueryerContext
+	Rebind(string) string
+}, screening string, seats []string) ([]string, error) {
+	query, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, screening, seats)
+	if err != nil {
+		return nil, err
+	}
+	var sold []string
+	if err := sqlx.SelectContext(ctx, q, &sold, q.Rebind(query), args...); err != nil {
+		return nil, err
+	}
+	sort.Strings(sold)
+	return sold, nil
 }
 
 // countSold counts the sold seats of a screening, inside a transaction or not.

@@ -399,13 +399,13 @@ func (c *Client) sendTick(msg []byte) bool {
 }
 
 // outMsg is one message queued for a socket: the bytes of the message, or, for a position, the tick's
-// ranks and the socket's sequence number then, from which the writer renders it (so a tick allocates
-// nothing per socket). The number is kept with the message: a rebuild may renumber the socket before the
-// writer comes.
+// ranks and the socket's rank in them, from which the writer renders it (so a tick allocates nothing per
+// socket). The rank is taken when the position is queued, from the socket's number then: a rebuild may
+// renumber the socket before the writer comes.
 type outMsg struct {
 	data []byte
 	pos  *ranks
-	seq  int64
+	rank int64
 }
 
 // ranks is what a tick tells every waiting socket, shared by all of them and never changed once made: the
@@ -423,29 +423,24 @@ func newRanks(line *queue.Line, tickAtMs int64, rate paceRate) *ranks {
 	}
 }
 
-// appendFrame appends the text frame of the position of the socket with sequence number seq; false (b
-// unchanged) when seq was not waiting at the tick.
-func (r *ranks) appendFrame(b []byte, seq int64) ([]byte, bool) {
-	rank, ok := r.line.Rank(seq)
-	if !ok {
-		return b, false
-	}
+// appendFrame appends the text frame of the position of the socket of zero-based rank.
+func (r *ranks) appendFrame(b []byte, rank int64) []byte {
 	start := len(b)
 	b = append(b, 0x80|websocket.TextMessage, 0) // the length byte is set below: a position is short
 	b = appendPosition(b, rank, r.line.Total, r.tickAtMs, etaSeconds(rank+1, r.rate))
 	if n := len(b) - start - 2; n < 126 {
 		b[start+1] = byte(n)
-		return b, true
+		return b
 	}
 	payload := slices.Clone(b[start+2:]) // never at today's sizes; kept correct for any
-	return appendFrame(b[:start], websocket.TextMessage, payload), true
+	return appendFrame(b[:start], websocket.TextMessage, payload)
 }
 
-// sendPosition queues the position of the client, numbered seq, after the tick r, replacing one still
+// sendPosition queues the position of the client, of zero-based rank, after the tick r, replacing one still
 // unsent: a newer position supersedes an older one, so a socket that falls behind during a burst is sent
 // where it stands now rather than dropped for a backlog of stale ranks (and does not come back to reconnect
 // into the burst).
-func (c *Client) sendPosition(r *ranks, seq int64) bool {
+func (c *Client) sendPosition(r *ranks, rank int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ticks++
@@ -453,11 +448,11 @@ func (c *Client) sendPosition(r *ranks, seq int64) bool {
 		return false // an admitted socket hears no more of the line
 	}
 	if c.pendingPos >= 0 && c.pendingPos < len(c.out) {
-		c.out[c.pendingPos] = outMsg{pos: r, seq: seq}
+		c.out[c.pendingPos] = outMsg{pos: r, rank: rank}
 		return true
 	}
 	i := len(c.out)
-	if !c.queueLocked(outMsg{pos: r, seq: seq}) {
+	if !c.queueLocked(outMsg{pos: r, rank: rank}) {
 		return false
 	}
 	c.pendingPos = i
@@ -1094,8 +1089,8 @@ func (h *Hub) pushRanks(f *followed, line *queue.Line, clients []*Client, tickAt
 		if seq == 0 {
 			continue
 		}
-		if _, ok := line.Rank(seq); ok {
-			c.sendPosition(r, seq) // the writer renders it
+		if rank, ok := line.Rank(seq); ok {
+			c.sendPosition(r, rank) // the writer renders it
 		}
 	}
 }

@@ -221,7 +221,7 @@ func (c *Client) flush(buf *[]byte) {
 		b := (*buf)[:0]
 		for _, m := range msgs {
 			if m.pos != nil {
-				b, _ = m.pos.appendFrame(b, m.seq) // checked waiting when queued; never false
+				b = m.pos.appendFrame(b, m.rank)
 			} else {
 				b = appendFrame(b, websocket.TextMessage, m.data)
 			}
