@@ -11,6 +11,8 @@
 # NAIVE=true runs bench/hub/naive instead of waitroom: the same protocol served in memory by a goroutine-per-
 # socket writer (the gorilla chat example's way), the reference to measure on the same machine the same day.
 #
+# SWARM_ENV="K=V ..." sets variables for the swarms only (SWARM_ARGS adds flags), e.g. SWARM_ENV=GOMAXPROCS=1.
+#
 # Stops by itself: the swarm's hold ends after HOLD, then every process started here is stopped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -69,7 +71,7 @@ for i in $(seq 0 $((SERVERS - 1))); do idle+=("$(rss "${pids[$i]}")"); done
 per=$((USERS / SERVERS))
 swarm_pids=()
 for i in $(seq 0 $((SERVERS - 1))); do
-  "$WORK/swarm" -url "${urls[$i]}" -rate $(( ${RATE:-0} / SERVERS )) -mode hold -duration "$HOLD" -users "$per" -sources "$SOURCES" ${SWARM_ARGS:-} \
+  env ${SWARM_ENV:-} "$WORK/swarm" -url "${urls[$i]}" -rate $(( ${RATE:-0} / SERVERS )) -mode hold -duration "$HOLD" -users "$per" -sources "$SOURCES" ${SWARM_ARGS:-} \
     -json "$OUT/swarm-$USERS-$SERVERS-$i.json" >"$OUT/swarm-$USERS-$SERVERS-$i.txt" 2>"$WORK/swarm$i.err" &
   swarm_pids+=($!)
 done
