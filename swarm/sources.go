@@ -1,12 +1,11 @@
 package swarm
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
-
-	"github.com/gorilla/websocket"
 )
 
 const (
@@ -17,9 +16,9 @@ const (
 	maxUsersPerSource = 25000
 )
 
-// source is one address users dial from: its socket dialer and its HTTP client.
+// source is one address users dial from: its dial for sockets and its HTTP client.
 type source struct {
-	dialer *websocket.Dialer
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	client *http.Client
 }
 
@@ -96,7 +95,7 @@ func newSource(ip net.IP, users int) source {
 	transport.MaxIdleConns = max(min(users, maxIdleConns), 1)
 	transport.MaxIdleConnsPerHost = transport.MaxIdleConns
 	return source{
-		dialer: &websocket.Dialer{HandshakeTimeout: handshakeTimeout, NetDialContext: d.DialContext},
+		dial:   d.DialContext,
 		client: &http.Client{Transport: transport, Timeout: requestTimeout},
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -181,6 +182,8 @@ type swarm struct {
 	seatURL string
 	bookURL string
 	wsURL   string
+	// rx reads this process's plain sockets (nil: each socket has a reading goroutine).
+	rx *reactor
 }
 
 func newSwarm(cfg Config) *swarm {
@@ -260,6 +263,13 @@ func (s *swarm) runUsers(ctx context.Context, first int, start time.Time, count 
 		holdCtx, cancelHold := context.WithDeadline(context.WithoutCancel(ctx), start.Add(cfg.Duration))
 		defer cancelHold()
 		hold = holdCtx.Done()
+	}
+	if rx, err := newReactor(); err == nil {
+		s.rx = rx
+		defer rx.close() // after wg.Wait below: every user has released its socket
+	} else {
+		// Still a run: each socket reads with a goroutine of its own, at a higher cost per message.
+		fmt.Fprintf(os.Stderr, "swarm: no reactor (%v): a reading goroutine per socket\n", err)
 	}
 	results := make([]result, cfg.Users)
 	sem := make(chan struct{}, cfg.Concurrency)

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -207,13 +206,16 @@ func (v *visit) connection(ctx context.Context, p *place, r *result) (sock *sock
 	var w waiting
 	defer func() { w.end(r, time.Now(), false) }()
 	var refused *message // an error message; its close frame follows and says whether to try again
-	prev := ""           // the type of the previous message on this connection
+	// Positions are recorded where they are read; they join the result when the connection ends.
+	// (conn, not sock: a return sets the result sock to nil before this runs.)
+	conn := sock
+	defer func() { r.Positions = append(r.Positions, conn.takePositions()...) }()
 	for first := true; ; first = false {
 		wait := readWait
 		if refused != nil {
 			wait = writeWait
 		}
-		m, at, err := sock.read(wait)
+		m, at, err := sock.read(ctx, v.hold, wait)
 		if errors.Is(err, errHoldEnded) && ctx.Err() == nil {
 			v.endHold(sock, p, r, w.placed)
 			return nil, "", false, "", nil
@@ -250,8 +252,6 @@ func (v *visit) connection(ctx context.Context, p *place, r *result) (sock *sock
 				v.count.registered.Add(1)
 			}
 			w.start(at)
-		case "position":
-			r.Positions = append(r.Positions, position{TickAtMs: m.TickAtMs, Latency: at.Sub(time.UnixMilli(m.TickAtMs)), AfterQueued: prev == "queued"})
 		case "admitted":
 			if m.Pass == "" {
 				sock.close()
@@ -280,7 +280,6 @@ func (v *visit) connection(ctx context.Context, p *place, r *result) (sock *sock
 			refused = &m
 		}
 		// "paused", "resumed", "unavailable", "available", and any type a newer server adds: keep waiting.
-		prev = m.Type
 	}
 }
 
@@ -501,140 +500,13 @@ func (e *handshakeError) Error() string {
 	return fmt.Sprintf("websocket handshake refused: HTTP %d", e.status)
 }
 
-// socket is one user's connection. The user's goroutine is its only reader and writer; a watcher
-// goroutine closes it when the run's context ends, which unblocks a read in progress, and cuts a read
-// short when the hold ends, so that the user's goroutine can still close it cleanly.
-type socket struct {
-	conn    *websocket.Conn
-	stop    chan struct{} // closed to release the watcher
-	stopped chan struct{} // closed when the watcher has returned
-
-	mu sync.Mutex
-	// ended: the hold has ended; the read deadline is past and stays so (a ping must not extend it).
-	ended bool
-	// until is the read deadline set last.
-	until time.Time
-
-	buf bytes.Buffer // the last message read, reused: one allocation per socket, not per message
-}
-
 // open dials the screening's socket from the user's source, with the token when the user has one.
 func (v *visit) open(ctx context.Context, token string) (*socket, error) {
 	u := v.wsURL
 	if token != "" {
 		u += "?token=" + url.QueryEscape(token)
 	}
-	conn, resp, err := v.src.dialer.DialContext(ctx, u, nil)
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
-	if err != nil {
-		if errors.Is(err, websocket.ErrBadHandshake) && resp != nil {
-			return nil, &handshakeError{status: resp.StatusCode}
-		}
-		return nil, err
-	}
-	conn.SetReadLimit(maxMessageSize)
-	sock := &socket{conn: conn, stop: make(chan struct{}), stopped: make(chan struct{})}
-	conn.SetPingHandler(func(data string) error {
-		// A ping shows the server is there: extend the wait, and answer as the default handler would.
-		sock.extend(readWait)
-		err := conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeWait))
-		if err == nil || errors.Is(err, websocket.ErrCloseSent) || isTimeout(err) {
-			return nil
-		}
-		return err
-	})
-	go sock.watch(ctx, v.hold)
-	return sock, nil
-}
-
-// watch closes the connection when ctx ends, and ends the reads when the hold does, until stop.
-func (k *socket) watch(ctx context.Context, hold <-chan struct{}) {
-	defer close(k.stopped)
-	select {
-	case <-ctx.Done():
-		_ = k.conn.Close()
-		return
-	case <-k.stop:
-		return
-	case <-hold:
-		k.endHold()
-	}
-	select {
-	case <-ctx.Done():
-		_ = k.conn.Close()
-	case <-k.stop:
-	}
-}
-
-// extend sets the read deadline wait from now, unless the hold has ended; it reports whether it did.
-func (k *socket) extend(wait time.Duration) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.ended {
-		return false
-	}
-	// Moving the deadline on every message costs the swarm a timer update per message, and the swarm
-	// shares the cores with the server it measures: a deadline still at least 7/8 of wait away stands.
-	target := time.Now().Add(wait)
-	if k.until.Before(target.Add(-wait/8)) || k.until.After(target) {
-		k.until = target
-		_ = k.conn.SetReadDeadline(target)
-	}
-	return true
-}
-
-// endHold makes the read in progress, and every later one, return at once.
-func (k *socket) endHold() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.ended = true
-	k.until = time.Now()
-	_ = k.conn.SetReadDeadline(k.until)
-}
-
-func (k *socket) holdEnded() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.ended
-}
-
-// read returns the next message and when it arrived (taken before decoding it), waiting at most wait (each
-// ping extends it to readWait). It returns errHoldEnded once the hold has ended.
-func (k *socket) read(wait time.Duration) (message, time.Time, error) {
-	if !k.extend(wait) {
-		return message{}, time.Time{}, errHoldEnded
-	}
-	data, err := k.next()
-	at := time.Now()
-	if err != nil {
-		if isTimeout(err) && k.holdEnded() {
-			err = errHoldEnded
-		}
-		return message{}, at, err
-	}
-	if m, ok := decodePosition(data); ok {
-		return m, at, nil
-	}
-	var m message
-	if err := json.Unmarshal(data, &m); err != nil {
-		return message{}, at, fmt.Errorf("%w: decode %q: %v", errProtocol, truncate(data, 80), err)
-	}
-	return m, at, nil
-}
-
-// next reads the next data message into the socket's buffer; the bytes are valid until the next call.
-func (k *socket) next() ([]byte, error) {
-	_, r, err := k.conn.NextReader()
-	if err != nil {
-		return nil, err
-	}
-	k.buf.Reset()
-	if _, err := k.buf.ReadFrom(r); err != nil {
-		return nil, err
-	}
-	return k.buf.Bytes(), nil
+	return dialSocket(ctx, v.src.dial, v.rx, u)
 }
 
 var positionPrefix = []byte(`{"type":"position",`)
@@ -679,25 +551,6 @@ func digits(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// leave tells the server the user is done with its place or slot ({"type":"leave"}).
-func (k *socket) leave() {
-	_ = k.conn.SetWriteDeadline(time.Now().Add(writeWait))
-	_ = k.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"leave"}`))
-}
-
-// close ends the visit with a normal close, then releases the connection and its watcher.
-func (k *socket) close() {
-	_ = k.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "done"), time.Now().Add(writeWait))
-	k.drop()
-}
-
-// drop releases the connection and its watcher without a close frame (the connection already failed).
-func (k *socket) drop() {
-	close(k.stop)
-	<-k.stopped
-	_ = k.conn.Close()
 }
 
 func truncate(b []byte, n int) string {
