@@ -110,6 +110,55 @@ func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 	})
 }
 
+// A connect's catch-up position says it is one (catch_up), a tick's does not: a client counting ticks by
+// their tick_at (the swarm) must not take the catch-up's read time for a tick.
+func TestCatchUpPositionIsMarked(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 1, 5)
+		// One active slot: once b holds it, a tick admits nobody, and a waits on.
+		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
+		r := newRig(t, env, settings)
+		b := r.dial(t, "s1", "")
+		if m := b.read(t); m.Type != "queued" || m.Rank != 1 {
+			t.Fatalf("b's first message = %+v, want queued at rank 1", m)
+		}
+		// a registers behind b; before it joins the hub, a tick admits b, and a moves up unseen.
+		token, base := queue.NewToken(), time.Now()
+		var once atomic.Bool
+		testenv.OnReply(env.Redis, func(c redis.Cmder) {
+			if !strings.HasPrefix(c.Name(), "eval") || !slices.Contains(c.Args(), any(token)) || !once.CompareAndSwap(false, true) {
+				return
+			}
+			if res, err := r.sched.Tick(ctx, "s1", base); err != nil || len(res.Admitted) != 1 {
+				t.Errorf("Tick = %+v, %v; want b admitted", res, err)
+			}
+			if m, err := b.until(func(m message) bool { return m.Type == "admitted" }); err != nil {
+				t.Errorf("b after the tick: %+v, %v; want admitted", m, err)
+			}
+		})
+		a := r.dial(t, "s1", token)
+		if m := a.read(t); m.Type != "queued" || m.Rank != 2 {
+			t.Fatalf("a's first message = %+v, want queued at rank 2 (registered before the tick)", m)
+		}
+		if m := a.read(t); m.Type != "position" || m.Rank != 1 || !m.CatchUp || m.ETA != nil {
+			t.Fatalf("a's second message = %+v, want the catch-up: position at rank 1, catch_up, no estimate", m)
+		}
+		// A newcomer changes the line: the next tick (b still holds the slot) sends a a tick's position.
+		c := r.dial(t, "s1", "")
+		if m := c.read(t); m.Type != "queued" {
+			t.Fatalf("c's first message = %+v, want queued", m)
+		}
+		next, err := r.sched.Tick(ctx, "s1", base.Add(4*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := a.readTick(t, next.TickAt.UnixMilli()); m.Type != "position" || m.Rank != 1 || m.Total != 2 || m.CatchUp {
+			t.Errorf("a's message of the next tick = %+v, want a position at rank 1 of 2, no catch_up", m)
+		}
+	})
+}
+
 // until reads until a message that done accepts. Unlike read, it may run on any goroutine.
 func (c *wsClient) until(done func(message) bool) (message, error) {
 	for {

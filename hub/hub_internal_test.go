@@ -98,6 +98,14 @@ func TestPositionMessageIsTheJSONOfPosition(t *testing.T) {
 	}
 }
 
+func TestCatchUpMessageIsTheJSONOfAMarkedPosition(t *testing.T) {
+	got := string(CatchUpMessage(41, 19000, 1764480000123))
+	want := string(mustJSON(Position{Type: "position", Rank: 42, Total: 19000, TickAt: 1764480000123, CatchUp: true}))
+	if got != want {
+		t.Errorf("CatchUpMessage = %s, want %s", got, want)
+	}
+}
+
 // TestWritersQueueThatNeverEmptiesStaysSmall: the writers' queue keeps its array between bursts; a queue
 // that is taken from and added to without ever emptying must not grow with everything that passed through.
 func TestWritersQueueThatNeverEmptiesStaysSmall(t *testing.T) {

@@ -98,6 +98,7 @@ type message struct {
 	ExpiresAt string `json:"expires_at"`
 	Code      string `json:"code"`
 	ETA       *int64 `json:"eta_seconds"`
+	CatchUp   bool   `json:"catch_up"`
 }
 
 // readTick reads until the message of the tick at tickAtMs (or an admission). A socket may first get a

@@ -29,6 +29,9 @@ type Position struct {
 	TickAt int64  `json:"tick_at"`
 	// ETASeconds estimates the wait from the measured admission rate; absent while unknown or paused.
 	ETASeconds *int64 `json:"eta_seconds,omitempty"`
+	// CatchUp marks a connect's catch-up (docs/protocol.md 4.2): TickAt is when the rank was read, not a
+	// tick's time.
+	CatchUp bool `json:"catch_up,omitempty"`
 }
 
 // PreQueue is the first message for a token that arrived before the line opened.
@@ -125,6 +128,13 @@ func PausedMessage(paused bool) []byte {
 // of the cost.
 func PositionMessage(zeroBasedRank, total, tickAtMs, etaSeconds int64) []byte {
 	return appendPosition(make([]byte, 0, 100), zeroBasedRank, total, tickAtMs, etaSeconds)
+}
+
+// CatchUpMessage is the position a connect's catch-up sends: the rank read at atMs, marked, so that a client
+// counting ticks (the swarm) does not take it for one. It carries no estimate.
+func CatchUpMessage(zeroBasedRank, total, atMs int64) []byte {
+	b := appendPosition(make([]byte, 0, 100), zeroBasedRank, total, atMs, -1)
+	return append(b[:len(b)-1], `,"catch_up":true}`...)
 }
 
 // appendPosition appends PositionMessage's bytes to b.

@@ -570,9 +570,9 @@ func (s *Server) catchUp(ctx context.Context, cl *hub.Client, screening string, 
 				e = queue.Entry{Token: e.Token, State: queue.Waiting, ZeroBasedRank: -1}
 				continue
 			}
-			cl.SendUnlessTicked(mark, hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli(), -1))
+			cl.SendUnlessTicked(mark, hub.CatchUpMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli()))
 		case now.State == queue.Waiting && now.ZeroBasedRank != e.ZeroBasedRank:
-			cl.SendUnlessTicked(mark, hub.PositionMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli(), -1))
+			cl.SendUnlessTicked(mark, hub.CatchUpMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli()))
 		}
 		return
 	}

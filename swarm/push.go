@@ -15,8 +15,9 @@ type Push struct {
 	// Ticks counts the distinct ticks seen: tick_at values of position messages, less catch-ups.
 	Ticks int `json:"ticks"`
 	// CatchUps counts the position messages that were a connect's catch-up (docs/protocol.md 4.2: tick_at
-	// is the server's clock then, not a tick): a tick_at that every receiver got right after its queued
-	// message, and fewer than half the users then waiting got.
+	// is the server's clock then, not a tick): those the server marked catch_up, and, from a server that
+	// does not mark them, a tick_at that every receiver got right after its queued message, and fewer than
+	// half the users then waiting got.
 	CatchUps int `json:"catch_ups"`
 	// PerTick is every tick, in time order.
 	PerTick []TickLatency `json:"per_tick,omitempty"`
@@ -104,6 +105,9 @@ func collectPositions(results []result) (map[int64]*tickSeen, []time.Duration) {
 		w := 0 // the window the position arrived in: positions and windows are both in time order
 		for _, pos := range r.Positions {
 			all = append(all, pos.Latency)
+			if pos.CatchUp {
+				continue // the server says it is no tick's: it counts among CatchUps only
+			}
 			t := seen[pos.TickAtMs]
 			if t == nil {
 				t = &tickSeen{lastUser: -1}

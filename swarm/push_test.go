@@ -191,6 +191,24 @@ func TestCatchUpIsNotATickButAFirstTickAfterABurstIs(t *testing.T) {
 	}
 }
 
+// TestMarkedCatchUpIsNeverATick: after an unavailable/available pair a reconnect's catch-up does not come
+// right after queued; the server's mark still keeps it out of the ticks, however many users got it.
+func TestMarkedCatchUpIsNeverATick(t *testing.T) {
+	var results []result
+	for range 4 {
+		catchUp := pos(1500, 2)
+		catchUp.CatchUp = true
+		results = append(results, result{Positions: []position{first(pos(1000, 10)), catchUp, pos(2000, 10)}, Windows: []window{waited(500, 3000)}})
+	}
+	p := summarizePush(results)
+	if p.Ticks != 2 || p.CatchUps != 4 || p.PerTick[0].TickAtMs != at(1000).UnixMilli() || p.PerTick[1].TickAtMs != at(2000).UnixMilli() {
+		t.Errorf("Ticks %d, CatchUps %d, PerTick %+v; want ticks 1000 and 2000, and 4 catch-ups", p.Ticks, p.CatchUps, p.PerTick)
+	}
+	if p.MissedTicks != 0 || p.UsersWithEveryTick != 4 {
+		t.Errorf("MissedTicks %d, UsersWithEveryTick %d; want 0 and 4", p.MissedTicks, p.UsersWithEveryTick)
+	}
+}
+
 func TestRegistrationIsFromTheFirstDialToTheLastQueued(t *testing.T) {
 	results := []result{
 		{FirstDialAt: at(100), RegisteredAt: at(300)},

@@ -99,6 +99,9 @@ type position struct {
 	// AfterQueued says the message came right after queued on its connection: it may be the catch-up of
 	// the connect (docs/protocol.md 4.2), not a tick's push.
 	AfterQueued bool
+	// CatchUp: the server marked it as a connect's catch-up (catch_up): it is not a tick's, wherever it
+	// came. A server that does not mark them leaves the swarm to tell them by AfterQueued.
+	CatchUp bool
 }
 
 // window is a stretch in which a user was connected and waiting in line.
@@ -116,6 +119,7 @@ type message struct {
 	Code     string `json:"code"`
 	Message  string `json:"message"`
 	TickAtMs int64  `json:"tick_at"`
+	CatchUp  bool   `json:"catch_up"`
 }
 
 // visit is what one virtual user works with: the run's shared swarm, the source address it dials from,

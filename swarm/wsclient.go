@@ -319,7 +319,7 @@ func (k *socket) message(data []byte, at time.Time) {
 		k.push(event{msg: m, at: at})
 		return
 	}
-	p := position{TickAtMs: m.TickAtMs, Latency: at.Sub(time.UnixMilli(m.TickAtMs)), AfterQueued: afterQueued}
+	p := position{TickAtMs: m.TickAtMs, Latency: at.Sub(time.UnixMilli(m.TickAtMs)), AfterQueued: afterQueued, CatchUp: m.CatchUp}
 	k.mu.Lock()
 	k.positions = append(k.positions, p)
 	k.mu.Unlock()

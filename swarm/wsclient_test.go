@@ -48,6 +48,7 @@ func TestFrameReaderInAnyChunking(t *testing.T) {
 	stream = append(stream, serverFrame(true, opText, []byte(`{"type":"position","rank":3,"total":9,"tick_at":1700000000400}`))...)
 	stream = append(stream, serverFrame(true, opPing, []byte("hi"))...)
 	stream = append(stream, serverFrame(true, opText, []byte(`{"type":"position","rank":2,"total":9,"tick_at":1700000000450,"eta_seconds":4}`))...)
+	stream = append(stream, serverFrame(true, opText, []byte(`{"type":"position","rank":2,"total":9,"tick_at":1700000000480,"catch_up":true}`))...)
 	// A fragmented message with a ping between its fragments (RFC 6455 §5.4).
 	stream = append(stream, serverFrame(false, opText, []byte(admitted[:10]))...)
 	stream = append(stream, serverFrame(true, opPing, nil)...)
@@ -91,6 +92,7 @@ func TestFrameReaderInAnyChunking(t *testing.T) {
 		want := []position{
 			{TickAtMs: 1700000000400, Latency: 100 * time.Millisecond, AfterQueued: true},
 			{TickAtMs: 1700000000450, Latency: 50 * time.Millisecond},
+			{TickAtMs: 1700000000480, Latency: 20 * time.Millisecond, CatchUp: true},
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("chunks of %d: positions %+v, want %+v", size, got, want)
