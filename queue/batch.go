@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 // thousands of round trips (a write and a read on both ends of a connection for each, and a wait for one
 // of go-redis's pooled connections) into tens (docs/benchmarks.md). Each command or script still runs
 // alone in Redis, so nothing about a call's atomicity changes, and the pipeline keeps the order they were
-// queued in. Registrations (register.lua) and pass checks go this way.
+// queued in. Registrations (register.lua), sockets counted off (disconnect.lua: a drain or a mass close
+// counts off thousands at once) and pass checks go this way.
 type batcher[C any] struct {
 	max  int
 	send func([]*C) // fills in every call's reply; add's caller waits on the call's own signal
@@ -63,60 +65,89 @@ const batchSize = 256
 // batchTimeout bounds one pipeline's round trip (a caller stops waiting when its own context ends).
 const batchTimeout = 5 * time.Second
 
-type registration struct {
-	keys []string
-	args []any
-	done chan struct{}
-	res  []any
-	err  error
+// scriptCall is one script run on its way to Redis in a pipeline with others (a registration, a socket
+// counted off).
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	done   chan struct{}
+	res    any
+	err    error
 }
 
-// register runs registerScript with keys and args in the next pipeline and returns its reply.
-func (q *Queue) register(ctx context.Context, keys []string, args ...any) ([]any, error) {
-	r := &registration{keys: keys, args: args, done: make(chan struct{})}
-	q.regs.add(r)
+// runBatched runs script with keys and args in the next pipeline and returns its reply.
+func (q *Queue) runBatched(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
+	c := &scriptCall{script: script, keys: keys, args: args, done: make(chan struct{})}
+	q.calls.add(c)
 	select {
-	case <-r.done:
-		return r.res, r.err
+	case <-c.done:
+		return c.res, c.err
 	case <-ctx.Done():
-		return nil, ctx.Err() // the reply, when it comes, goes nowhere; a registration is safe to repeat
+		// The reply, when it comes, goes nowhere. Both scripts sent this way are safe to repeat: a
+		// registration finds its place, and a count-off the caller gave up on is the safe mistake
+		// (docs/fairness.md: a token not noted gone keeps its place).
+		return nil, ctx.Err()
 	}
 }
 
-func (q *Queue) sendRegistrations(batch []*registration) {
+// register runs registerScript in the next pipeline and returns its reply.
+func (q *Queue) register(ctx context.Context, keys []string, args ...any) ([]any, error) {
+	res, err := q.runBatched(ctx, registerScript, keys, args...)
+	if err != nil {
+		return nil, err
+	}
+	out, ok := res.([]any)
+	if !ok {
+		return nil, fmt.Errorf("queue: register: a reply of %T, want an array", res)
+	}
+	return out, nil
+}
+
+func (q *Queue) sendScripts(batch []*scriptCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	again := q.pipeRegistrations(ctx, batch)
+	again := q.pipeScripts(ctx, batch)
 	if len(again) > 0 {
-		// Redis does not know the script (restarted, or flushed): load it once and send those again.
-		if err := registerScript.Load(ctx, q.rdb).Err(); err != nil {
-			for _, r := range again {
-				r.err = err
+		// Redis does not know a script (restarted, or flushed): load each once and send those again.
+		var loadErr error
+		loaded := map[*redis.Script]bool{}
+		for _, c := range again {
+			if !loaded[c.script] {
+				loaded[c.script] = true
+				if err := c.script.Load(ctx, q.rdb).Err(); err != nil {
+					loadErr = err
+				}
 			}
-		} else if still := q.pipeRegistrations(ctx, again); len(still) > 0 {
-			for _, r := range still {
-				r.res, r.err = registerScript.Run(ctx, q.rdb, r.keys, r.args...).Slice()
+		}
+		if loadErr != nil {
+			for _, c := range again {
+				c.err = loadErr
+			}
+		} else if still := q.pipeScripts(ctx, again); len(still) > 0 {
+			for _, c := range still {
+				c.res, c.err = c.script.Run(ctx, q.rdb, c.keys, c.args...).Result()
 			}
 		}
 	}
-	for _, r := range batch {
-		close(r.done)
+	for _, c := range batch {
+		close(c.done)
 	}
 }
 
-// pipeRegistrations sends batch as one pipeline and fills in every reply, but for the registrations Redis
-// answered NOSCRIPT, which it returns.
-func (q *Queue) pipeRegistrations(ctx context.Context, batch []*registration) (noScript []*registration) {
+// pipeScripts sends batch as one pipeline and fills in every reply, but for the calls Redis answered
+// NOSCRIPT, which it returns.
+func (q *Queue) pipeScripts(ctx context.Context, batch []*scriptCall) (noScript []*scriptCall) {
 	cmds := make([]*redis.Cmd, len(batch))
 	pipe := q.rdb.Pipeline()
-	for i, r := range batch {
-		cmds[i] = registerScript.EvalSha(ctx, pipe, r.keys, r.args...)
+	for i, c := range batch {
+		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	for i, r := range batch {
-		r.res, r.err = cmds[i].Slice()
-		if r.err != nil && redis.HasErrorPrefix(r.err, "NOSCRIPT") {
-			noScript = append(noScript, r)
+	for i, c := range batch {
+		c.res, c.err = cmds[i].Result()
+		if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
+			noScript = append(noScript, c)
 		}
 	}
 	return noScript

@@ -114,14 +114,14 @@ type Queue struct {
 	pubsubMu sync.Mutex
 	pubsub   pubsubMode // how events travel: found out on first use
 
-	regs   batcher[registration] // registrations on their way to Redis together (batch.go)
-	checks batcher[passCheck]    // pass checks on their way to Redis together (pass.go)
+	calls  batcher[scriptCall] // registrations and count-offs on their way to Redis together (batch.go)
+	checks batcher[passCheck]  // pass checks on their way to Redis together (pass.go)
 }
 
 // New returns the queue kept in rdb under prefix.
 func New(rdb redis.UniversalClient, prefix string) *Queue {
 	q := &Queue{rdb: rdb, prefix: prefix, now: time.Now}
-	q.regs = batcher[registration]{max: batchSize, send: q.sendRegistrations}
+	q.calls = batcher[scriptCall]{max: batchSize, send: q.sendScripts}
 	q.checks = batcher[passCheck]{max: batchSize, send: q.sendChecks}
 	return q
 }
@@ -251,7 +251,7 @@ func (q *Queue) Disconnected(ctx context.Context, screening, token string) error
 		return err
 	}
 	k := q.keys(screening)
-	if err := disconnectScript.Run(ctx, q.rdb, []string{k.waiting, k.pre, k.gone, k.conns}, token, q.now().UnixMilli()).Err(); err != nil {
+	if _, err := q.runBatched(ctx, disconnectScript, []string{k.waiting, k.pre, k.gone, k.conns}, token, q.now().UnixMilli()); err != nil {
 		return fmt.Errorf("queue: disconnect in %s: %w", screening, err)
 	}
 	return nil
