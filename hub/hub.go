@@ -11,6 +11,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
@@ -346,7 +347,10 @@ func (h *Hub) leave(c *Client) {
 	// Counted off in Redis, so a waiting user who never comes back stops costing an admission after the
 	// grace (an admitted one's count is just dropped).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), redisTimeout)
-	if err := h.lines.Disconnected(ctx, c.screening, c.token); err != nil {
+	if err := h.lines.Disconnected(ctx, c.screening, c.token); errors.Is(err, queue.ErrQueued) {
+		// A mass close (a drain, a crowd leaving at once) outran the wait; the count-off still goes out.
+		h.log.Debug("hub: disconnect still queued", "screening", c.screening)
+	} else if err != nil {
 		h.log.Warn("hub: disconnect", "screening", c.screening, "err", err)
 	}
 	cancel()

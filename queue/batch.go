@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -37,6 +38,32 @@ func (b *batcher[C]) add(c *C) {
 	if start {
 		go b.flush()
 	}
+}
+
+// idle reports whether nothing is queued or on its way.
+func (b *batcher[C]) idle() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.flushing && len(b.pending) == 0
+}
+
+// ErrQueued says a caller stopped waiting for a call that is still queued: it goes out when its turn comes
+// (Settle waits for that before an instance exits).
+var ErrQueued = errors.New("queue: the call is still queued and runs when its turn comes")
+
+// Settle waits until every queued call has gone to Redis and been answered, or ctx ends: an instance that
+// drains calls it before it exits, so the count-offs of its sockets are not lost with the process.
+func (q *Queue) Settle(ctx context.Context) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !q.calls.idle() || !q.checks.idle() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("queue: settle: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return nil
 }
 
 // flush sends what is queued until nothing is.
@@ -87,7 +114,7 @@ func (q *Queue) runBatched(ctx context.Context, script *redis.Script, keys []str
 		// The reply, when it comes, goes nowhere. Both scripts sent this way are safe to repeat: a
 		// registration finds its place, and a count-off the caller gave up on is the safe mistake
 		// (docs/fairness.md: a token not noted gone keeps its place).
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("%w: %w", ErrQueued, ctx.Err())
 	}
 }
 

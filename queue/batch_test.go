@@ -1,11 +1,16 @@
 package queue_test
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
@@ -92,6 +97,42 @@ func TestCountOffsArrivingTogetherShareRoundTrips(t *testing.T) {
 		t.Logf("%d count-offs in %d pipelines (%d scripts sent alone)", n, p, lone)
 		if lone != 0 || p == 0 || p >= n {
 			t.Fatalf("%d count-offs went in %d pipelines and %d alone: want them together, in fewer pipelines than count-offs", n, p, lone)
+		}
+	})
+}
+
+// A caller that stops waiting does not take its count-off with it: the call is still queued (ErrQueued)
+// and goes out; Settle waits for it, as a draining instance does before it exits.
+func TestCountOffOutlivesItsCallerAndSettleWaitsForIt(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		e, err := q.Register(t.Context(), screening, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		var held atomic.Bool
+		testenv.OnReply(env.Redis, func(c redis.Cmder) {
+			if strings.HasPrefix(c.Name(), "evalsha") && slices.Contains(c.Args(), any(e.Token)) && held.CompareAndSwap(false, true) {
+				<-release // the pipeline's answer is held up: the flusher is busy
+			}
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		if err := q.Disconnected(ctx, screening, e.Token); !errors.Is(err, queue.ErrQueued) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("count-off past its caller's deadline: %v, want ErrQueued and the deadline", err)
+		}
+		short, cancelShort := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancelShort()
+		if err := q.Settle(short); err == nil {
+			t.Fatal("Settle returned while a call was under way")
+		}
+		close(release)
+		if err := q.Settle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if gone := members(t, env, screening, "gone"); len(gone) != 1 || gone[0].Member != e.Token {
+			t.Fatalf("gone = %v, want the token counted off", gone)
 		}
 	})
 }

@@ -147,6 +147,15 @@ while kill -0 "${swarm_pids[0]}" 2>/dev/null; do
   sleep 5
 done
 for p in "${swarm_pids[@]}"; do wait "$p" || true; done
+# Every socket has closed: each should have been counted off in Redis (docs/fairness.md), leaving no count.
+counted=""
+if [ "${NAIVE:-false}" != true ]; then
+  for _ in $(seq 30); do
+    counted=$(redis-cli -p "$REDIS_PORT" hlen "bench:{demo}:conns")
+    [ "$counted" = 0 ] && break
+    sleep 1
+  done
+fi
 
 {
   echo "users=$USERS servers=$SERVERS hold=$HOLD batch=$BATCH interval=$INTERVAL sources=$SOURCES"
@@ -157,5 +166,6 @@ for p in "${swarm_pids[@]}"; do wait "$p" || true; done
   echo "CPU in the window over $((e1 - e0)) admission events: $window_cpu (first server; every swarm)"
   echo "other processes' CPU in the window: ${others:-none}"
   echo "CPU until every socket was in line (from the swarms' start): $burst_cpu (first server; the swarms: all of them, whole lives)"
+  [ -n "$counted" ] && echo "after the hold: $counted tokens still counted as connected in Redis (want 0: every closed socket counted off)"
   bench/hub/ticks.py "$OUT"/swarm-"$USERS"-"$SERVERS"-*.json
 } | tee "$OUT/summary-$USERS-$SERVERS.txt"

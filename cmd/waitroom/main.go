@@ -161,9 +161,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	shutdownErr := httpSrv.Shutdown(drainCtx)
 	<-serveErr
 	hubErr := h.Shutdown(drainCtx)
+	// The sockets' count-offs may still be queued (hub: a drain closes them all at once).
+	settleErr := q.Settle(drainCtx)
 	stopBg()
 	bgErr := bg.Wait()
-	return errors.Join(shutdownErr, hubErr, bgErr)
+	return errors.Join(shutdownErr, hubErr, settleErr, bgErr)
 }
 
 // openRedis connects to redis.addr (comma-separated addresses mean a cluster), or starts the in-process
