@@ -221,6 +221,10 @@ func (v *visit) connection(ctx context.Context, p *place, r *result) (sock *sock
 		}
 		m, at, err := sock.read(ctx, v.hold, wait)
 		if errors.Is(err, errHoldEnded) && ctx.Err() == nil {
+			// The user stops waiting at the hold's end, not when its socket is closed after it: a tick
+			// still being pushed then is not one this user missed (positions read until the close are kept,
+			// after the window).
+			w.end(r, at, false)
 			v.endHold(sock, p, r, w.placed)
 			return nil, "", false, "", nil
 		}
