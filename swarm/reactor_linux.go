@@ -25,6 +25,7 @@ type reactor struct {
 	// so a descriptor is never closed (and reused by the next dial) while the loop reads it.
 	mu    sync.Mutex
 	socks map[uint64]*fdTransport
+	buf   []byte // the one read buffer, used under mu
 	next  uint64 // the last id given; 0 is the wake-up
 }
 
@@ -66,7 +67,7 @@ func newReactor() (*reactor, error) {
 		unix.Close(wake)
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
-	r := &reactor{epfd: epfd, wake: wake, done: make(chan struct{}), socks: map[uint64]*fdTransport{}}
+	r := &reactor{epfd: epfd, wake: wake, done: make(chan struct{}), socks: map[uint64]*fdTransport{}, buf: make([]byte, readBuffer)}
 	go r.loop()
 	return r, nil
 }
@@ -116,7 +117,6 @@ func (r *reactor) add(k *socket, conn net.Conn, rest []byte) error {
 func (r *reactor) loop() {
 	defer close(r.done)
 	events := make([]unix.EpollEvent, readRound)
-	buf := make([]byte, readBuffer)
 	for {
 		n, err := unix.EpollWait(r.epfd, events, -1)
 		if err == unix.EINTR {
@@ -134,27 +134,28 @@ func (r *reactor) loop() {
 				return
 			}
 			if t := r.socks[id]; t != nil {
-				r.readable(t, buf)
+				r.readable(t)
 			}
 		}
 		r.mu.Unlock()
 	}
 }
 
-// readable reads t once (under r.mu).
-func (r *reactor) readable(t *fdTransport, buf []byte) {
-	n, err := unix.Read(t.fd, buf)
+// readable reads t once (under r.mu); it reports whether the read filled the buffer (more may be there).
+func (r *reactor) readable(t *fdTransport) bool {
+	n, err := unix.Read(t.fd, r.buf)
 	switch {
 	case err == unix.EAGAIN || err == unix.EINTR:
-		return
+		return false
 	case err != nil:
 		t.sock.stop(os.NewSyscallError("read", err))
 	case n == 0:
 		t.sock.stop(io.ErrUnexpectedEOF)
-	case t.sock.consume(buf[:n], time.Now()):
-		return
+	case t.sock.consume(r.buf[:n], time.Now()):
+		return n == len(r.buf)
 	}
 	r.unpoll(t)
+	return false
 }
 
 // unpoll takes t out of the epoll set (under r.mu); its descriptor stays open until the user closes it.
@@ -222,11 +223,14 @@ func (t *fdTransport) write(b []byte, deadline time.Time) error {
 	return nil
 }
 
-// close releases the descriptor, out of the loop's way.
+// close releases the descriptor, out of the loop's way. What has arrived and the loop has not read yet is
+// read first: a message the kernel held before the close was received, even when the loop ran late.
 func (t *fdTransport) close() {
 	r := t.rx
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for t.polled && r.readable(t) {
+	}
 	r.unpoll(t)
 	if !t.closed {
 		unix.Close(t.fd)
