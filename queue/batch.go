@@ -103,7 +103,10 @@ type scriptCall struct {
 	err    error
 }
 
-// runBatched runs script with keys and args in the next pipeline and returns its reply.
+// runBatched runs script with keys and args in the next pipeline and returns its reply. A pipeline that
+// gets no answer within batchTimeout is not sent again: its scripts may have run, and neither a
+// registration's nor a count-off's count is safe to change twice. A count-off lost so leaves its token
+// counted as connected: it keeps its place (docs/fairness.md), the safe mistake.
 func (q *Queue) runBatched(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
 	c := &scriptCall{script: script, keys: keys, args: args, done: make(chan struct{})}
 	q.calls.add(c)
