@@ -114,9 +114,7 @@ func (q *Queue) runBatched(ctx context.Context, script *redis.Script, keys []str
 	case <-c.done:
 		return c.res, c.err
 	case <-ctx.Done():
-		// The reply, when it comes, goes nowhere. Both scripts sent this way are safe to repeat: a
-		// registration finds its place, and a count-off the caller gave up on is the safe mistake
-		// (docs/fairness.md: a token not noted gone keeps its place).
+		// The call still goes out; only its reply goes nowhere.
 		return nil, fmt.Errorf("%w: %w", ErrQueued, ctx.Err())
 	}
 }

@@ -138,8 +138,8 @@ func TestCountOffOutlivesItsCallerAndSettleWaitsForIt(t *testing.T) {
 }
 
 // A Redis that forgot the registration script (restarted, or SCRIPT FLUSH) still registers: the pipeline's
-// NOSCRIPT answer makes the registration (or the count-off) load the script and run again. The embedded Redis only: a flush of
-// the shared one would make every other test's scripts reload.
+// NOSCRIPT answer makes the registration (or the count-off) load the script and run again. The embedded
+// Redis only: a flush of the shared one would make every other test's scripts reload.
 func TestRegistrationAfterScriptFlush(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)

@@ -130,7 +130,7 @@ func dialSocket(ctx context.Context, dial func(ctx context.Context, network, add
 		return nil, err
 	}
 	sock := newSocket()
-	if rx != nil && !secure {
+	if rx != nil { // a TLS connection is no *net.TCPConn: add gives it a reading goroutine
 		if err := rx.add(sock, conn, rest); err != nil {
 			conn.Close()
 			return nil, err
