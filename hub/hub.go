@@ -100,6 +100,13 @@ type Hub struct {
 	log     *slog.Logger
 	sockets prometheus.Gauge
 	resyncs prometheus.Counter
+	trims   prometheus.Counter
+
+	// churn counts the sockets that joined or left, for the trimmer (trim.go), which looks at it every
+	// trimEvery and returns a burst's memory once trimBurst of them came and went.
+	churn     atomic.Int64
+	trimEvery time.Duration
+	trimBurst int
 
 	// ctx lives until Shutdown: the screenings' subscriptions run under it.
 	ctx    context.Context
@@ -110,7 +117,7 @@ type Hub struct {
 	following map[string]*followed // the screenings whose events this hub follows
 	draining  bool
 	serving   sync.WaitGroup // one per Serve call; Shutdown waits for them
-	follows   sync.WaitGroup // one per followed screening, and the pinger
+	follows   sync.WaitGroup // one per followed screening, the pinger, the Redis watch and the trimmer
 	pinging   bool
 
 	writers writers
@@ -122,10 +129,12 @@ func New(lines Lines, passes Passes, l Leaver, reg prometheus.Registerer, log *s
 	h := &Hub{
 		lines: lines, passes: passes, leaver: l, log: log, ctx: ctx, cancel: cancel,
 		rooms: map[string]map[*Client]struct{}{}, following: map[string]*followed{},
+		trimEvery: trimEvery, trimBurst: trimBurst,
 		sockets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "waitroom", Subsystem: "hub", Name: "sockets", Help: "Open WebSocket connections on this instance."}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "line_reads_total", Help: "Lines read whole from Redis: at a subscription's start and after a missed event."}),
 	}
-	reg.MustRegister(h.sockets, h.resyncs)
+	h.trims = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "memory_returns_total", Help: "Forced collections that handed a burst of sockets' memory back to the OS once the burst was over."})
+	reg.MustRegister(h.sockets, h.resyncs, h.trims)
 	return h
 }
 
@@ -197,6 +206,7 @@ func (h *Hub) Join(conn *websocket.Conn, screening, token string, seq int64, pau
 	}
 	h.mu.Unlock()
 	h.sockets.Inc()
+	h.churn.Add(1)
 	if first != nil {
 		c.Send(first)
 	}
@@ -363,6 +373,7 @@ func (h *Hub) leave(c *Client) {
 	}
 	h.mu.Unlock()
 	h.sockets.Dec()
+	h.churn.Add(1)
 }
 
 // Send queues msg for the client. A client whose buffer is full is too slow: it is disconnected (it can
@@ -649,9 +660,10 @@ func (c *Client) tellPaused(paused bool) {
 func (h *Hub) followLocked(screening string) <-chan struct{} {
 	if !h.pinging && h.ctx.Err() == nil {
 		h.pinging = true
-		h.follows.Add(2)
+		h.follows.Add(3)
 		go h.pinger()
 		go h.watchRedis()
+		go h.trimmer()
 	}
 	f := h.following[screening]
 	if f == nil {

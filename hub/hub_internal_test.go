@@ -164,3 +164,24 @@ func TestPositionIsRenderedWithTheNumberItWasQueuedWith(t *testing.T) {
 		t.Errorf("position = %s, %v; want %s (rank 50 of seq 150 at that tick)", got, err, want)
 	}
 }
+
+// TestBurstIsOverOnlyWhenItWasOneAndHasCalmed: the trimmer collects after a burst of sockets, not during one,
+// and not for a trickle however long.
+func TestBurstIsOverOnlyWhenItWasOneAndHasCalmed(t *testing.T) {
+	for _, c := range []struct {
+		churn, step int64
+		want        bool
+	}{
+		{churn: 19000, step: 0, want: true},     // the sale's crowd is in, and nobody since
+		{churn: 19000, step: 19, want: true},    // a few stragglers
+		{churn: 19000, step: 20, want: false},   // still arriving: 1,000/50 a look
+		{churn: 19000, step: 5000, want: false}, // mid-burst
+		{churn: 999, step: 0, want: false},      // not a burst
+		{churn: 1000, step: 0, want: true},      // exactly one
+		{churn: 100000, step: 100, want: false}, // a trickle of 100 a second: never quiet, never a peak
+	} {
+		if got := burstOver(c.churn, c.step, trimBurst); got != c.want {
+			t.Errorf("burstOver(churn %d, step %d, %d) = %v, want %v", c.churn, c.step, trimBurst, got, c.want)
+		}
+	}
+}

@@ -183,6 +183,13 @@ func (w *writers) takeLocked(batch *[writerBatch]*Client) int {
 
 // wait returns once no writer runs (and so every queued message is written or its socket closed), nor a
 // watchdog.
+// busy reports whether a writer is running: a tick's push, or a flush of other news.
+func (w *writers) busy() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.running > 0
+}
+
 func (w *writers) wait() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
