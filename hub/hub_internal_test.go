@@ -3,6 +3,7 @@ package hub
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,23 +166,33 @@ func TestPositionIsRenderedWithTheNumberItWasQueuedWith(t *testing.T) {
 	}
 }
 
-// TestBurstIsOverOnlyWhenItWasOneAndHasCalmed: the trimmer collects after a burst of sockets, not during one,
-// and not for a trickle however long.
+// TestBurstIsOverOnlyWhenItWasOneAndHasCalmed: the trimmer collects after a burst of sockets, once, and not
+// during one (even one that stalls for a look), nor for a trickle however long.
 func TestBurstIsOverOnlyWhenItWasOneAndHasCalmed(t *testing.T) {
 	for _, c := range []struct {
-		churn, step int64
-		want        bool
+		name  string
+		steps []int64 // sockets opened or closed between looks
+		want  []int64 // the churn of each burst reported over, in order
 	}{
-		{churn: 19000, step: 0, want: true},     // the sale's crowd is in, and nobody since
-		{churn: 19000, step: 19, want: true},    // a few stragglers
-		{churn: 19000, step: 20, want: false},   // still arriving: 1,000/50 a look
-		{churn: 19000, step: 5000, want: false}, // mid-burst
-		{churn: 999, step: 0, want: false},      // not a burst
-		{churn: 1000, step: 0, want: true},      // exactly one
-		{churn: 100000, step: 100, want: false}, // a trickle of 100 a second: never quiet, never a peak
+		{"a sale's crowd, then nobody", []int64{9000, 10000, 0, 0, 0, 0}, []int64{19000}},
+		{"stragglers do not hold it open", []int64{19000, 19, 19}, []int64{19038}},
+		{"still arriving at a fiftieth of a burst a look", []int64{19000, 20, 20, 20}, nil},
+		{"a stall of one look mid-burst", []int64{5000, 0, 5000, 0, 0}, []int64{10000}},
+		{"not a burst", []int64{999, 0, 0, 0}, nil},
+		{"exactly one", []int64{1000, 0, 0}, []int64{1000}},
+		{"a trickle of 100 a look, for ever", []int64{100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100}, nil},
+		{"a burst in, later a burst out", []int64{19000, 0, 0, 0, 0, 19000, 0, 0}, []int64{19000, 19000}},
+		{"the churn of calm looks adds up", []int64{600, 0, 19, 19, 900, 0, 0}, []int64{1538}},
 	} {
-		if got := burstOver(c.churn, c.step, trimBurst); got != c.want {
-			t.Errorf("burstOver(churn %d, step %d, %d) = %v, want %v", c.churn, c.step, trimBurst, got, c.want)
+		b := burst{size: trimBurst}
+		var got []int64
+		for _, step := range c.steps {
+			if churn, over := b.look(step); over {
+				got = append(got, churn)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: bursts over %v, want %v", c.name, got, c.want)
 		}
 	}
 }

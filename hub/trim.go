@@ -14,9 +14,10 @@ import (
 // per socket at 19,000 instead of ~10 (docs/benchmarks.md). The same holds after a crowd leaves at once.
 //
 // So the hub counts the sockets that open and close, and once a burst of them is over (trimBurst since the
-// last trim, then a trimEvery with fewer than trimBurst/trimQuietShare) it collects and returns the free
-// pages at once (debug.FreeOSMemory), when no writer is pushing a tick. A steady trickle never triggers it:
-// it builds no peak, and its own allocations bring the collections that return what it frees.
+// last trim, then two looks a trimEvery apart that each saw fewer than trimBurst/trimQuietShare) it collects
+// and returns the free pages at once (debug.FreeOSMemory), when no writer is pushing a tick. A steady
+// trickle never triggers it: it builds no peak, and its own allocations bring the collections that return
+// what it frees.
 const (
 	// trimEvery is how often the hub looks at the churn of sockets.
 	trimEvery = time.Second
@@ -24,8 +25,10 @@ const (
 	// thousand upgrades leave ~10 MB behind; the collection costs tens of milliseconds of CPU at 19,000
 	// sockets.
 	trimBurst = 1000
-	// trimQuietShare: a look that saw fewer than trimBurst/trimQuietShare sockets come and go ends a burst.
+	// trimQuietShare: a look that saw fewer than trimBurst/trimQuietShare sockets come and go is calm, and
+	// trimCalmLooks calm looks in a row end a burst.
 	trimQuietShare = 50
+	trimCalmLooks  = 2
 	// trimWaitPoll paces the wait for the writers to finish a tick's push before collecting.
 	trimWaitPoll = 10 * time.Millisecond
 )
@@ -33,10 +36,10 @@ const (
 // trimmer runs from the first socket's join until Shutdown, returning each burst's memory once it is over.
 func (h *Hub) trimmer() {
 	defer h.follows.Done()
-	every, burst := h.trimEvery, int64(h.trimBurst)
-	t := time.NewTicker(every)
+	t := time.NewTicker(h.trimEvery)
 	defer t.Stop()
-	var seen, since int64 // the churn at the last look; the churn since the last trim
+	b := burst{size: int64(h.trimBurst)}
+	var seen int64 // the churn at the last look
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -44,29 +47,46 @@ func (h *Hub) trimmer() {
 		case <-t.C:
 		}
 		now := h.churn.Load()
-		step := now - seen
+		churn, over := b.look(now - seen)
 		seen = now
-		since += step
-		if !burstOver(since, step, burst) {
+		if !over {
 			continue
 		}
 		// A tick's push is what the line is waiting for; the collection can wait for it (up to a look).
-		for waited := time.Duration(0); h.writers.busy() && waited < every; waited += trimWaitPoll {
+		for waited := time.Duration(0); h.writers.busy() && waited < h.trimEvery; waited += trimWaitPoll {
 			select {
 			case <-h.ctx.Done():
 				return
 			case <-time.After(trimWaitPoll):
 			}
 		}
-		h.returnMemory(since)
-		since = 0
+		h.returnMemory(churn)
 	}
 }
 
-// burstOver reports whether churn sockets came and went since the last trim make a burst (at least burst)
-// and the last look's step shows it over (fewer than burst/trimQuietShare).
-func burstOver(churn, step, burst int64) bool {
-	return churn >= burst && step*trimQuietShare < burst
+// burst follows the churn of sockets from look to look.
+type burst struct {
+	size  int64 // the churn that makes a burst: trimBurst
+	churn int64 // sockets opened or closed since the last burst ended
+	calm  int   // looks in a row that saw fewer than size/trimQuietShare
+}
+
+// look takes the churn seen since the last look and reports whether a burst just ended: at least size
+// sockets came and went, then trimCalmLooks looks in a row saw almost none. It then starts counting anew and
+// returns the burst's churn. One calm look is not enough: a registration burst paced by its clients stalls
+// for a second whenever Redis or the machine does, and a collection in the middle of it is wasted.
+func (b *burst) look(step int64) (churn int64, over bool) {
+	b.churn += step
+	if step*trimQuietShare < b.size {
+		b.calm++
+	} else {
+		b.calm = 0
+	}
+	if b.churn < b.size || b.calm < trimCalmLooks {
+		return 0, false
+	}
+	churn, b.churn, b.calm = b.churn, 0, 0
+	return churn, true
 }
 
 // returnMemory collects and hands every free page back to the OS, after churn sockets came or went.

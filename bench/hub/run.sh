@@ -33,7 +33,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
-  cp "$WORK"/server*.log "$OUT"/ 2>/dev/null || true
+  cp "$WORK"/server*.log "$WORK"/swarm*.err "$OUT"/ 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
