@@ -33,6 +33,8 @@ const (
 	pongWait = 60 * time.Second
 	// pingPeriod sends pings often enough that a live peer's pong always beats pongWait.
 	pingPeriod = pongWait * 9 / 10
+	// pingSlices is how many parts the pinger spreads the pings of a pingPeriod over (pinger).
+	pingSlices = 54
 	// maxMessageSize bounds a client frame: the protocol's client messages are tiny.
 	maxMessageSize = 512
 	// sendBuffer is how many messages may wait for a socket before it counts as too slow.
@@ -119,6 +121,10 @@ type Hub struct {
 	serving   sync.WaitGroup // one per Serve call; Shutdown waits for them
 	follows   sync.WaitGroup // one per followed screening, the pinger, the Redis watch and the trimmer
 	pinging   bool
+	nextSlice uint8 // the ping slice of the next socket to join: round robin
+
+	// pingEvery is pingPeriod; tests shorten it.
+	pingEvery time.Duration
 
 	writers writers
 }
@@ -129,7 +135,7 @@ func New(lines Lines, passes Passes, l Leaver, reg prometheus.Registerer, log *s
 	h := &Hub{
 		lines: lines, passes: passes, leaver: l, log: log, ctx: ctx, cancel: cancel,
 		rooms: map[string]map[*Client]struct{}{}, following: map[string]*followed{},
-		trimEvery: trimEvery, trimBurst: trimBurst,
+		trimEvery: trimEvery, trimBurst: trimBurst, pingEvery: pingPeriod,
 		sockets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "waitroom", Subsystem: "hub", Name: "sockets", Help: "Open WebSocket connections on this instance."}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "line_reads_total", Help: "Lines read whole from Redis: at a subscription's start and after a missed event."}),
 	}
@@ -147,6 +153,8 @@ type Client struct {
 	// seq is the token's sequence number while waiting (queue.Line); 0 in the pre-queue (until the opening
 	// gives it one) or when it joined admitted.
 	seq atomic.Int64
+
+	pingSlice uint8 // which of the pinger's pingSlices pings it (pinger)
 
 	mu         sync.Mutex
 	out        []outMsg // messages queued for the socket, at most sendBuffer
@@ -198,6 +206,7 @@ func (h *Hub) Join(conn *websocket.Conn, screening, token string, seq int64, pau
 		h.rooms[screening] = room
 	}
 	room[c] = struct{}{}
+	c.pingSlice, h.nextSlice = h.nextSlice, (h.nextSlice+1)%pingSlices
 	h.serving.Add(1)
 	h.followLocked(screening)
 	pause := pauseUnknown
@@ -705,21 +714,48 @@ func (h *Hub) Missed(c *Client, epoch int64) bool {
 	return seen == nil || seen.Load() > epoch
 }
 
-// pinger pings every socket each pingPeriod, one timer for the hub instead of one per socket.
+// pinger pings every socket each pingPeriod, one timer for the hub instead of one per socket. The sockets are
+// pinged a slice at a time, one of pingSlices each pingPeriod/pingSlices (a socket's slice is fixed at Join):
+// pinging all at once is a push to every socket and a pong back from each, which at 16,666 sockets per
+// process delayed the tick it met by two seconds (docs/benchmarks.md).
 func (h *Hub) pinger() {
 	defer h.follows.Done()
-	t := time.NewTicker(pingPeriod)
+	step := h.pingEvery / pingSlices
+	t := time.NewTicker(step)
 	defer t.Stop()
+	start := time.Now()
+	var done int64    // steps taken: slice done%pingSlices is the next to ping
+	var due []*Client // reused: a step lists its slice without garbage
 	for {
 		select {
 		case <-h.ctx.Done():
 			return
 		case <-t.C:
-			for _, c := range h.allClients() {
+		}
+		// Steps follow the clock, not the ticks: a ticker drops the ticks of a late receiver, and a skipped
+		// slice would go a whole period more without a ping, past its pongWait.
+		for now := int64(time.Since(start) / step); done < now; done++ {
+			due = h.appendSlice(due[:0], int(done%pingSlices))
+			for _, c := range due {
 				c.ping()
+			}
+			clear(due)
+		}
+	}
+}
+
+// appendSlice appends to dst the clients whose ping slice is slice.
+func (h *Hub) appendSlice(dst []*Client, slice int) []*Client {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, room := range h.rooms {
+		for c := range room {
+			if int(c.pingSlice) == slice {
+				dst = append(dst, c)
 			}
 		}
 	}
+	return dst
 }
 
 // watchRedis checks Redis every healthEvery and tells every socket when it stops answering (nobody is

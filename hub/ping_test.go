@@ -1,0 +1,94 @@
+package hub_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// TestEverySocketIsPingedEachPeriodASliceAtATime: the pinger splits the sockets into equal slices and pings
+// one slice per step, so no step pings them all, and every socket is still pinged once a period.
+func TestEverySocketIsPingedEachPeriodASliceAtATime(t *testing.T) {
+	const period, sockets, periods = 540 * time.Millisecond, 108, 3
+	h := quietHub(t)
+	hub.SetPingPeriod(h, period)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
+		if err != nil {
+			return
+		}
+		h.Serve(req.Context(), h.Join(conn, "s1", queue.NewToken(), 0, false, nil))
+	}))
+	defer srv.Close()
+
+	var mu sync.Mutex
+	var counting bool
+	pings := make([]int, sockets)
+	var readers sync.WaitGroup
+	conns := make([]*websocket.Conn, sockets)
+	for i := range conns {
+		conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		conns[i] = conn
+		conn.SetPingHandler(func(string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if counting {
+				pings[i]++
+			}
+			return nil
+		})
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				if _, _, err := conn.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if n := h.Counts()["s1"]; n == sockets {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%d sockets joined, want %d", n, sockets)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for slice, n := range hub.PingSliceSizes(h) {
+		if want := sockets / 54; n != want {
+			t.Errorf("ping slice %d holds %d sockets, want %d: the sockets are not split evenly", slice, n, want)
+		}
+	}
+
+	mu.Lock()
+	counting = true
+	mu.Unlock()
+	time.Sleep(periods * period)
+	mu.Lock()
+	counting = false
+	got := append([]int(nil), pings...)
+	mu.Unlock()
+	for i, n := range got {
+		// periods steps of a whole period each: periods pings, one fewer when the window cut a period short.
+		if n < periods-1 || n > periods+1 {
+			t.Errorf("socket %d pinged %d times in %d periods, want about %d", i, n, periods, periods)
+		}
+	}
+	for _, conn := range conns {
+		conn.Close()
+	}
+	readers.Wait()
+	shutdown(t, h)
+}
