@@ -29,14 +29,16 @@ OUT=${OUT:-bench/hub/out}
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
 pids=()
+swarm_pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}" "${swarm_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
   cp "$WORK"/server*.log "$WORK"/swarm*.err "$OUT"/ 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap 'echo "run.sh: line $LINENO failed: stopping the run" >&2' ERR
 
 go build -o "$WORK/" ./cmd/waitroom ./cmd/swarm ./bench/hub/naive
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
@@ -69,7 +71,6 @@ idle=()
 for i in $(seq 0 $((SERVERS - 1))); do idle+=("$(rss "${pids[$i]}")"); done
 
 per=$((USERS / SERVERS))
-swarm_pids=()
 for i in $(seq 0 $((SERVERS - 1))); do
   env ${SWARM_ENV:-} "$WORK/swarm" -url "${urls[$i]}" -rate $(( ${RATE:-0} / SERVERS )) -mode hold -duration "$HOLD" -users "$per" -sources "$SOURCES" ${SWARM_ARGS:-} \
     -json "$OUT/swarm-$USERS-$SERVERS-$i.json" >"$OUT/swarm-$USERS-$SERVERS-$i.txt" 2>"$WORK/swarm$i.err" &
@@ -80,7 +81,7 @@ done
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }   # the whole machine: user, nice, system, irq, softirq
 # Every process's CPU (pid, command, ticks), to name what else ran in the window.
-allcpu() { for f in /proc/[0-9]*/stat; do awk '{sub(/^\(/, "", $2); sub(/\)$/, "", $2); print $1, $2, $14 + $15}' "$f" 2>/dev/null; done; }
+allcpu() { for f in /proc/[0-9]*/stat; do awk '{sub(/^\(/, "", $2); sub(/\)$/, "", $2); print $1, $2, $14 + $15}' "$f" 2>/dev/null || true; done; }   # a process may end between the glob and the read
 swarm_ticks() { local t=0; for p in $(pgrep -x swarm); do t=$((t + $(ticks "$p"))); done; echo "$t"; }
 redis_pid=$(redis-cli -p "$REDIS_PORT" info server | tr -d '\r' | awk -F: '/^process_id:/ {print $2}')
 cpu0_server=$(ticks "${pids[0]}"); cpu0_redis=$(ticks "$redis_pid"); hz=$(getconf CLK_TCK)
