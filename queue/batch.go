@@ -26,11 +26,25 @@ type batcher[C any] struct {
 	mu       sync.Mutex
 	pending  []*C
 	flushing bool
+	later    int // calls waiting to be queued again (addLater)
 }
 
 // add queues c for the next pipeline.
-func (b *batcher[C]) add(c *C) {
+func (b *batcher[C]) add(c *C) { b.queue(c, false) }
+
+// addLater queues c again after d (a call sent again: sendScripts). Until then the batcher is not idle.
+func (b *batcher[C]) addLater(c *C, d time.Duration) {
 	b.mu.Lock()
+	b.later++
+	b.mu.Unlock()
+	time.AfterFunc(d, func() { b.queue(c, true) })
+}
+
+func (b *batcher[C]) queue(c *C, wasLater bool) {
+	b.mu.Lock()
+	if wasLater {
+		b.later--
+	}
 	b.pending = append(b.pending, c)
 	start := !b.flushing
 	b.flushing = true
@@ -40,11 +54,11 @@ func (b *batcher[C]) add(c *C) {
 	}
 }
 
-// idle reports whether nothing is queued or on its way.
+// idle reports whether nothing is queued, on its way, or waiting to be sent again.
 func (b *batcher[C]) idle() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return !b.flushing && len(b.pending) == 0
+	return !b.flushing && len(b.pending) == 0 && b.later == 0
 }
 
 // ErrQueued says a caller stopped waiting for a call that is still queued: it goes out when its turn comes
@@ -98,25 +112,60 @@ type scriptCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
-	done   chan struct{}
-	res    any
-	err    error
+	// resends is how many more times the call goes out when its pipeline gets no answer: only for a script
+	// that is safe to run twice (a count-off, which marks that it ran); 0 for the others.
+	resends int
+	sent    int
+	done    chan struct{}
+	res     any
+	err     error
 }
 
 // runBatched runs script with keys and args in the next pipeline and returns its reply. A pipeline that
-// gets no answer within batchTimeout is not sent again: its scripts may have run, and neither a
-// registration's nor a count-off's count is safe to change twice. A count-off lost so leaves its token
-// counted as connected: it keeps its place (docs/fairness.md), the safe mistake.
+// gets no answer within batchTimeout is not sent again: its scripts may have run, and a registration's count
+// is not safe to change twice. (A count-off is: runResent.)
 func (q *Queue) runBatched(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
-	c := &scriptCall{script: script, keys: keys, args: args, done: make(chan struct{})}
+	return q.run(ctx, &scriptCall{script: script, keys: keys, args: args})
+}
+
+// runResent is runBatched for a script that is safe to run twice: without an answer it goes out again, up
+// to resends more times, resendAfter apart and further.
+func (q *Queue) runResent(ctx context.Context, resends int, script *redis.Script, keys []string, args ...any) (any, error) {
+	return q.run(ctx, &scriptCall{script: script, keys: keys, args: args, resends: resends})
+}
+
+func (q *Queue) run(ctx context.Context, c *scriptCall) (any, error) {
+	c.done = make(chan struct{})
 	q.calls.add(c)
 	select {
 	case <-c.done:
 		return c.res, c.err
 	case <-ctx.Done():
-		// The call still goes out; only its reply goes nowhere.
+		// The call still goes out (and out again, if it may); only its reply goes nowhere.
 		return nil, fmt.Errorf("%w: %w", ErrQueued, ctx.Err())
 	}
+}
+
+// resendAfter is the wait before a call's first resend; it doubles with each one.
+const resendAfter = 250 * time.Millisecond
+
+// unanswered reports whether err says Redis did not answer (a timeout, a broken connection) or refused to
+// run anything for now (loading its data set, a cluster slot moving or down), so the call may not have run
+// and, if it is safe to repeat, is worth sending again. A script's own error is an answer.
+func unanswered(err error) bool {
+	if err == nil {
+		return false
+	}
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return true
+	}
+	for _, prefix := range []string{"LOADING", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // register runs registerScript in the next pipeline and returns its reply.
@@ -159,6 +208,12 @@ func (q *Queue) sendScripts(batch []*scriptCall) {
 		}
 	}
 	for _, c := range batch {
+		if c.resends > 0 && unanswered(c.err) {
+			c.resends--
+			c.sent++
+			q.calls.addLater(c, resendAfter<<(c.sent-1))
+			continue
+		}
 		close(c.done)
 	}
 }

@@ -268,3 +268,144 @@ func together(n int, call func(i int)) {
 	close(start)
 	wg.Wait()
 }
+
+// lossy fails the first fail pipelines that carry token, like a Redis that did not answer in time: with run,
+// Redis runs them first and only the reply is lost; without, the request is. It counts those pipelines.
+type lossy struct {
+	token string
+	run   bool
+	fail  int64
+	seen  atomic.Int64
+}
+
+func (l *lossy) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (l *lossy) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (l *lossy) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return slices.Contains(c.Args(), any(l.token)) }) {
+			return next(ctx, cmds)
+		}
+		if l.seen.Add(1) > l.fail {
+			return next(ctx, cmds)
+		}
+		if l.run {
+			_ = next(ctx, cmds)
+		}
+		lost := errors.New("read tcp 127.0.0.1:6379: i/o timeout")
+		for _, c := range cmds {
+			c.SetErr(lost)
+		}
+		return lost
+	}
+}
+
+// twoSockets registers a token twice, as two tabs do, after a count-off of another token (so Redis knows
+// the count-off script and a lost reply is of a script that ran).
+func twoSockets(t *testing.T, env *testenv.Env, q *queue.Queue) string {
+	t.Helper()
+	other, err := q.Register(t.Context(), screening, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Disconnected(t.Context(), screening, other.Token); err != nil {
+		t.Fatal(err)
+	}
+	e, err := q.Register(t.Context(), screening, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Register(t.Context(), screening, e.Token); err != nil {
+		t.Fatal(err)
+	}
+	return e.Token
+}
+
+// sockets is the open-socket count Redis keeps for token.
+func sockets(t *testing.T, env *testenv.Env, token string) int64 {
+	t.Helper()
+	n, err := env.Redis.HGet(t.Context(), queue.Key(env.Prefix, screening, "conns"), token).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A count-off whose reply is lost (it ran, but Redis answered too late) is sent again, and the second run
+// changes nothing: one of two tabs closing leaves the token with one socket, not counted gone. Before, a
+// lost count-off was given up, leaving the token counted as connected for ever.
+func TestCountOffWhoseReplyIsLostIsSentAgainAndCountsOnce(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		token := twoSockets(t, env, q)
+		l := &lossy{token: token, run: true, fail: 1}
+		env.Redis.AddHook(l)
+		if err := q.Disconnected(t.Context(), screening, token); err != nil {
+			t.Fatalf("count-off whose first reply was lost: %v, want the resend's answer", err)
+		}
+		if n := l.seen.Load(); n != 2 {
+			t.Errorf("the count-off went out %d times, want twice", n)
+		}
+		if n := sockets(t, env, token); n != 1 {
+			t.Errorf("the token counts %d open sockets after one of its two closed, want 1", n)
+		}
+		if gone := members(t, env, screening, "gone"); slices.ContainsFunc(gone, func(z redis.Z) bool { return z.Member == token }) {
+			t.Error("the token was noted gone with a tab still open: counted off twice")
+		}
+	})
+}
+
+// A count-off that never reached Redis is sent again and counts: the last tab's close notes the token gone.
+func TestCountOffThatNeverRanIsSentAgain(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		token := twoSockets(t, env, q)
+		l := &lossy{token: token, fail: 2}
+		env.Redis.AddHook(l)
+		for range 2 {
+			if err := q.Disconnected(t.Context(), screening, token); err != nil {
+				t.Fatalf("count-off: %v", err)
+			}
+		}
+		if n := l.seen.Load(); n != 4 {
+			t.Errorf("two count-offs went out %d times, want twice each (the first try of each lost)", n)
+		}
+		if n := sockets(t, env, token); n != 0 {
+			t.Errorf("the token counts %d open sockets after both closed, want 0", n)
+		}
+		if gone := members(t, env, screening, "gone"); !slices.ContainsFunc(gone, func(z redis.Z) bool { return z.Member == token }) {
+			t.Error("the token is not noted gone after its last socket closed")
+		}
+	})
+}
+
+// A count-off is given up after its resends (and a draining instance's Settle waits for them), and a
+// registration is never sent twice: its count is not safe to change again.
+func TestCountOffGivesUpAfterItsResendsAndARegistrationIsSentOnce(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		token := twoSockets(t, env, q)
+		l := &lossy{token: token, fail: 1 << 30}
+		env.Redis.AddHook(l)
+		if err := q.Disconnected(t.Context(), screening, token); err == nil {
+			t.Fatal("a count-off Redis never answered returned no error")
+		}
+		if n := l.seen.Load(); n != 5 {
+			t.Errorf("a count-off never answered went out %d times, want 5 (once, and 4 resends)", n)
+		}
+		if err := q.Settle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+
+		l.seen.Store(0)
+		if _, err := q.Register(t.Context(), screening, token); err == nil {
+			t.Fatal("a registration Redis never answered returned no error")
+		}
+		time.Sleep(time.Second) // past the first resend's time
+		if n := l.seen.Load(); n != 1 {
+			t.Errorf("a registration without an answer went out %d times, want once", n)
+		}
+	})
+}

@@ -246,15 +246,36 @@ func shuffleKey() int64 {
 // Disconnected counts off one socket of token. When it was the last and the token is still waiting, the
 // token is noted gone: unless it registers again within the grace, the next tick (or the opening) drops it
 // as abandoned.
+//
+// A count-off that gets no answer (Redis saturated, a connection broken) is sent again, up to
+// countOffResends times: each carries a mark of its own in Redis (disconnect.lua), so one that did run and
+// only lost its reply changes nothing the second time.
 func (q *Queue) Disconnected(ctx context.Context, screening, token string) error {
 	if err := q.check(screening, token); err != nil {
 		return err
 	}
 	k := q.keys(screening)
-	if _, err := q.runBatched(ctx, disconnectScript, []string{k.waiting, k.pre, k.gone, k.conns}, token, q.now().UnixMilli()); err != nil {
+	mark := Key(q.prefix, screening, "off:"+randomID())
+	if _, err := q.runResent(ctx, countOffResends, disconnectScript, []string{k.waiting, k.pre, k.gone, k.conns, mark},
+		token, q.now().UnixMilli(), countOffMark.Milliseconds()); err != nil {
 		return fmt.Errorf("queue: disconnect in %s: %w", screening, err)
 	}
 	return nil
+}
+
+const (
+	// countOffResends bounds the resends of a count-off without an answer: with batchTimeout per try and
+	// resendAfter doubling between them, it is given up about 25 s after it was first sent.
+	countOffResends = 4
+	// countOffMark is how long a count-off's mark stays in Redis: far longer than it can be sent again.
+	countOffMark = 5 * time.Minute
+)
+
+// randomID is 96 random bits in hex: a count-off's mark.
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Status reports where token stands without changing anything.
