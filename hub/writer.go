@@ -181,8 +181,6 @@ func (w *writers) takeLocked(batch *[writerBatch]*Client) int {
 	return n
 }
 
-// wait returns once no writer runs (and so every queued message is written or its socket closed), nor a
-// watchdog.
 // busy reports whether a writer is running: a tick's push, or a flush of other news.
 func (w *writers) busy() bool {
 	w.mu.Lock()
@@ -190,6 +188,8 @@ func (w *writers) busy() bool {
 	return w.running > 0
 }
 
+// wait returns once no writer runs (and so every queued message is written or its socket closed), nor a
+// watchdog.
 func (w *writers) wait() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
