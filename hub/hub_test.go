@@ -16,7 +16,6 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
@@ -246,7 +245,7 @@ func TestSlowClientIsDisconnectedNotWaitedOn(t *testing.T) {
 	if err := h.Shutdown(sctx); err != nil {
 		t.Fatalf("Shutdown = %v", err)
 	}
-	if got := testutil.ToFloat64(gauge(t, reg, "waitroom_hub_sockets")); got != 0 {
+	if got := metricValue(t, reg, "waitroom_hub_sockets"); got != 0 {
 		t.Errorf("sockets gauge = %v after the drop, want 0", got)
 	}
 }
@@ -399,7 +398,8 @@ func TestPeerCloseIsEchoed(t *testing.T) {
 	shutdown(t, h)
 }
 
-func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+// metricValue reads the value of the gauge or counter name from reg.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -407,13 +407,15 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Colle
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name {
-			g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name})
-			g.Set(mf.GetMetric()[0].GetGauge().GetValue())
-			return g
+			m := mf.GetMetric()[0]
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
+			}
+			return m.GetCounter().GetValue()
 		}
 	}
 	t.Fatalf("metric %s not registered", name)
-	return nil
+	return 0
 }
 
 // TestShutdownClosesSocketsWithServiceRestart: draining tells every socket 1012 so clients reconnect

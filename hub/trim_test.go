@@ -12,22 +12,6 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
-// counter reads the value of the counter name from reg.
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("metric %s not registered", name)
-	return 0
-}
-
 // TestBurstOfSocketsIsFollowedByOneMemoryReturn: once a burst of sockets opening (or closing) is over, the
 // hub hands its memory back to the OS once; churn below a burst, or none, does not make it collect again.
 func TestBurstOfSocketsIsFollowedByOneMemoryReturn(t *testing.T) {
@@ -37,7 +21,7 @@ func TestBurstOfSocketsIsFollowedByOneMemoryReturn(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, reg, quiet)
 	hub.SetTrim(h, every, burst)
-	returns := func() float64 { return counter(t, reg, "waitroom_hub_memory_returns_total") }
+	returns := func() float64 { return metricValue(t, reg, "waitroom_hub_memory_returns_total") }
 	waitReturns := func(want float64) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); returns() < want && time.Now().Before(deadline); {
