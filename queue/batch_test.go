@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/queue"
@@ -339,11 +341,16 @@ func sockets(t *testing.T, env *testenv.Env, token string) int64 {
 func TestCountOffWhoseReplyIsLostIsSentAgainAndCountsOnce(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
+		m := queue.NewMetrics(prometheus.NewRegistry())
+		q.SetMetrics(m)
 		token := twoSockets(t, env, q)
 		l := &lossy{token: token, run: true, fail: 1}
 		env.Redis.AddHook(l)
 		if err := q.Disconnected(t.Context(), screening, token); err != nil {
 			t.Fatalf("count-off whose first reply was lost: %v, want the resend's answer", err)
+		}
+		if resent, lost := testutil.ToFloat64(m.CountOffResends), testutil.ToFloat64(m.CountOffsLost); resent != 1 || lost != 0 {
+			t.Errorf("count-offs resent %v, lost %v; want 1 and 0", resent, lost)
 		}
 		if n := l.seen.Load(); n != 2 {
 			t.Errorf("the count-off went out %d times, want twice", n)
@@ -386,6 +393,8 @@ func TestCountOffThatNeverRanIsSentAgain(t *testing.T) {
 func TestCountOffGivesUpAfterItsResendsAndARegistrationIsSentOnce(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
+		m := queue.NewMetrics(prometheus.NewRegistry())
+		q.SetMetrics(m)
 		token := twoSockets(t, env, q)
 		l := &lossy{token: token, fail: 1 << 30}
 		env.Redis.AddHook(l)
@@ -394,6 +403,9 @@ func TestCountOffGivesUpAfterItsResendsAndARegistrationIsSentOnce(t *testing.T) 
 		}
 		if n := l.seen.Load(); n != 5 {
 			t.Errorf("a count-off never answered went out %d times, want 5 (once, and 4 resends)", n)
+		}
+		if resent, lost := testutil.ToFloat64(m.CountOffResends), testutil.ToFloat64(m.CountOffsLost); resent != 4 || lost != 1 {
+			t.Errorf("count-offs resent %v, lost %v; want 4 and 1", resent, lost)
 		}
 		if err := q.Settle(t.Context()); err != nil {
 			t.Fatal(err)

@@ -19,6 +19,11 @@ type Metrics struct {
 	Active       *prometheus.GaugeVec
 	Paused       *prometheus.GaugeVec
 	TickSeconds  *prometheus.HistogramVec
+	// CountOffResends and CountOffsLost count the count-offs sent again for want of an answer, and those
+	// given up after every resend (their tokens stay counted as connected: docs/fairness.md). The queue
+	// counts them once SetMetrics gave it these metrics.
+	CountOffResends prometheus.Counter
+	CountOffsLost   prometheus.Counter
 }
 
 // NewMetrics makes the scheduler's metrics and registers them with reg.
@@ -51,6 +56,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Time one admission tick took on this instance, lock to publish (lock misses included).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}, []string{"screening"}),
 	}
-	reg.MustRegister(m.Runs, m.Refills, m.Admitted, m.Failures, m.LockMisses, m.CapacityHits, m.Skips, m.Abandoned, m.Shuffled, m.Opens, m.Waiting, m.Active, m.Paused, m.TickSeconds)
+	m.CountOffResends = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "queue", Name: "count_off_resends_total",
+		Help: "Count-offs of closed sockets sent to Redis again because their pipeline got no answer (each runs once: its mark)."})
+	m.CountOffsLost = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "queue", Name: "count_offs_lost_total",
+		Help: "Count-offs given up without an answer after every resend: their tokens stay counted as connected."})
+	reg.MustRegister(m.Runs, m.Refills, m.Admitted, m.Failures, m.LockMisses, m.CapacityHits, m.Skips, m.Abandoned, m.Shuffled, m.Opens, m.Waiting, m.Active, m.Paused, m.TickSeconds,
+		m.CountOffResends, m.CountOffsLost)
 	return m
 }

@@ -116,6 +116,8 @@ type Queue struct {
 
 	calls  batcher[scriptCall] // registrations and count-offs on their way to Redis together (batch.go)
 	checks batcher[passCheck]  // pass checks on their way to Redis together (pass.go)
+
+	metrics *Metrics // where the count-offs' resends and losses are counted; nil: nowhere (SetMetrics)
 }
 
 // New returns the queue kept in rdb under prefix.
@@ -125,6 +127,10 @@ func New(rdb redis.UniversalClient, prefix string) *Queue {
 	q.checks = batcher[passCheck]{max: batchSize, send: q.sendChecks}
 	return q
 }
+
+// SetMetrics makes q count its count-offs' resends and losses in m (the scheduler's metrics). Call it
+// before q is used.
+func (q *Queue) SetMetrics(m *Metrics) { q.metrics = m }
 
 // Prefix is the key prefix this queue writes under.
 func (q *Queue) Prefix() string { return q.prefix }

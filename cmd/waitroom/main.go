@@ -106,7 +106,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		ActiveTTL: cfg.Admission.ActiveTTL, LockTTL: cfg.Admission.LockTTL, Grace: cfg.Queue.Grace,
 	}
 	instance := instanceID()
-	sched := queue.NewScheduler(q, store, defaults, instance, queue.NewMetrics(reg), log)
+	metrics := queue.NewMetrics(reg)
+	q.SetMetrics(metrics)
+	sched := queue.NewScheduler(q, store, defaults, instance, metrics, log)
 	// The scheduler stands for the queue where a slot is freed (a reservation, a leave), so it refills at once.
 	book := booking.New(store, rdb, cfg.Redis.Prefix, sched, passes, booking.Settings{
 		LockWait: cfg.Booking.LockWait, LockLease: cfg.Booking.LockLease, MaxSeats: cfg.Booking.MaxSeats,
