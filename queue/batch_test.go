@@ -271,36 +271,6 @@ func together(n int, call func(i int)) {
 	wg.Wait()
 }
 
-// lossy fails the first fail pipelines that carry token, like a Redis that did not answer in time: with run,
-// Redis runs them first and only the reply is lost; without, the request is. It counts those pipelines.
-type lossy struct {
-	token string
-	run   bool
-	fail  int64
-	seen  atomic.Int64
-}
-
-func (l *lossy) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (l *lossy) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (l *lossy) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return slices.Contains(c.Args(), any(l.token)) }) {
-			return next(ctx, cmds)
-		}
-		if l.seen.Add(1) > l.fail {
-			return next(ctx, cmds)
-		}
-		if l.run {
-			_ = next(ctx, cmds)
-		}
-		lost := errors.New("read tcp 127.0.0.1:6379: i/o timeout")
-		for _, c := range cmds {
-			c.SetErr(lost)
-		}
-		return lost
-	}
-}
-
 // twoSockets registers a token twice, as two tabs do, after a count-off of another token (so Redis knows
 // the count-off script and a lost reply is of a script that ran).
 func twoSockets(t *testing.T, env *testenv.Env, q *queue.Queue) string {
@@ -344,7 +314,7 @@ func TestCountOffWhoseReplyIsLostIsSentAgainAndCountsOnce(t *testing.T) {
 		m := queue.NewMetrics(prometheus.NewRegistry())
 		q.SetMetrics(m)
 		token := twoSockets(t, env, q)
-		l := &lossy{token: token, run: true, fail: 1}
+		l := &testenv.Lossy{Token: token, Run: true, Fail: 1}
 		env.Redis.AddHook(l)
 		if err := q.Disconnected(t.Context(), screening, token); err != nil {
 			t.Fatalf("count-off whose first reply was lost: %v, want the resend's answer", err)
@@ -352,7 +322,7 @@ func TestCountOffWhoseReplyIsLostIsSentAgainAndCountsOnce(t *testing.T) {
 		if resent, lost := testutil.ToFloat64(m.CountOffResends), testutil.ToFloat64(m.CountOffsLost); resent != 1 || lost != 0 {
 			t.Errorf("count-offs resent %v, lost %v; want 1 and 0", resent, lost)
 		}
-		if n := l.seen.Load(); n != 2 {
+		if n := l.Seen.Load(); n != 2 {
 			t.Errorf("the count-off went out %d times, want twice", n)
 		}
 		if n := sockets(t, env, token); n != 1 {
@@ -369,14 +339,14 @@ func TestCountOffThatNeverRanIsSentAgain(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
 		token := twoSockets(t, env, q)
-		l := &lossy{token: token, fail: 2}
+		l := &testenv.Lossy{Token: token, Fail: 2}
 		env.Redis.AddHook(l)
 		for range 2 {
 			if err := q.Disconnected(t.Context(), screening, token); err != nil {
 				t.Fatalf("count-off: %v", err)
 			}
 		}
-		if n := l.seen.Load(); n != 4 {
+		if n := l.Seen.Load(); n != 4 {
 			t.Errorf("two count-offs went out %d times, want twice each (the first try of each lost)", n)
 		}
 		if n := sockets(t, env, token); n != 0 {
@@ -396,12 +366,12 @@ func TestCountOffGivesUpAfterItsResendsAndARegistrationIsSentOnce(t *testing.T) 
 		m := queue.NewMetrics(prometheus.NewRegistry())
 		q.SetMetrics(m)
 		token := twoSockets(t, env, q)
-		l := &lossy{token: token, fail: 1 << 30}
+		l := &testenv.Lossy{Token: token, Fail: 1 << 30}
 		env.Redis.AddHook(l)
 		if err := q.Disconnected(t.Context(), screening, token); err == nil {
 			t.Fatal("a count-off Redis never answered returned no error")
 		}
-		if n := l.seen.Load(); n != 5 {
+		if n := l.Seen.Load(); n != 5 {
 			t.Errorf("a count-off never answered went out %d times, want 5 (once, and 4 resends)", n)
 		}
 		if resent, lost := testutil.ToFloat64(m.CountOffResends), testutil.ToFloat64(m.CountOffsLost); resent != 4 || lost != 1 {
@@ -411,13 +381,83 @@ func TestCountOffGivesUpAfterItsResendsAndARegistrationIsSentOnce(t *testing.T) 
 			t.Fatal(err)
 		}
 
-		l.seen.Store(0)
+		l.Seen.Store(0)
 		if _, err := q.Register(t.Context(), screening, token); err == nil {
 			t.Fatal("a registration Redis never answered returned no error")
 		}
 		time.Sleep(time.Second) // past the first resend's time
-		if n := l.seen.Load(); n != 1 {
+		if n := l.Seen.Load(); n != 1 {
 			t.Errorf("a registration without an answer went out %d times, want once", n)
+		}
+	})
+}
+
+// inLine reports whether token waits in the screening's line.
+func inLine(t *testing.T, env *testenv.Env, token string) bool {
+	t.Helper()
+	err := env.Redis.ZScore(t.Context(), queue.Key(env.Prefix, screening, "waiting"), token).Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// A registration that ran but whose answer was lost is undone: its socket is counted off, and its token (a
+// fresh one, which the client never learnt) is noted gone, so the grace drops it instead of it waiting in
+// line for ever and costing an admission.
+func TestRegistrationWhoseAnswerIsLostIsUndone(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		twoSockets(t, env, q) // Redis knows the scripts
+		token := queue.NewToken()
+		env.Redis.AddHook(&testenv.Lossy{Token: token, Run: true, Fail: 1})
+		e, err := q.Register(t.Context(), screening, token)
+		if err == nil || e.Token != token {
+			t.Fatalf("registration whose answer was lost: %+v, %v; want an error and the entry's token to undo", e, err)
+		}
+		if !inLine(t, env, token) || sockets(t, env, token) != 1 {
+			t.Fatalf("the registration did not run (in line %v, %d sockets): the test's premise", inLine(t, env, token), sockets(t, env, token))
+		}
+		if err := q.Undo(t.Context(), screening, e); err != nil {
+			t.Fatal(err)
+		}
+		if n := sockets(t, env, token); n != 0 {
+			t.Errorf("after the undo the token counts %d sockets, want 0", n)
+		}
+		if gone := members(t, env, screening, "gone"); !slices.ContainsFunc(gone, func(z redis.Z) bool { return z.Member == token }) {
+			t.Error("the undone fresh token is not noted gone: it would wait in line for ever")
+		}
+	})
+}
+
+// A registration that never reached Redis is undone without counting anything off, and should Redis get it
+// after all, later than the undo, it does nothing.
+func TestRegistrationUndoneBeforeItRanNeverRuns(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		token := twoSockets(t, env, q) // a token with two sockets, so a wrong count-off shows
+		env.Redis.AddHook(&testenv.Lossy{Token: token, Fail: 1})
+		e, err := q.Register(t.Context(), screening, token)
+		if err == nil || e.Token != token {
+			t.Fatalf("registration that never reached Redis: %+v, %v; want an error and the entry's token to undo", e, err)
+		}
+		if err := q.Undo(t.Context(), screening, e); err != nil {
+			t.Fatal(err)
+		}
+		if n := sockets(t, env, token); n != 2 {
+			t.Errorf("after undoing a registration that never ran the token counts %d sockets, want its 2", n)
+		}
+		if _, err := queue.RegisterLate(t.Context(), q, screening, e); err == nil {
+			t.Error("the registration arriving after its undo answered as if it ran")
+		}
+		if n := sockets(t, env, token); n != 2 {
+			t.Errorf("after the late registration the token counts %d sockets, want still 2", n)
+		}
+		if err := q.Undo(t.Context(), screening, queue.Entry{Token: token}); err != nil {
+			t.Errorf("undo of an entry Enter did not fail: %v, want nothing to undo", err)
+		}
+		if n := sockets(t, env, token); n != 2 {
+			t.Errorf("an undo of an answered registration counted off: %d sockets, want 2", n)
 		}
 	})
 }

@@ -179,6 +179,8 @@ type Entry struct {
 	Paused bool
 	// ExpiresAt is when an admitted token's slot (and its pass) lapses.
 	ExpiresAt time.Time
+
+	mark string // a registration's mark, when Enter got no answer (Undo)
 }
 
 func (q *Queue) check(screening, token string) error {
@@ -200,7 +202,16 @@ func (q *Queue) Register(ctx context.Context, screening, token string) (Entry, e
 // original place), in the pre-queue (Pre: the line opens at opensAt, when the pre-queue is shuffled; see
 // Open), admitted (with the expiry of its slot), or closed (sold out: ErrClosed). An empty token gets a new
 // random one. Each call counts one more socket of the token (see Disconnected).
+//
+// An error with the returned entry's Token set says the registration got no answer and may have run: the
+// caller undoes it (Undo), so that a socket that never joined is not counted for ever, nor a fresh token,
+// which its client never learnt, left in line for ever.
 func (q *Queue) Enter(ctx context.Context, screening, token string, opensAt time.Time) (Entry, error) {
+	return q.enter(ctx, screening, token, opensAt, randomID())
+}
+
+// enter is Enter with the registration's mark (register.lua) drawn by the caller.
+func (q *Queue) enter(ctx context.Context, screening, token string, opensAt time.Time, mark string) (Entry, error) {
 	if token == "" {
 		token = NewToken()
 	}
@@ -209,10 +220,17 @@ func (q *Queue) Enter(ctx context.Context, screening, token string, opensAt time
 	}
 	k := q.keys(screening)
 	res, err := q.register(ctx,
-		[]string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch, k.pre, k.opened, k.paused, k.gone, k.conns},
-		token, q.now().UnixMilli(), opensAt.UnixMilli(), shuffleKey())
+		[]string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch, k.pre, k.opened, k.paused, k.gone, k.conns, q.regMark(screening, mark)},
+		token, q.now().UnixMilli(), opensAt.UnixMilli(), shuffleKey(), countOffMark.Milliseconds())
 	if err != nil {
-		return Entry{}, fmt.Errorf("queue: register in %s: %w", screening, err)
+		var e Entry
+		if errors.Is(err, ErrQueued) || unanswered(err) {
+			e = Entry{Token: token, mark: mark}
+		}
+		return e, fmt.Errorf("queue: register in %s: %w", screening, err)
+	}
+	if res[0] == "undone" {
+		return Entry{}, fmt.Errorf("queue: register in %s: undone before it ran", screening)
 	}
 	e := Entry{Token: token}
 	switch res[0] {
@@ -257,13 +275,35 @@ func shuffleKey() int64 {
 // countOffResends times: each carries a mark of its own in Redis (disconnect.lua), so one that did run and
 // only lost its reply changes nothing the second time.
 func (q *Queue) Disconnected(ctx context.Context, screening, token string) error {
+	return q.countOff(ctx, screening, token, "")
+}
+
+// Undo undoes a registration that got no answer (Enter returned an error and an entry with its Token): if
+// it ran, its socket is counted off, as Disconnected does (a fresh token is then noted gone, and dropped
+// after the grace unless its client comes back with it); if it did not, it never will (its mark is set
+// first, and the registration, should Redis still get it, does nothing). An entry without a Token, or one
+// Enter returned without an error, has nothing to undo.
+func (q *Queue) Undo(ctx context.Context, screening string, e Entry) error {
+	if e.mark == "" {
+		return nil
+	}
+	return q.countOff(ctx, screening, e.Token, q.regMark(screening, e.mark))
+}
+
+// regMark names the key that marks the registration mark ran (register.lua).
+func (q *Queue) regMark(screening, mark string) string { return Key(q.prefix, screening, "reg:"+mark) }
+
+// countOff runs disconnect.lua for one socket of token; with regMark, only if that registration ran.
+func (q *Queue) countOff(ctx context.Context, screening, token, regMark string) error {
 	if err := q.check(screening, token); err != nil {
 		return err
 	}
 	k := q.keys(screening)
-	mark := Key(q.prefix, screening, "off:"+randomID())
-	if _, err := q.runResent(ctx, countOffResends, disconnectScript, []string{k.waiting, k.pre, k.gone, k.conns, mark},
-		token, q.now().UnixMilli(), countOffMark.Milliseconds()); err != nil {
+	keys := []string{k.waiting, k.pre, k.gone, k.conns, Key(q.prefix, screening, "off:"+randomID())}
+	if regMark != "" {
+		keys = append(keys, regMark)
+	}
+	if _, err := q.runResent(ctx, countOffResends, disconnectScript, keys, token, q.now().UnixMilli(), countOffMark.Milliseconds()); err != nil {
 		return fmt.Errorf("queue: disconnect in %s: %w", screening, err)
 	}
 	return nil
@@ -273,11 +313,12 @@ const (
 	// countOffResends bounds the resends of a count-off without an answer: with batchTimeout per try and
 	// resendAfter doubling between them, it is given up about 25 s after it was first sent.
 	countOffResends = 4
-	// countOffMark is how long a count-off's mark stays in Redis: far longer than it can be sent again.
+	// countOffMark is how long a count-off's or a registration's mark stays in Redis: far longer than either
+	// can be sent again, or arrive late.
 	countOffMark = 5 * time.Minute
 )
 
-// randomID is 96 random bits in hex: a count-off's mark.
+// randomID is 96 random bits in hex: a count-off's or a registration's mark.
 func randomID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])

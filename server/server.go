@@ -35,6 +35,9 @@ const (
 	maxBodyBytes = 4 << 10
 	// readyTimeout bounds each dependency check of /readyz (they run side by side).
 	readyTimeout = 2 * time.Second
+	// undoWait bounds the wait for a registration's undo (Queue.Undo) before the socket is told to retry;
+	// an undo still queued then goes out all the same.
+	undoWait = 5 * time.Second
 )
 
 // Deps is what the server serves.
@@ -509,6 +512,15 @@ func (s *Server) socket(c echo.Context) error {
 		return nil
 	case err != nil:
 		s.logFor(c).Error("socket: register", "screening", id, "err", err)
+		if e.Token != "" {
+			// No answer: the registration may have run. Undone, it counts nothing for a socket that never
+			// joined, and leaves no fresh token in line that its client never learnt.
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoWait)
+			if err := s.Queue.Undo(uctx, id, e); err != nil && !errors.Is(err, queue.ErrQueued) {
+				s.Log.Warn("socket: undo a registration", "screening", id, "err", err)
+			}
+			cancel()
+		}
 		hub.Reject(conn, hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), hub.CloseTryAgainLater, "UNAVAILABLE")
 		return nil
 	}

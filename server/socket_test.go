@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/testenv"
@@ -204,6 +205,42 @@ func TestSocketPassReservesOverHTTP(t *testing.T) {
 
 		if r := a.reserve(t, "s1", admitted.Pass, `{"seats":["A1"]}`); r.status != http.StatusCreated {
 			t.Errorf("reservation with the socket's pass = %d %s, want 201", r.status, r)
+		}
+	})
+}
+
+// TestSocketWhoseRegistrationGotNoAnswerLeavesNothingCounted: a socket whose registration ran in Redis but
+// whose answer was lost is told to retry (UNAVAILABLE, 1013), and the registration is undone: its socket is
+// not counted as connected, and its token, which the client may never have learnt, is noted gone so the
+// grace drops it rather than it waiting in line for ever.
+func TestSocketWhoseRegistrationGotNoAnswerLeavesNothingCounted(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, nil)
+		if _, err := a.q.Register(t.Context(), "s1", ""); err != nil { // Redis learns the script
+			t.Fatal(err)
+		}
+		token := queue.NewToken()
+		env.Redis.AddHook(&testenv.Lossy{Token: token, Run: true, Fail: 1})
+		conn, res, err := a.dial("/ws/screenings/s1?token="+token, "")
+		if err != nil {
+			t.Fatalf("socket = %v (%v), want it open, then refused", status(res), err)
+		}
+		defer conn.Close()
+		if m := read(t, conn); m.Type != "error" || m.Code != "UNAVAILABLE" {
+			t.Errorf("socket message after a registration without an answer = %+v, want error UNAVAILABLE", m)
+		}
+		if code := readClose(t, conn); code != hub.CloseTryAgainLater {
+			t.Errorf("close code = %d, want %d (retry later)", code, hub.CloseTryAgainLater)
+		}
+		ctx := t.Context()
+		if n, err := env.Redis.HGet(ctx, queue.Key(env.Prefix, "s1", "conns"), token).Int64(); err == nil && n != 0 {
+			t.Errorf("the token counts %d open sockets after its only socket was refused, want none", n)
+		}
+		if err := env.Redis.ZScore(ctx, queue.Key(env.Prefix, "s1", "waiting"), token).Err(); err != nil {
+			t.Fatalf("the registration did not run (%v): the test's premise", err)
+		}
+		if err := env.Redis.ZScore(ctx, queue.Key(env.Prefix, "s1", "gone"), token).Err(); err != nil {
+			t.Errorf("the token is not noted gone after its registration was undone: %v", err)
 		}
 	})
 }

@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -103,5 +105,36 @@ func (h onReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 			}
 		}
 		return err
+	}
+}
+
+// Lossy is a hook (rdb.AddHook) that fails the first Fail pipelines carrying Token among their arguments,
+// as a Redis that did not answer in time: with Run, Redis runs them first and only the reply is lost;
+// without, the request is. Seen counts those pipelines.
+type Lossy struct {
+	Token string
+	Run   bool
+	Fail  int64
+	Seen  atomic.Int64
+}
+
+func (l *Lossy) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (l *Lossy) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (l *Lossy) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return slices.Contains(c.Args(), any(l.Token)) }) {
+			return next(ctx, cmds)
+		}
+		if l.Seen.Add(1) > l.Fail {
+			return next(ctx, cmds)
+		}
+		if l.Run {
+			_ = next(ctx, cmds)
+		}
+		lost := errors.New("read tcp 127.0.0.1:6379: i/o timeout")
+		for _, c := range cmds {
+			c.SetErr(lost)
+		}
+		return lost
 	}
 }

@@ -12,13 +12,20 @@
 -- KEYS[3] gone     ZSET token -> when its last socket closed (Unix ms)
 -- KEYS[4] conns    HASH token -> open sockets
 -- KEYS[5] off      STRING this count-off's mark, present once it ran
+-- KEYS[6] (only to undo a registration whose caller got no answer: Queue.Undo) the registration's mark
+-- (register.lua): present if it ran, and then its socket is counted off; absent if it did not, and then it
+-- is set so that the registration, should it still arrive, does nothing, and nothing is counted off here
 -- ARGV[1] token
 -- ARGV[2] now, Unix ms
--- ARGV[3] how long the mark is kept, ms (longer than the count-off is tried for)
+-- ARGV[3] how long the marks are kept, ms (longer than the count-off is tried for)
 --
--- Returns 1 when the token is now counted gone, else 0 (also when this count-off had already run).
+-- Returns 1 when the token is now counted gone, else 0 (also when this count-off had already run, or undid
+-- a registration that had not).
 local token = ARGV[1]
 if not redis.call('SET', KEYS[5], '1', 'NX', 'PX', ARGV[3]) then
+  return 0
+end
+if KEYS[6] and redis.call('SET', KEYS[6], '1', 'NX', 'PX', ARGV[3]) then
   return 0
 end
 if redis.call('HINCRBY', KEYS[4], token, -1) > 0 then

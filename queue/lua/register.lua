@@ -21,12 +21,19 @@
 -- KEYS[9] paused   STRING present while the operator has paused admission
 -- KEYS[10] gone    ZSET token -> when its last socket closed (Unix ms)
 -- KEYS[11] conns   HASH token -> open sockets
+-- KEYS[12] mark    STRING this registration's mark, set when it runs (or when it was undone before it ran)
 -- ARGV[1] token
 -- ARGV[2] now, Unix ms
 -- ARGV[3] the sale time, Unix ms (the line opens then)
 -- ARGV[4] a random shuffle key in [0, 2^53), used if the token enters the pre-queue
+-- ARGV[5] how long the mark is kept, ms
+--
+-- A registration whose caller got no answer is undone (disconnect.lua with this mark): if it ran, its socket
+-- is counted off; if it had not, the undo sets the mark first, and the registration, arriving late, finds it
+-- and does nothing ({"undone"}).
 --
 -- Returns one of
+--   {"undone"}
 --   {"closed"}
 --   {"admitted", expiresAtMs}
 --   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch, paused (0|1)}
@@ -35,6 +42,10 @@
 local token = ARGV[1]
 local now = tonumber(ARGV[2])
 local opensAt = tonumber(ARGV[3])
+
+if not redis.call('SET', KEYS[12], '1', 'NX', 'PX', ARGV[5]) then
+  return {'undone'}
+end
 
 if redis.call('EXISTS', KEYS[4]) == 1 then
   return {'closed'}
