@@ -305,6 +305,17 @@ func sockets(t *testing.T, env *testenv.Env, token string) int64 {
 	return n
 }
 
+// wantCountedGone checks that token has no socket counted and is noted gone, when.
+func wantCountedGone(t *testing.T, env *testenv.Env, token, when string) {
+	t.Helper()
+	if n := sockets(t, env, token); n != 0 {
+		t.Errorf("%s the token counts %d open sockets, want 0", when, n)
+	}
+	if gone := members(t, env, screening, "gone"); !slices.ContainsFunc(gone, func(z redis.Z) bool { return z.Member == token }) {
+		t.Errorf("%s the token is not noted gone", when)
+	}
+}
+
 // A count-off whose reply is lost (it ran, but Redis answered too late) is sent again, and the second run
 // changes nothing: one of two tabs closing leaves the token with one socket, not counted gone. Before, a
 // lost count-off was given up, leaving the token counted as connected for ever.
@@ -349,12 +360,7 @@ func TestCountOffThatNeverRanIsSentAgain(t *testing.T) {
 		if n := l.Seen.Load(); n != 4 {
 			t.Errorf("two count-offs went out %d times, want twice each (the first try of each lost)", n)
 		}
-		if n := sockets(t, env, token); n != 0 {
-			t.Errorf("the token counts %d open sockets after both closed, want 0", n)
-		}
-		if gone := members(t, env, screening, "gone"); !slices.ContainsFunc(gone, func(z redis.Z) bool { return z.Member == token }) {
-			t.Error("the token is not noted gone after its last socket closed")
-		}
+		wantCountedGone(t, env, token, "after both its sockets closed")
 	})
 }
 
@@ -421,12 +427,7 @@ func TestRegistrationWhoseAnswerIsLostIsUndone(t *testing.T) {
 		if err := q.Undo(t.Context(), screening, e); err != nil {
 			t.Fatal(err)
 		}
-		if n := sockets(t, env, token); n != 0 {
-			t.Errorf("after the undo the token counts %d sockets, want 0", n)
-		}
-		if gone := members(t, env, screening, "gone"); !slices.ContainsFunc(gone, func(z redis.Z) bool { return z.Member == token }) {
-			t.Error("the undone fresh token is not noted gone: it would wait in line for ever")
-		}
+		wantCountedGone(t, env, token, "after the undo of its only registration (else it would wait in line for ever)")
 	})
 }
 
