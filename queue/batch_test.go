@@ -462,3 +462,30 @@ func TestRegistrationUndoneBeforeItRanNeverRuns(t *testing.T) {
 		}
 	})
 }
+
+// A registration that found the line sold out counted nothing, so undoing it (its answer lost) counts
+// nothing off either.
+func TestRegistrationThatFoundTheLineClosedIsUndoneWithoutACountOff(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		token := twoSockets(t, env, q)
+		if err := q.Close(t.Context(), screening); err != nil {
+			t.Fatal(err)
+		}
+		// Closing forgets the counts; the token's two tabs are counted again so a count-off would show.
+		if err := env.Redis.HSet(t.Context(), queue.Key(env.Prefix, screening, "conns"), token, 2).Err(); err != nil {
+			t.Fatal(err)
+		}
+		env.Redis.AddHook(&testenv.Lossy{Token: token, Run: true, Fail: 1})
+		e, err := q.Register(t.Context(), screening, token)
+		if err == nil || e.Token != token {
+			t.Fatalf("registration whose answer was lost: %+v, %v; want an error and the entry's token to undo", e, err)
+		}
+		if err := q.Undo(t.Context(), screening, e); err != nil {
+			t.Fatal(err)
+		}
+		if n := sockets(t, env, token); n != 2 {
+			t.Errorf("after undoing a registration that found the line closed the token counts %d sockets, want its 2", n)
+		}
+	})
+}

@@ -21,7 +21,8 @@
 -- KEYS[9] paused   STRING present while the operator has paused admission
 -- KEYS[10] gone    ZSET token -> when its last socket closed (Unix ms)
 -- KEYS[11] conns   HASH token -> open sockets
--- KEYS[12] mark    STRING this registration's mark, set when it runs (or when it was undone before it ran)
+-- KEYS[12] mark    STRING this registration's mark, set when it counts its socket (or when it was undone
+--                  before it ran)
 -- ARGV[1] token
 -- ARGV[2] now, Unix ms
 -- ARGV[3] the sale time, Unix ms (the line opens then)
@@ -43,12 +44,14 @@ local token = ARGV[1]
 local now = tonumber(ARGV[2])
 local opensAt = tonumber(ARGV[3])
 
-if not redis.call('SET', KEYS[12], '1', 'NX', 'PX', ARGV[5]) then
-  return {'undone'}
-end
-
 if redis.call('EXISTS', KEYS[4]) == 1 then
   return {'closed'}
+end
+
+-- Marked only where the registration starts to count: one that found the line closed counted nothing,
+-- and its undo finds no mark and counts nothing off.
+if not redis.call('SET', KEYS[12], '1', 'NX', 'PX', ARGV[5]) then
+  return {'undone'}
 end
 
 -- Every socket counts, whatever the token's state: disconnect.lua counts each one off.
