@@ -313,9 +313,10 @@ const (
 	// countOffResends bounds the resends of a count-off without an answer: with batchTimeout per try and
 	// resendAfter doubling between them, it is given up about 25 s after it was first sent.
 	countOffResends = 4
-	// countOffMark is how long a count-off's or a registration's mark stays in Redis: far longer than either
-	// can be sent again, or arrive late.
-	countOffMark = 5 * time.Minute
+	// countOffMark is how long a count-off's or a registration's mark stays in Redis: longer than either is
+	// sent again (about 25 s) or could arrive late (a pipeline past its 5 s), and short, as a crowd of
+	// 100,000 leaves 100,000 marks (about 10 MB) for this long.
+	countOffMark = time.Minute
 )
 
 // randomID is 96 random bits in hex: a count-off's or a registration's mark.
