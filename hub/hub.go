@@ -138,8 +138,8 @@ func New(lines Lines, passes Passes, l Leaver, reg prometheus.Registerer, log *s
 		trimEvery: trimEvery, trimBurst: trimBurst, pingEvery: pingPeriod,
 		sockets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "waitroom", Subsystem: "hub", Name: "sockets", Help: "Open WebSocket connections on this instance."}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "line_reads_total", Help: "Lines read whole from Redis: at a subscription's start and after a missed event."}),
+		trims:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "memory_returns_total", Help: "Forced collections that handed a burst of sockets' memory back to the OS once the burst was over."}),
 	}
-	h.trims = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "memory_returns_total", Help: "Forced collections that handed a burst of sockets' memory back to the OS once the burst was over."})
 	reg.MustRegister(h.sockets, h.resyncs, h.trims)
 	return h
 }

@@ -112,14 +112,14 @@ type scriptCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
-	// resends is how many more times the call goes out when its pipeline gets no answer: only for a script
-	// that is safe to run twice (a count-off, which marks that it ran); 0 for the others.
-	resends    int
-	resendable bool // resends was above 0 at the start
-	sent       int
-	done       chan struct{}
-	res        any
-	err        error
+	// resends is how many times the call may go out again when its pipeline gets no answer: only for a
+	// script that is safe to run twice (a count-off, which marks that it ran); 0 for the others. resent is
+	// how many times it has.
+	resends int
+	resent  int
+	done    chan struct{}
+	res     any
+	err     error
 }
 
 // runBatched runs script with keys and args in the next pipeline and returns its reply. A pipeline that
@@ -132,7 +132,7 @@ func (q *Queue) runBatched(ctx context.Context, script *redis.Script, keys []str
 // runResent is runBatched for a script that is safe to run twice: without an answer it goes out again, up
 // to resends more times, resendAfter apart and further.
 func (q *Queue) runResent(ctx context.Context, resends int, script *redis.Script, keys []string, args ...any) (any, error) {
-	return q.run(ctx, &scriptCall{script: script, keys: keys, args: args, resends: resends, resendable: resends > 0})
+	return q.run(ctx, &scriptCall{script: script, keys: keys, args: args, resends: resends})
 }
 
 func (q *Queue) run(ctx context.Context, c *scriptCall) (any, error) {
@@ -209,24 +209,20 @@ func (q *Queue) sendScripts(batch []*scriptCall) {
 		}
 	}
 	for _, c := range batch {
-		if c.resendable && unanswered(c.err) {
-			if c.resends > 0 {
-				c.resends--
-				c.sent++
-				q.count(func(m *Metrics) { m.CountOffResends.Inc() })
-				q.calls.addLater(c, resendAfter<<(c.sent-1))
+		if c.resends > 0 && unanswered(c.err) {
+			if c.resent < c.resends {
+				c.resent++
+				if q.metrics != nil {
+					q.metrics.CountOffResends.Inc()
+				}
+				q.calls.addLater(c, resendAfter<<(c.resent-1))
 				continue
 			}
-			q.count(func(m *Metrics) { m.CountOffsLost.Inc() })
+			if q.metrics != nil {
+				q.metrics.CountOffsLost.Inc()
+			}
 		}
 		close(c.done)
-	}
-}
-
-// count counts in q's metrics, if it has them.
-func (q *Queue) count(inc func(*Metrics)) {
-	if q.metrics != nil {
-		inc(q.metrics)
 	}
 }
 
