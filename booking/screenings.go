@@ -3,6 +3,7 @@ package booking
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -51,17 +52,14 @@ func plausible(t time.Time) bool {
 	return y >= 2000 && y <= 9999
 }
 
-// CheckSettings refuses admission settings a screening cannot run with (a zero field means the default).
-func CheckSettings(a queue.Settings) error {
-	switch {
-	case a.Interval < 0 || (a.Interval > 0 && a.Interval < 100*time.Millisecond) || a.Interval > time.Hour:
-		return fmt.Errorf("booking: admission interval %s: want 100ms to 1h: %w", a.Interval, ErrBadScreening)
-	case a.BatchSize < 0 || a.BatchSize > 100000:
-		return fmt.Errorf("booking: admission batch_size %d: want 1 to 100000: %w", a.BatchSize, ErrBadScreening)
-	case a.MaxActive < 0 || a.MaxActive > 1000000:
-		return fmt.Errorf("booking: admission max_active %d: want 1 to 1000000: %w", a.MaxActive, ErrBadScreening)
-	case a.ActiveTTL < 0 || (a.ActiveTTL > 0 && a.ActiveTTL < time.Second) || a.ActiveTTL > 24*time.Hour:
-		return fmt.Errorf("booking: admission active_ttl %s: want 1s to 24h: %w", a.ActiveTTL, ErrBadScreening)
+// checkSettings refuses admission settings a screening cannot run with (queue.Settings.Validate), as a
+// malformed screening.
+func checkSettings(a queue.Settings) error {
+	var refused *queue.SettingsError
+	if err := a.Validate(); errors.As(err, &refused) {
+		return fmt.Errorf("booking: %s: %w", refused.Message, ErrBadScreening)
+	} else if err != nil {
+		return fmt.Errorf("booking: %w", err)
 	}
 	return nil
 }
@@ -87,7 +85,7 @@ func (s *Store) CreateScreening(ctx context.Context, sc Screening, seats []Seat,
 	case len(seats) == 0 || len(seats) > MaxSeatsPerScreening:
 		return fmt.Errorf("booking: %d seats: want 1 to %d: %w", len(seats), MaxSeatsPerScreening, ErrBadScreening)
 	}
-	if err := CheckSettings(a); err != nil {
+	if err := checkSettings(a); err != nil {
 		return err
 	}
 	tx, err := s.db.BeginTxx(ctx, nil)
@@ -132,7 +130,7 @@ func (s *Store) CreateScreening(ctx context.Context, sc Screening, seats []Seat,
 // one. It returns the screening's settings after the change (zero fields: the server's defaults). Every
 // instance's scheduler applies them at its next refresh.
 func (s *Store) SetAdmission(ctx context.Context, id string, a queue.Settings) (queue.Settings, error) {
-	if err := CheckSettings(a); err != nil {
+	if err := checkSettings(a); err != nil {
 		return queue.Settings{}, err
 	}
 	res, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE screenings SET

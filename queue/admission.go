@@ -34,26 +34,6 @@ const (
 // within 5 s of Redis's return (docs/reliability.md).
 const RebuildHold = 3 * time.Second
 
-// Settings is the pace of one screening's admission.
-type Settings struct {
-	Interval  time.Duration
-	BatchSize int
-	MaxActive int
-	ActiveTTL time.Duration
-	LockTTL   time.Duration
-	// Grace is how long a waiting token may have no open socket before a tick drops it as abandoned
-	// (0: never).
-	Grace time.Duration
-}
-
-// goneCutoff is the Unix ms at or before which a gone token counts as abandoned at now.
-func (s Settings) goneCutoff(now time.Time) int64 {
-	if s.Grace <= 0 {
-		return -1
-	}
-	return now.Add(-s.Grace).UnixMilli()
-}
-
 // TickResult is what one admission tick did.
 type TickResult struct {
 	Screening string

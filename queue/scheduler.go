@@ -70,29 +70,6 @@ func (s *Scheduler) Refresh() {
 	}
 }
 
-// Merge returns s with every zero field taken from defaults.
-func (s Settings) Merge(defaults Settings) Settings {
-	if s.Interval <= 0 {
-		s.Interval = defaults.Interval
-	}
-	if s.BatchSize <= 0 {
-		s.BatchSize = defaults.BatchSize
-	}
-	if s.MaxActive <= 0 {
-		s.MaxActive = defaults.MaxActive
-	}
-	if s.ActiveTTL <= 0 {
-		s.ActiveTTL = defaults.ActiveTTL
-	}
-	if s.LockTTL <= 0 {
-		s.LockTTL = defaults.LockTTL
-	}
-	if s.Grace <= 0 {
-		s.Grace = defaults.Grace
-	}
-	return s
-}
-
 // Settings returns the settings the screening's loop runs with on this instance, or the defaults when it
 // has no loop here.
 func (s *Scheduler) Settings(screening string) Settings {

@@ -38,6 +38,7 @@ func classify(err error) (int, apiErrorBody) {
 	var syntax *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
 	var tooBig *http.MaxBytesError
+	var badSettings *queue.SettingsError
 	switch {
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized, apiErrorBody{Code: "UNAUTHORIZED", Message: "the admin API needs Authorization: Bearer <admin key>"}
@@ -45,6 +46,8 @@ func classify(err error) (int, apiErrorBody) {
 		return http.StatusConflict, apiErrorBody{Code: "SCREENING_EXISTS", Message: "a screening with this id exists already"}
 	case errors.Is(err, booking.ErrBadScreening):
 		return http.StatusBadRequest, apiErrorBody{Code: "BAD_SCREENING", Message: unwrapMessage(err)}
+	case errors.As(err, &badSettings):
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_SCREENING", Message: badSettings.Message}
 	case errors.Is(err, errBadAdminBody):
 		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: unwrapMessage(err)}
 	case errors.As(err, &taken):

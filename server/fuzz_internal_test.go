@@ -76,8 +76,8 @@ func jsonObjectOrNull(data []byte) bool {
 // FuzzDecodeAdmission: PATCH /api/admin/screenings/{id}/admission. decodeStrict refuses with errBadAdminBody
 // or a *http.MaxBytesError; settings() refuses with booking.ErrBadScreening; an accepted body is one JSON
 // object whose durations are positive, whose counts are not negative, and which reproduces its fields; and
-// booking.CheckSettings, the store's gate before any SQL, either passes it or refuses it as
-// ErrBadScreening (a 400, never a 500).
+// queue.Settings.Validate, the store's gate before any SQL, either passes it or refuses it as
+// ErrBadSettings (a 400, never a 500).
 func FuzzDecodeAdmission(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var body admissionBody
@@ -142,11 +142,11 @@ func checkSettingsOf(t *testing.T, body admissionBody, s queue.Settings) {
 	if s.BatchSize != body.BatchSize || s.MaxActive != body.MaxActive || s.BatchSize < 0 || s.MaxActive < 0 {
 		t.Fatalf("settings(%+v) = %+v: counts changed or negative", body, s)
 	}
-	if err := booking.CheckSettings(s); err != nil {
-		if !errors.Is(err, booking.ErrBadScreening) {
-			t.Fatalf("CheckSettings(%+v) = %v, want nil or ErrBadScreening", s, err)
+	if err := s.Validate(); err != nil {
+		if !errors.Is(err, queue.ErrBadSettings) {
+			t.Fatalf("Validate(%+v) = %v, want nil or ErrBadSettings", s, err)
 		}
-		wantClear(t, fmt.Sprintf("CheckSettings(%+v)", s), err)
+		wantClear(t, fmt.Sprintf("Validate(%+v)", s), err)
 		return
 	}
 	// Settings the store takes run: the effective settings (defaults filled in) make a body that reads
@@ -433,7 +433,7 @@ func inGrid(id string) bool {
 
 // FuzzAdminHTTP: the admin bodies end to end (create when create is set, otherwise a change of fz1's
 // admission). The answer is a 2xx or a 4xx, never a 5xx; a refusal is the JSON error body; what the
-// operator is shown after an accepted body has settings that pass booking.CheckSettings, and a created
+// operator is shown after an accepted body has settings that pass queue.Settings.Validate, and a created
 // screening has exactly the seats asked for and can be listed.
 func FuzzAdminHTTP(f *testing.F) {
 	fs := newFuzzServer(f)
@@ -483,8 +483,8 @@ func FuzzAdminHTTP(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%s = %d admission %+v: %v", what, rec.Code, got.Admission, err)
 		}
-		if err := booking.CheckSettings(s); err != nil || s.Interval <= 0 || s.BatchSize <= 0 || s.MaxActive <= 0 || s.ActiveTTL <= 0 {
-			t.Fatalf("%s = %d effective admission %+v: CheckSettings = %v, want complete settings that pass", what, rec.Code, s, err)
+		if err := s.Validate(); err != nil || s.Interval <= 0 || s.BatchSize <= 0 || s.MaxActive <= 0 || s.ActiveTTL <= 0 {
+			t.Fatalf("%s = %d effective admission %+v: Validate = %v, want complete settings that pass", what, rec.Code, s, err)
 		}
 	})
 }
