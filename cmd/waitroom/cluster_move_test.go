@@ -61,17 +61,19 @@ func moveSlot(t *testing.T, ctx context.Context, rdb *redis.ClusterClient, key s
 	}
 	slot, err := rdb.ClusterKeySlot(ctx, key).Result()
 	must(err)
-	slots, err := rdb.ClusterSlots(ctx).Result()
+	shards, err := rdb.ClusterShards(ctx).Result()
 	must(err)
 	var src, dst string
-	for _, s := range slots {
-		if int64(s.Start) <= slot && slot <= int64(s.End) {
-			src = s.Nodes[0].Addr
+	for _, s := range shards {
+		for _, r := range s.Slots {
+			if r.Start <= slot && slot <= r.End {
+				src = shardMaster(s)
+			}
 		}
 	}
-	for _, s := range slots {
-		if s.Nodes[0].Addr != src {
-			dst = s.Nodes[0].Addr
+	for _, s := range shards {
+		if m := shardMaster(s); m != "" && m != src {
+			dst = m
 		}
 	}
 	sc := redis.NewClient(&redis.Options{Addr: src})

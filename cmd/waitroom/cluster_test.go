@@ -394,7 +394,7 @@ type clusterScreening struct {
 // screeningsOnTwoMasters picks two screening ids whose keys hash to slots owned by different masters.
 func screeningsOnTwoMasters(t *testing.T, ctx context.Context, rdb *redis.ClusterClient, prefix string) (clusterScreening, clusterScreening) {
 	t.Helper()
-	slots, err := rdb.ClusterSlots(ctx).Result()
+	shards, err := rdb.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,12 +403,14 @@ func screeningsOnTwoMasters(t *testing.T, ctx context.Context, rdb *redis.Cluste
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) {
-				return clusterScreening{id: id, slot: slot, master: s.Nodes[0].Addr}
+		for _, s := range shards {
+			for _, r := range s.Slots {
+				if r.Start <= slot && slot <= r.End {
+					return clusterScreening{id: id, slot: slot, master: shardMaster(s)}
+				}
 			}
 		}
-		t.Fatalf("slot %d of %s: no master in %v", slot, id, slots)
+		t.Fatalf("slot %d of %s: no master in %v", slot, id, shards)
 		return clusterScreening{}
 	}
 	short := locate("short")
@@ -419,6 +421,17 @@ func screeningsOnTwoMasters(t *testing.T, ctx context.Context, rdb *redis.Cluste
 	}
 	t.Fatal("no screening id found on another master than short's")
 	return clusterScreening{}, clusterScreening{}
+}
+
+// shardMaster is the address ("host:port", as CLUSTER SLOTS gave it) of the master of a shard that CLUSTER
+// SHARDS lists, or "" if the shard has none.
+func shardMaster(s redis.ClusterShard) string {
+	for _, n := range s.Nodes {
+		if n.Role == "master" {
+			return net.JoinHostPort(n.Endpoint, strconv.FormatInt(n.Port, 10))
+		}
+	}
+	return ""
 }
 
 // startCluster runs scripts/redis-cluster.sh in a temp dir on free ports and stops the cluster when the test
