@@ -28,9 +28,13 @@ test-cluster:
 test-faults:
 	$(GO) test -race -count=1 -tags faults -run RandomFault -v ./cmd/waitroom/
 
+# go vet and staticcheck (pinned in go.mod as a tool, run with `go tool staticcheck`), each over the default
+# build and the one with the cluster and fault tests; then gofmt over every tracked Go file.
 lint:
 	$(GO) vet ./...
 	$(GO) vet -tags cluster,faults ./...
+	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck -tags cluster,faults ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 build:
