@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -32,6 +33,18 @@ import (
 // ready socket once; position messages, nearly all of the traffic, are recorded where they are read and
 // wake nobody. The user's goroutine sees only the other messages. Where there is no reactor (a wss URL,
 // or not Linux) a goroutine per socket feeds the same frame reader from the connection.
+
+const (
+	// handshakeTimeout bounds the TCP dial and the WebSocket opening handshake.
+	handshakeTimeout = 10 * time.Second
+	// readWait bounds the silence on a waiting socket. The line may not move for a long time (no position
+	// pushes while admission is at capacity), but the server pings every 54 s and every ping extends it.
+	readWait = 75 * time.Second
+	// writeWait bounds one write: a pong, a leave, a close frame.
+	writeWait = 5 * time.Second
+	// maxMessageSize bounds one server message; the largest, admitted, carries a pass of a few hundred bytes.
+	maxMessageSize = 16 << 10
+)
 
 // The frame opcodes of RFC 6455 §5.2.
 const (
@@ -482,4 +495,14 @@ func (t *connTransport) write(b []byte, deadline time.Time) error {
 func (t *connTransport) close() {
 	_ = t.conn.Close()
 	<-t.stopped
+}
+
+// errHoldEnded is a read cut short because the hold ended.
+var errHoldEnded = errors.New("the hold ended")
+
+// handshakeError is a socket the server refused with an HTTP status: not worth dialing again.
+type handshakeError struct{ status int }
+
+func (e *handshakeError) Error() string {
+	return fmt.Sprintf("websocket handshake refused: HTTP %d", e.status)
 }

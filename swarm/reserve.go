@@ -1,0 +1,159 @@
+// A user's REST calls once admitted: read the seat map, pick free seats and post the reservation, trying
+// other seats after a conflict.
+
+package swarm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 64 << 10
+
+// reserve picks random available seats and posts them, trying other seats after a 409 SEAT_TAKEN or
+// SEAT_LOCKED up to Retries times. It sets r's outcome, and reports whether the user gave up holding its
+// admission (so the caller can hand the slot back).
+func (v *visit) reserve(ctx context.Context, pass string, r *result) (gaveUp bool) {
+	locked := map[string]bool{} // seats another request held; a hint only, the map says what is sold
+	for try := 0; try <= v.cfg.Retries; try++ {
+		seats, err := v.seatMap(ctx, v.src.client)
+		if err != nil {
+			r.fail(requestKind(ctx, "seat map"), err)
+			return false
+		}
+		pick := pickSeats(seats, locked, v.cfg.Seats)
+		if len(pick) == 0 {
+			r.Outcome = SoldOut // the map shows no seat left
+			return false
+		}
+		sentAt := time.Now()
+		status, body, err := v.post(ctx, pass, pick)
+		r.Reservations = append(r.Reservations, time.Since(sentAt))
+		if err != nil {
+			r.fail(requestKind(ctx, "reserve"), err)
+			return false
+		}
+		switch {
+		case status == http.StatusCreated:
+			r.Outcome, r.Seats = Ticket, body.Seats
+			if len(r.Seats) == 0 {
+				r.Seats = pick
+			}
+			return false
+		case status == http.StatusConflict && body.Error.Code == "SOLD_OUT":
+			r.Outcome = SoldOut
+			return false
+		case status == http.StatusConflict && (body.Error.Code == "SEAT_TAKEN" || body.Error.Code == "SEAT_LOCKED"):
+			for _, seat := range body.Error.Seats {
+				locked[seat] = true
+			}
+		default:
+			r.fail(fmt.Sprintf("reserve %d %s", status, body.Error.Code),
+				fmt.Errorf("POST %s: %d %s: %s", v.bookURL, status, body.Error.Code, body.Error.Message))
+			return false
+		}
+	}
+	r.Outcome = GaveUp
+	return true
+}
+
+// requestKind names a failed REST call: the run's stop, or what was being called.
+func requestKind(ctx context.Context, what string) string {
+	if ctx.Err() != nil {
+		return stopKind(ctx)
+	}
+	return what
+}
+
+// pickSeats returns up to n random available seats, avoiding those in avoid while others are left.
+func pickSeats(seats []seat, avoid map[string]bool, n int) []string {
+	var free, avoided []string
+	for _, s := range seats {
+		switch {
+		case s.Status != "available":
+		case avoid[s.ID]:
+			avoided = append(avoided, s.ID)
+		default:
+			free = append(free, s.ID)
+		}
+	}
+	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+	rand.Shuffle(len(avoided), func(i, j int) { avoided[i], avoided[j] = avoided[j], avoided[i] })
+	free = append(free, avoided...)
+	return free[:min(n, len(free))]
+}
+
+// seat is one seat of GET /api/screenings/{id}/seats.
+type seat struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+// apiError is the body of a refused request.
+type apiError struct {
+	Error struct {
+		Code    string   `json:"code"`
+		Message string   `json:"message"`
+		Seats   []string `json:"seats"`
+	} `json:"error"`
+}
+
+// reservation is the body of a 201 (Seats) or of a refusal (Error).
+type reservation struct {
+	Seats []string `json:"seats"`
+	apiError
+}
+
+// seatMap reads the seat map with client (the user's source's, or the first source's for the run's own
+// reads).
+func (s *swarm) seatMap(ctx context.Context, client *http.Client) ([]seat, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.seatURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e apiError
+		_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&e)
+		return nil, fmt.Errorf("GET %s: %d %s", s.seatURL, resp.StatusCode, e.Error.Code)
+	}
+	var seats []seat
+	if err := json.NewDecoder(resp.Body).Decode(&seats); err != nil {
+		return nil, fmt.Errorf("GET %s: decode: %w", s.seatURL, err)
+	}
+	return seats, nil
+}
+
+func (v *visit) post(ctx context.Context, pass string, seats []string) (int, reservation, error) {
+	body, err := json.Marshal(map[string][]string{"seats": seats})
+	if err != nil {
+		return 0, reservation{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, v.bookURL, bytes.NewReader(body))
+	if err != nil {
+		return 0, reservation{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+pass)
+	resp, err := v.src.client.Do(req)
+	if err != nil {
+		return 0, reservation{}, err
+	}
+	defer resp.Body.Close()
+	var out reservation
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&out); err != nil && resp.StatusCode == http.StatusCreated {
+		return 0, reservation{}, fmt.Errorf("POST %s: decode: %w", v.bookURL, err)
+	}
+	return resp.StatusCode, out, nil
+}
