@@ -59,16 +59,17 @@ func (v *visit) run(ctx context.Context) result {
 func (v *visit) wait(ctx context.Context, r *result) (*socket, string) {
 	var place place
 	for attempt := 0; ; attempt++ {
-		sock, pass, retry, kind, err := v.connection(ctx, &place, r)
+		end := v.connect(ctx, &place, r)
+		kind := end.kind
 		switch {
-		case sock != nil:
-			return sock, pass
-		case err == nil:
+		case end.sock != nil:
+			return end.sock, end.pass
+		case end.err == nil:
 			return nil, "" // the outcome is set: sold out, or the hold is over
 		case ctx.Err() != nil:
-			r.fail(stopKind(ctx), err)
+			r.fail(stopKind(ctx), end.err)
 			return nil, ""
-		case retry && attempt < maxReconnects:
+		case end.retry && attempt < maxReconnects:
 			if v.pause(ctx, backoff(attempt)) {
 				r.Reconnects++
 				continue
@@ -77,12 +78,12 @@ func (v *visit) wait(ctx context.Context, r *result) (*socket, string) {
 			if ctx.Err() != nil {
 				kind = stopKind(ctx)
 			}
-			r.fail(kind, err)
+			r.fail(kind, end.err)
 			return nil, ""
-		case retry:
+		case end.retry:
 			kind += fmt.Sprintf(" (after %d reconnects)", attempt)
 		}
-		r.fail(kind, err)
+		r.fail(kind, end.err)
 		return nil, ""
 	}
 }
@@ -95,106 +96,156 @@ type place struct {
 	admitted bool
 }
 
-// connection is one socket of a user's wait. It returns the open socket and the pass on admission in flow
-// mode; nil and no error when the visit ended (r's outcome set: sold out, or the hold is over); else the
-// error, its kind, and whether dialing again with the token is the answer (a failed dial, a close 1012 or
-// 1013, an INTERNAL error message).
-func (v *visit) connection(ctx context.Context, p *place, r *result) (sock *socket, pass string, retry bool, kind string, err error) {
+// ending is how one connection of a user's wait ended: admitted in flow mode (sock is the open socket, pass
+// its pass); the visit over (no error: r's outcome is set, sold out or the hold is over); or an error, with
+// its kind and whether dialing again with the token is the answer (a failed dial, a close 1012 or 1013, an
+// INTERNAL error message).
+type ending struct {
+	sock  *socket
+	pass  string
+	retry bool
+	kind  string
+	err   error
+}
+
+// connect dials one socket of a user's wait, with the place's token if it has one, and reads it until it
+// ends.
+func (v *visit) connect(ctx context.Context, p *place, r *result) ending {
 	dialAt := time.Now()
 	if r.FirstDialAt.IsZero() {
 		r.FirstDialAt = dialAt
 	}
-	sock, err = v.open(ctx, p.token)
+	sock, err := v.open(ctx, p.token)
 	if err != nil {
 		var hs *handshakeError
 		if errors.As(err, &hs) {
-			return nil, "", false, fmt.Sprintf("handshake %d", hs.status), err
+			return ending{kind: fmt.Sprintf("handshake %d", hs.status), err: err}
 		}
-		return nil, "", true, "dial", err
+		return ending{retry: true, kind: "dial", err: err}
 	}
-	// When the connection ends while it waits in line, its window ends too.
-	var w waiting
-	defer func() { w.end(r, time.Now(), false) }()
-	var refused *message // an error message; its close frame follows and says whether to try again
-	// Positions are recorded where they are read; they join the result when the connection ends.
-	// (conn, not sock: a return sets the result sock to nil before this runs.)
-	conn := sock
-	defer func() { r.Positions = append(r.Positions, conn.takePositions()...) }()
+	c := &connection{visit: v, sock: sock, place: p, r: r, dialAt: dialAt}
+	defer c.finish()
+	return c.readUntilEnd(ctx)
+}
+
+// connection is one open socket of a user's wait, as its messages are read.
+type connection struct {
+	*visit
+	sock   *socket
+	place  *place
+	r      *result
+	dialAt time.Time
+	w      waiting
+	// refused is an error message the server sent; its close frame follows and says whether to try again.
+	refused *message
+}
+
+// finish adds what the connection saw to the result when it ends: the positions, recorded where they were
+// read, and its window if it was still waiting in line.
+func (c *connection) finish() {
+	c.r.Positions = append(c.r.Positions, c.sock.takePositions()...)
+	c.w.end(c.r, time.Now(), false)
+}
+
+// readUntilEnd reads messages until one ends the connection (admitted in flow mode, sold out, an INTERNAL
+// error), the hold ends, or the connection fails.
+func (c *connection) readUntilEnd(ctx context.Context) ending {
 	for first := true; ; first = false {
 		wait := readWait
-		if refused != nil {
+		if c.refused != nil {
 			wait = writeWait
 		}
-		m, at, err := sock.read(ctx, v.hold, wait)
+		m, at, err := c.sock.read(ctx, c.hold, wait)
 		if errors.Is(err, errHoldEnded) && ctx.Err() == nil {
 			// The user stops waiting at the hold's end, not when its socket is closed after it: a tick
 			// still being pushed then is not one this user missed (positions read until the close are kept,
 			// after the window).
-			w.end(r, at, false)
-			v.endHold(sock, p, r, w.placed)
-			return nil, "", false, "", nil
+			c.w.end(c.r, at, false)
+			c.endHold(c.sock, c.place, c.r, c.w.placed)
+			return ending{}
 		}
 		if err != nil {
-			sock.drop()
-			var ce *websocket.CloseError
-			closed := errors.As(err, &ce)
-			switch {
-			case closed && (ce.Code == websocket.CloseServiceRestart || ce.Code == websocket.CloseTryAgainLater):
-				return nil, "", true, fmt.Sprintf("closed %d", ce.Code), err
-			case refused != nil:
-				return nil, "", false, "server " + refused.Code, fmt.Errorf("server error %s: %s; then %w", refused.Code, refused.Message, err)
-			case closed:
-				return nil, "", false, fmt.Sprintf("closed %d", ce.Code), err
-			case errors.Is(err, errProtocol):
-				return nil, "", false, "protocol", err
-			case isTimeout(err):
-				return nil, "", false, "read timeout", err
-			}
-			return nil, "", false, "read", err
+			c.sock.drop()
+			return c.failed(err)
 		}
-		if first && p.firstMessageAt.IsZero() {
-			p.firstMessageAt = at
-			r.Connect, r.Connected = p.firstMessageAt.Sub(dialAt), true
+		if first && c.place.firstMessageAt.IsZero() {
+			c.place.firstMessageAt = at
+			c.r.Connect, c.r.Connected = at.Sub(c.dialAt), true
 		}
-		switch m.Type {
-		case "queued", "prequeue":
-			// prequeue: the sale has not opened; the place is in the pre-queue, and position messages follow
-			// the opening. Either way the token keeps the place across reconnects.
-			p.token = m.Token
-			if r.RegisteredAt.IsZero() {
-				r.RegisteredAt = at
-				v.count.registered.Add(1)
-			}
-			w.start(at)
-		case "admitted":
-			if m.Pass == "" {
-				sock.close()
-				return nil, "", false, "protocol", fmt.Errorf("%w: admitted without a pass", errProtocol)
-			}
-			p.token = m.Token
-			w.end(r, at, true)
-			w.placed = true
-			if !r.WasAdmitted {
-				r.InQueue, r.WasAdmitted = at.Sub(p.firstMessageAt), true
-			}
-			if v.hold == nil {
-				return sock, m.Pass, false, "", nil
-			}
-			p.admitted = true // hold mode: stay connected until the hold ends
-		case "sold_out":
-			sock.close()
-			r.Outcome = SoldOut
-			return nil, "", false, "", nil
-		case "error":
-			if m.Code == "INTERNAL" {
-				// The pass could not be signed; the socket stays open. Reconnecting hands the pass out again.
-				sock.close()
-				return nil, "", true, "server INTERNAL", fmt.Errorf("server error %s: %s", m.Code, m.Message)
-			}
-			refused = &m
+		if end, done := c.handle(m, at); done {
+			return end
 		}
-		// "paused", "resumed", "unavailable", "available", and any type a newer server adds: keep waiting.
 	}
+}
+
+// failed names a read that ended the connection: a close frame, an error message the close frame
+// followed, a protocol error, a read timeout.
+func (c *connection) failed(err error) ending {
+	var ce *websocket.CloseError
+	closed := errors.As(err, &ce)
+	switch {
+	case closed && (ce.Code == websocket.CloseServiceRestart || ce.Code == websocket.CloseTryAgainLater):
+		return ending{retry: true, kind: fmt.Sprintf("closed %d", ce.Code), err: err}
+	case c.refused != nil:
+		return ending{kind: "server " + c.refused.Code, err: fmt.Errorf("server error %s: %s; then %w", c.refused.Code, c.refused.Message, err)}
+	case closed:
+		return ending{kind: fmt.Sprintf("closed %d", ce.Code), err: err}
+	case errors.Is(err, errProtocol):
+		return ending{kind: "protocol", err: err}
+	case isTimeout(err):
+		return ending{kind: "read timeout", err: err}
+	}
+	return ending{kind: "read", err: err}
+}
+
+// handle acts on one message; done says the connection ended with it.
+func (c *connection) handle(m message, at time.Time) (end ending, done bool) {
+	switch m.Type {
+	case "queued", "prequeue":
+		// prequeue: the sale has not opened; the place is in the pre-queue, and position messages follow
+		// the opening. Either way the token keeps the place across reconnects.
+		c.place.token = m.Token
+		if c.r.RegisteredAt.IsZero() {
+			c.r.RegisteredAt = at
+			c.count.registered.Add(1)
+		}
+		c.w.start(at)
+	case "admitted":
+		return c.admitted(m, at)
+	case "sold_out":
+		c.sock.close()
+		c.r.Outcome = SoldOut
+		return ending{}, true
+	case "error":
+		if m.Code == "INTERNAL" {
+			// The pass could not be signed; the socket stays open. Reconnecting hands the pass out again.
+			c.sock.close()
+			return ending{retry: true, kind: "server INTERNAL", err: fmt.Errorf("server error %s: %s", m.Code, m.Message)}, true
+		}
+		c.refused = &m
+	}
+	// "paused", "resumed", "unavailable", "available", and any type a newer server adds: keep waiting.
+	return ending{}, false
+}
+
+// admitted records the admission. In flow mode it ends the connection with the open socket and the pass;
+// in hold mode the user stays connected until the hold ends.
+func (c *connection) admitted(m message, at time.Time) (end ending, done bool) {
+	if m.Pass == "" {
+		c.sock.close()
+		return ending{kind: "protocol", err: fmt.Errorf("%w: admitted without a pass", errProtocol)}, true
+	}
+	c.place.token = m.Token
+	c.w.end(c.r, at, true)
+	c.w.placed = true
+	if !c.r.WasAdmitted {
+		c.r.InQueue, c.r.WasAdmitted = at.Sub(c.place.firstMessageAt), true
+	}
+	if c.hold == nil {
+		return ending{sock: c.sock, pass: m.Pass}, true
+	}
+	c.place.admitted = true
+	return ending{}, false
 }
 
 // waiting tracks one connection's place: whether it got one (queued or admitted), and its window, open
