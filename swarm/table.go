@@ -1,0 +1,215 @@
+// The report as the tables a person reads at the end of a run.
+
+package swarm
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+const (
+	// maxProblemsShown bounds the discrepancies the table lists; the JSON has them all.
+	maxProblemsShown = 20
+	// maxTicksShown bounds the ticks the table lists in time order; maxWorstTicks adds the worst of the
+	// others by p99. The JSON has them all.
+	maxTicksShown = 20
+	maxWorstTicks = 5
+)
+
+// printer writes tab-separated table rows.
+type printer func(format string, args ...any)
+
+// WriteTable prints the report as the tables a person reads at the end of a run.
+func (r Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := printer(func(format string, args ...any) { fmt.Fprintf(tw, format, args...) })
+	r.writeHeader(p)
+	r.writeOutcomes(p)
+	r.writeLatency(p)
+	r.writePush(p)
+	r.writeVerification(p)
+	return tw.Flush()
+}
+
+func (r Report) writeHeader(p printer) {
+	var spread string
+	if r.Procs > 1 {
+		spread += fmt.Sprintf(", %d processes", r.Procs)
+	}
+	if r.Sources > 1 {
+		spread += fmt.Sprintf(", %d source addresses", r.Sources)
+	}
+	elapsed := (time.Duration(r.ElapsedMs) * time.Millisecond).String()
+	if r.Mode == Hold {
+		leave := "no leave: places kept"
+		if r.Leave {
+			leave = "leave at the end"
+		}
+		p("swarm: hold %d users for %s at %s for %s (%s%s) in %s\n",
+			r.Users, r.Screening, r.URL, time.Duration(r.DurationMs)*time.Millisecond, leave, spread, elapsed)
+	} else {
+		seatWord := "seats"
+		if r.SeatsPerUser == 1 {
+			seatWord = "seat"
+		}
+		p("swarm: %d users for %s at %s (concurrency %d, %d %s each, %d retries%s) in %s\n",
+			r.Users, r.Screening, r.URL, r.Concurrency, r.SeatsPerUser, seatWord, r.Retries, spread, elapsed)
+	}
+	if r.Stopped != "" {
+		p("STOPPED early (%s): users still going were counted as errors\n", r.Stopped)
+	}
+}
+
+func (r Report) writeOutcomes(p printer) {
+	p("\nOUTCOME\tUSERS\n")
+	if r.Mode == Hold {
+		p("held\t%d\n", r.Outcomes.Held)
+		p("admitted\t%d\n", r.Outcomes.Admitted)
+		p("sold_out\t%d\n", r.Outcomes.SoldOut)
+	} else {
+		p("ticket\t%d\n", r.Outcomes.Ticket)
+		p("sold_out\t%d\n", r.Outcomes.SoldOut)
+		p("gave_up\t%d\n", r.Outcomes.GaveUp)
+	}
+	p("error\t%d\n", r.Outcomes.Error)
+	p("reconnects\t%d\n", r.Reconnects)
+	if len(r.Errors) == 0 {
+		return
+	}
+	p("\nERROR KIND\tUSERS\tEXAMPLE\n")
+	kinds := make([]string, 0, len(r.Errors))
+	for k := range r.Errors {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		a, b := r.Errors[kinds[i]], r.Errors[kinds[j]]
+		return a.Count > b.Count || a.Count == b.Count && kinds[i] < kinds[j]
+	})
+	for _, k := range kinds {
+		p("%s\t%d\t%s\n", k, r.Errors[k].Count, r.Errors[k].Example)
+	}
+}
+
+func (r Report) writeLatency(p printer) {
+	type row struct {
+		name string
+		l    Latency
+	}
+	rows := []row{{"connect", r.Latency.Connect}, {"time in queue", r.Latency.Queue}}
+	if r.Mode != Hold {
+		rows = append(rows, row{"reservation", r.Latency.Reservation})
+	}
+	rows = append(rows, row{"position push", r.Push.Positions})
+	p("\nLATENCY\tCOUNT\tP50\tP95\tP99\tMAX\n")
+	for _, row := range rows {
+		l := row.l
+		p("%s\t%d\t%s\t%s\t%s\t%s\n", row.name, l.Count, showMs(l, l.P50Ms), showMs(l, l.P95Ms), showMs(l, l.P99Ms), showMs(l, l.MaxMs))
+	}
+	p("(position push: from a position message's tick_at to its receipt)\n")
+}
+
+func (r Report) writePush(p printer) {
+	reg, push := r.Registration, r.Push
+	p("\n")
+	if reg.Registered > 0 {
+		p("REGISTRATION\t%d of %d users got their place %s after the first dial: %.1f users/s\n",
+			reg.Registered, r.Users, showMs(Latency{Count: 1}, reg.BurstMs), reg.PerSecond)
+	} else {
+		p("REGISTRATION\tno user got a place\n")
+	}
+	p("TICKS\t%d seen", push.Ticks)
+	if push.CatchUps > 0 {
+		p(" (and %d catch-up positions after a connect, not ticks)", push.CatchUps)
+	}
+	p("\n")
+	p("POSITIONS\t%d users got at least one; %d of %d registered got one for every tick while they waited\n",
+		push.UsersWithPosition, push.UsersWithEveryTick, reg.Registered)
+	p("MISSED TICKS\t%d, by %d users\n", push.MissedTicks, push.UsersMissingTicks)
+	if len(push.PerTick) == 0 {
+		return
+	}
+	shown, omitted, worst := pickTicks(push.PerTick)
+	p("\nTICK (after the first dial)\tCOUNT\tP50\tP99\tMAX\n")
+	tickRow := func(t TickLatency, note string) {
+		p("%s%s\t%d\t%s\t%s\t%s\n", showTickAt(t.TickAtMs, reg.FirstDialAtMs), note, t.Count, showMsOf(t.P50Ms), showMsOf(t.P99Ms), showMsOf(t.MaxMs))
+	}
+	for _, t := range shown {
+		tickRow(t, "")
+	}
+	for _, t := range worst {
+		tickRow(t, " (a worst p99)")
+	}
+	if len(worst) > 0 {
+		p("(the first %d ticks in time order, then the %d of the other %d with the highest p99; %d ticks not listed, the JSON report has them all)\n",
+			len(shown), len(worst), len(worst)+omitted, omitted)
+	}
+}
+
+// pickTicks chooses the ticks the table lists: all of them if few, else the first maxTicksShown and the
+// maxWorstTicks of the others with the highest p99; omitted counts the others not listed.
+func pickTicks(ticks []TickLatency) (shown []TickLatency, omitted int, worst []TickLatency) {
+	if len(ticks) <= maxTicksShown+maxWorstTicks {
+		return ticks, 0, nil
+	}
+	rest := slices.Clone(ticks[maxTicksShown:])
+	sort.SliceStable(rest, func(i, j int) bool { return rest[i].P99Ms > rest[j].P99Ms })
+	return ticks[:maxTicksShown], len(rest) - maxWorstTicks, rest[:maxWorstTicks]
+}
+
+// showTickAt renders a tick's time as an offset from the run's first dial.
+func showTickAt(tickAtMs, firstDialAtMs int64) string {
+	d := time.Duration(tickAtMs-firstDialAtMs) * time.Millisecond
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
+
+func (r Report) writeVerification(p printer) {
+	v := r.Verification
+	p("\nVERIFICATION\t")
+	switch {
+	case v.Skipped != "":
+		p("not checked: %s\n", v.Skipped)
+	case v.OK:
+		p("OK: %d seats sold during the run = %d seats in %d tickets; no seat sold twice", v.SoldDuring, v.TicketSeats, v.Tickets)
+		if v.SoldBefore > 0 {
+			p(" (%d sold before the run)", v.SoldBefore)
+		}
+		p("\n")
+	default:
+		p("FAILED: %d seats sold during the run, %d seats in %d tickets; %d problems\n", v.SoldDuring, v.TicketSeats, v.Tickets, len(v.Problems))
+		for i, problem := range v.Problems {
+			if i == maxProblemsShown {
+				p("  … and %d more (the JSON report lists them all)\n", len(v.Problems)-maxProblemsShown)
+				break
+			}
+			p("  %s\n", problem)
+		}
+	}
+}
+
+// showMs renders a percentile for the table: "-" without samples, else a rounded duration.
+func showMs(l Latency, ms float64) string {
+	if l.Count == 0 {
+		return "-"
+	}
+	return showMsOf(ms)
+}
+
+// showMsOf renders milliseconds as a duration rounded for reading.
+func showMsOf(ms float64) string {
+	d := time.Duration(ms * float64(time.Millisecond))
+	switch {
+	case d >= time.Second || d <= -time.Second:
+		d = d.Round(time.Millisecond)
+	case d >= time.Millisecond || d <= -time.Millisecond:
+		d = d.Round(10 * time.Microsecond)
+	}
+	return strings.TrimSpace(d.String())
+}
