@@ -1,3 +1,6 @@
+// Linux's process and socket options: a child that dies with its parent, and source-address binds that leave
+// the port to connect time.
+
 package swarm
 
 import "syscall"

@@ -1,5 +1,7 @@
 //go:build !linux
 
+// Elsewhere than Linux, the process and socket options are the system's defaults.
+
 package swarm
 
 import "syscall"

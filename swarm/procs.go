@@ -1,3 +1,7 @@
+// A run split over child processes, because one process may open only so many sockets: the parent shares the
+// users out, starts this program again once per share, mirrors each child's progress and merges the results
+// they send back; RunChild is the child's side.
+
 package swarm
 
 import (

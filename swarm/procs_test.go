@@ -1,3 +1,5 @@
+// Tests of the split over child processes: shares, progress mirroring, merged results.
+
 package swarm
 
 import (

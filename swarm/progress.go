@@ -1,3 +1,5 @@
+// The progress line: the counts users add as they go, and the line redrawn from them while a run lasts.
+
 package swarm
 
 import (

@@ -1,3 +1,6 @@
+// What users saw of the line's pushes and of their registration: position latency tick by tick, catch-ups
+// told apart from ticks, and the ticks a waiting user missed.
+
 package swarm
 
 import (

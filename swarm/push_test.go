@@ -1,3 +1,6 @@
+// Tests of the push report (latency per tick, catch-ups, missed ticks, registration) on synthetic results,
+// and of the fast position decoder against encoding/json.
+
 package swarm
 
 import (

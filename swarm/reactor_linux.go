@@ -1,5 +1,7 @@
 //go:build linux
 
+// The reactor: one epoll set and one goroutine read every plain socket of a process.
+
 package swarm
 
 import (

@@ -1,5 +1,7 @@
 //go:build !linux
 
+// No reactor where there is no epoll: every socket gets a reading goroutine of its own (connreader.go).
+
 package swarm
 
 import "net"

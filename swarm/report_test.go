@@ -1,3 +1,5 @@
+// Tests of the report: percentiles, sums, the seat verification, the table, and the seat pick.
+
 package swarm
 
 import (

@@ -1,3 +1,6 @@
+// The source addresses users dial from (127.0.0.2 onwards, past the ~28,000 ports of one address), each with
+// its socket dialer and its HTTP client.
+
 package swarm
 
 import (

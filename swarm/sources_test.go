@@ -1,3 +1,5 @@
+// Tests of the source addresses: which addresses, taken in turn, and only for a loopback server.
+
 package swarm
 
 import (

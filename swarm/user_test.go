@@ -1,3 +1,6 @@
+// Tests of whole runs against a scripted fake server: reconnects with the token, retries on other seats,
+// timeouts, hold mode, and source addresses.
+
 package swarm
 
 import (

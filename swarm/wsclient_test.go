@@ -1,3 +1,6 @@
+// Tests of the WebSocket client: the frame reader in any chunking and against what a server may not send,
+// pings, masked frames, handshakes, closes, and the reactor with many sockets.
+
 package swarm
 
 import (
