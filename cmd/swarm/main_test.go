@@ -1,3 +1,6 @@
+// Tests of the command: bad flags refused before any dial, and hold runs against a small ticking server split
+// over child processes (this test binary is the child), interrupted or not.
+
 package main
 
 import (

@@ -1,0 +1,61 @@
+// The command's flags: their names, defaults and help texts, and the swarm.Config they make.
+
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/waitroom/waitroom/swarm"
+)
+
+// options are what the flags ask for: the run, and what to do with the report and the profile.
+type options struct {
+	config swarm.Config
+	// cpuProfile is the file for this process's CPU profile ("": none).
+	cpuProfile string
+	// jsonPath is the file for the JSON report ("": none; "-": stdout).
+	jsonPath string
+}
+
+// parseFlags reads the flags of args (args[0] is the program's name), writing help and errors on stderr;
+// -h returns flag.ErrHelp. $WAITROOM_SWARM_URL, when set, is the default of -url.
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	defaultURL := "http://localhost:8080"
+	if u := getenv("WAITROOM_SWARM_URL"); u != "" {
+		defaultURL = u
+	}
+	serverURL := fs.String("url", defaultURL, "the server's base URL (default from $WAITROOM_SWARM_URL when set)")
+	screening := fs.String("screening", "demo", "the screening every user queues for")
+	users := fs.Int("users", 2000, "how many virtual users take part")
+	concurrency := fs.Int("concurrency", 0, "how many users are connected at once (0: all of them)")
+	seats := fs.Int("seats", 1, "seats each user reserves")
+	retries := fs.Int("retries", 3, "how often a user tries other seats after a 409 SEAT_TAKEN or SEAT_LOCKED")
+	timeout := fs.Duration("timeout", 0, fmt.Sprintf("bound of the whole run (0: %s; in hold mode -duration plus 2m)", swarm.DefaultTimeout))
+	mode := fs.String("mode", string(swarm.Flow), `"flow": wait, reserve once admitted, leave; "hold": register and stay connected for -duration, measuring the pushes`)
+	duration := fs.Duration("duration", 0, "how long a hold lasts, from the start of the run (hold mode)")
+	leave := fs.Bool("leave", false, `in hold mode, send {"type":"leave"} before closing at the end (closing alone keeps the place)`)
+	procs := fs.Int("procs", 0, "processes to split the users over, each holding its share of sockets (0: one per 15,000 users connected at once)")
+	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile to the file (with -procs 1: the children are not profiled)")
+	rate := fs.Int("rate", 0, "users arriving per second at most (0: all at once)")
+	sources := fs.Int("sources", 1, "loopback addresses to dial from, 127.0.0.2 onwards, for more than ~28,000 sockets to one server (1: the system's choice)")
+	jsonPath := fs.String("json", "", `also write the report as JSON to this file ("-": stdout, and the table to stderr)`)
+	if err := fs.Parse(args[1:]); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return options{
+		config: swarm.Config{
+			URL: *serverURL, Screening: *screening, Users: *users, Concurrency: *concurrency,
+			Seats: *seats, Retries: *retries, Timeout: *timeout,
+			Mode: swarm.Mode(*mode), Duration: *duration, Leave: *leave, Procs: *procs, Sources: *sources, Rate: *rate,
+		},
+		cpuProfile: *cpuProfile,
+		jsonPath:   *jsonPath,
+	}, nil
+}
