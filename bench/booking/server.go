@@ -44,13 +44,9 @@ func startServer(ctx context.Context, getenv func(string) string, env serverEnv,
 	if goBin == "" {
 		goBin = "go"
 	}
-	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
+	root, err := moduleRoot(ctx, goBin)
 	if err != nil {
-		return nil, fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return nil, errors.New("go env GOMOD: not inside the waitroom module; run from its root (make bench-booking)")
+		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "bench-booking-")
 	if err != nil {
@@ -58,55 +54,89 @@ func startServer(ctx context.Context, getenv func(string) string, env serverEnv,
 	}
 	s := &server{tmp: tmp, logPath: filepath.Join(tmp, "server.log"), done: make(chan struct{}), client: &http.Client{Timeout: 10 * time.Second}}
 	bin := filepath.Join(tmp, "waitroom")
-	build := exec.CommandContext(ctx, goBin, "build", "-o", bin, "./cmd/waitroom")
-	build.Dir = filepath.Dir(gomod)
-	if out, err := build.CombinedOutput(); err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("go build ./cmd/waitroom: %w\n%s", err, out)
-	}
-	logf("server built from %s", filepath.Dir(gomod))
-
-	addr, err := freeAddr()
-	if err != nil {
+	if err := buildServer(ctx, goBin, root, bin); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	logFile, err := os.Create(s.logPath)
-	if err != nil {
+	logf("server built from %s", root)
+	if err := s.start(bin, env); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	defer logFile.Close() // the child holds its own descriptor
-	s.base = "http://" + addr
-	s.cmd = exec.Command(bin)
-	s.cmd.Dir = tmp // no config.yaml there: defaults plus the environment below
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	s.cmd.Env = append(withoutWaitroomVars(os.Environ()),
-		"WAITROOM_HTTP_ADDR="+addr,
-		"WAITROOM_REDIS_ADDR="+env.redisAddr,
-		"WAITROOM_REDIS_PREFIX="+env.prefix,
-		"WAITROOM_DATABASE_URL="+env.databaseURL,
-		"WAITROOM_PASS_SECRET="+env.secret,
-		"WAITROOM_DEMO_ENABLED=false",
-		"WAITROOM_BENCH_FLOOR=true",
-		"WAITROOM_ADMISSION_INTERVAL=1h",
-		"WAITROOM_LOG_LEVEL=warn",
-		"WAITROOM_BENCH_PPROF="+strconv.FormatBool(env.pprof),
-	)
-	if err := s.cmd.Start(); err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("start server: %w", err)
-	}
-	go func() {
-		s.waitErr = s.cmd.Wait()
-		close(s.done)
-	}()
 	if err := s.waitHealthy(ctx); err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		return nil, errors.Join(err, s.stop(cctx))
 	}
 	return s, nil
+}
+
+// moduleRoot is the directory of the go.mod that goBin finds from here: the bench builds the server of
+// the module it runs in.
+func moduleRoot(ctx context.Context, goBin string) (string, error) {
+	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("go env GOMOD: not inside the waitroom module; run from its root (make bench-booking)")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// buildServer builds ./cmd/waitroom of the module at root into bin.
+func buildServer(ctx context.Context, goBin, root, bin string) error {
+	build := exec.CommandContext(ctx, goBin, "build", "-o", bin, "./cmd/waitroom")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/waitroom: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// start runs bin on a free port, in the server's temp dir (no config.yaml there: defaults plus the
+// environment env makes), its output to the log file, and notes its exit in s.done.
+func (s *server) start(bin string, env serverEnv) error {
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	logFile, err := os.Create(s.logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close() // the child holds its own descriptor
+	s.base = "http://" + addr
+	s.cmd = exec.Command(bin)
+	s.cmd.Dir = s.tmp
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	s.cmd.Env = append(withoutWaitroomVars(os.Environ()), env.vars(addr)...)
+	if err := s.cmd.Start(); err != nil {
+		return fmt.Errorf("start server: %w", err)
+	}
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		close(s.done)
+	}()
+	return nil
+}
+
+// vars is the server's WAITROOM_* environment: listening on addr, pointed at the bench's Redis prefix and
+// database, with the demo off, the floor route on and the scheduler slowed to one tick an hour.
+func (env serverEnv) vars(addr string) []string {
+	return []string{
+		"WAITROOM_HTTP_ADDR=" + addr,
+		"WAITROOM_REDIS_ADDR=" + env.redisAddr,
+		"WAITROOM_REDIS_PREFIX=" + env.prefix,
+		"WAITROOM_DATABASE_URL=" + env.databaseURL,
+		"WAITROOM_PASS_SECRET=" + env.secret,
+		"WAITROOM_DEMO_ENABLED=false",
+		"WAITROOM_BENCH_FLOOR=true",
+		"WAITROOM_ADMISSION_INTERVAL=1h",
+		"WAITROOM_LOG_LEVEL=warn",
+		"WAITROOM_BENCH_PPROF=" + strconv.FormatBool(env.pprof),
+	}
 }
 
 func (s *server) waitHealthy(ctx context.Context) error {
