@@ -1,3 +1,6 @@
+// The seed's baseline, served in this process: a SELECT … FOR UPDATE transaction per reservation through a
+// pool of 30 connections.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// Firing one burst: every user's request sent at the same instant, each from a client of its own, cold or
+// warmed up.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// The package's tests end with no goroutine left running.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// Measuring one burst: the database's, pool's, server's and Redis's counters read around it, and its samples
+// summed into a result.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// The bench's own PostgreSQL database: created and dropped by the bench, and its counters read from the admin
+// connection so the reading is not counted.
+
 package main
 
 import (

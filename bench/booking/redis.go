@@ -1,3 +1,5 @@
+// Redis as the bench reads it: its version, its command and CPU counters, and the removal of the run's keys.
+
 package main
 
 import (

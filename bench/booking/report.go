@@ -1,3 +1,6 @@
+// The results of a run: each burst's figures, the ratios against the targets, the table printed at the end
+// and the JSON written with -json.
+
 package main
 
 import (

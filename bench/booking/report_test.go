@@ -1,3 +1,5 @@
+// Tests of the figures: nearest-rank percentiles, outcome counts and the ratios of the report.
+
 package main
 
 import (

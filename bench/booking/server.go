@@ -1,3 +1,6 @@
+// The server under test: the waitroom binary built from this module, run as a subprocess on a free port,
+// asked for its health, metrics and profiles, and stopped.
+
 package main
 
 import (
