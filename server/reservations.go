@@ -1,0 +1,62 @@
+// Reservations: POST /api/screenings/{id}/reservations, with the pass as its bearer token and an optional
+// Idempotency-Key.
+
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// reserveBody is POST /api/screenings/{id}/reservations.
+type reserveBody struct {
+	Seats []string `json:"seats"`
+}
+
+func (s *Server) reserve(c echo.Context) error {
+	ctx := c.Request().Context()
+	pass, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+	if !ok || pass == "" {
+		return queue.ErrInvalidPass
+	}
+	var body reserveBody
+	if err := decodeStrict(c, maxBodyBytes, &body, errBadBody); err != nil {
+		return err
+	}
+	key := c.Request().Header.Get("Idempotency-Key")
+	if !validKey(key) {
+		return errBadKey
+	}
+	r, err := s.Booking.ReserveOnce(ctx, c.Param("id"), pass, key, body.Seats)
+	var after *booking.AfterCommitError
+	if errors.As(err, &after) {
+		s.logFor(c).Warn("reserve: committed, follow-up failed", "screening", c.Param("id"), "err", err)
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, r)
+}
+
+// maxKeyLen bounds an Idempotency-Key (a UUID is 36 characters).
+const maxKeyLen = 255
+
+// validKey accepts an absent key or 1..255 visible ASCII characters.
+func validKey(key string) bool {
+	if len(key) > maxKeyLen {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,105 @@
+// The public reads of the API: the screenings, one screening with its line's length, its seat map, and a
+// token's standing in its line.
+
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// screeningView is a screening as the API shows it.
+type screeningView struct {
+	booking.Summary
+	// State is "upcoming" before the sale opens, "on_sale", "sold_out", or "closed" by the operator (the
+	// operator's view also shows "paused").
+	State string `json:"state"`
+	// MaxSeats is the most seats one reservation may take.
+	MaxSeats int    `json:"max_seats"`
+	Waiting  *int64 `json:"waiting,omitempty"`
+	Active   *int64 `json:"active,omitempty"`
+}
+
+func state(sum booking.Summary, now time.Time) string {
+	switch {
+	case sum.ClosedAt != nil:
+		return "closed"
+	case sum.SeatsAvailable <= 0:
+		return "sold_out"
+	case now.Before(sum.SaleOpensAt):
+		return "upcoming"
+	}
+	return "on_sale"
+}
+
+func (s *Server) listScreenings(c echo.Context) error {
+	list, err := s.Store.Screenings(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	out := make([]screeningView, len(list))
+	for i, sum := range list {
+		out[i] = screeningView{Summary: sum, State: state(sum, now), MaxSeats: s.Booking.MaxSeats()}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) getScreening(c echo.Context) error {
+	ctx := c.Request().Context()
+	sum, err := s.Store.Screening(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	waiting, active, err := s.Queue.Counts(ctx, sum.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, screeningView{Summary: sum, State: state(sum, time.Now()), MaxSeats: s.Booking.MaxSeats(), Waiting: &waiting, Active: &active})
+}
+
+func (s *Server) getSeats(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	seats, err := s.Booking.Seats(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, seats)
+}
+
+// queueStatus is GET /api/screenings/{id}/queue/{token}.
+type queueStatus struct {
+	Status    string `json:"status"`
+	Rank      int64  `json:"rank,omitempty"`
+	Total     int64  `json:"total"`
+	ExpiresAt string `json:"expires_at,omitempty"`
+}
+
+func (s *Server) getQueueStatus(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if err := s.Booking.Exists(ctx, id); err != nil {
+		return err
+	}
+	e, err := s.Queue.Status(ctx, id, c.Param("token"))
+	if err != nil {
+		return err
+	}
+	out := queueStatus{Status: string(e.State), Total: e.Total}
+	switch e.State {
+	case queue.Waiting:
+		out.Rank = e.ZeroBasedRank + 1
+	case queue.Admitted:
+		out.ExpiresAt = e.ExpiresAt.UTC().Format(hub.TimeFormat)
+	case queue.Closed:
+		out.Status = "sold_out"
+	}
+	return c.JSON(http.StatusOK, out)
+}
