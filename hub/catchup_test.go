@@ -11,7 +11,6 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -23,14 +22,9 @@ import (
 func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		ctx := context.Background()
-		env.Demo(t, "s1", 1, 1)
 		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1000, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
 		r := newRig(t, env, settings)
-		now := time.Now().UTC().Truncate(time.Second)
-		later := booking.Screening{ID: "p1", Name: "Later", StartsAt: now.Add(3 * time.Hour), SaleOpensAt: now.Add(time.Hour)}
-		if _, err := booking.NewStore(env.DB).EnsureScreening(ctx, later, booking.Grid(1, 3)); err != nil {
-			t.Fatal(err)
-		}
+		r.setSaleTime("p1", time.Now().UTC().Truncate(time.Second).Add(time.Hour)) // p1's line opens in an hour
 
 		// b waits in the pre-queue, joined: it shows when the hub has dispatched each event.
 		b := r.dial(t, "p1", "")
@@ -115,7 +109,6 @@ func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 func TestCatchUpPositionIsMarked(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		ctx := context.Background()
-		env.Demo(t, "s1", 1, 5)
 		// One active slot: once b holds it, a tick admits nobody, and a waits on.
 		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
 		r := newRig(t, env, settings)
@@ -176,8 +169,6 @@ func (c *wsClient) until(done func(message) bool) (message, error) {
 func TestSocketRegisteringDuringTheLineReadIsNoLoss(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		ctx := context.Background()
-		env.Demo(t, "s1", 1, 1)
-		env.Demo(t, "s2", 1, 3)
 		settings := queue.Settings{Interval: time.Second, BatchSize: 2, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
 		r := newRig(t, env, settings)
 		url := strings.Replace(r.url, "http://", "ws://", 1) + "/ws/screenings/s2"

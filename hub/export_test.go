@@ -1,16 +1,24 @@
 package hub
 
-import "time"
+import (
+	"context"
+	"time"
 
-// SetFlushTimeout shortens how long the writers' watchdog lets one flush run (writeWait otherwise).
+	"github.com/gorilla/websocket"
+)
+
+// Client is a socket of the hub, for the tests that drive one by hand.
+type Client = client
+
+// SetFlushTimeout shortens how long the writers' watchdog lets one flush run (writeWait otherwise). It must
+// be called before Run.
 func SetFlushTimeout(h *Hub, d time.Duration) { h.writers.timeout = d }
 
 // SetTrim sets how often h looks at its sockets' churn and the churn that makes a burst (trim.go). It must
-// be called before the first socket joins.
+// be called before Run.
 func SetTrim(h *Hub, every time.Duration, burst int) { h.trimEvery, h.trimBurst = every, burst }
 
-// SetPingPeriod sets how often h pings each socket (pingPeriod otherwise). It must be called before the
-// first socket joins.
+// SetPingPeriod sets how often h pings each socket (pingPeriod otherwise). It must be called before Run.
 func SetPingPeriod(h *Hub, d time.Duration) { h.pingEvery = d }
 
 // PingSliceSizes counts h's sockets in each of the pinger's slices.
@@ -21,3 +29,21 @@ func PingSliceSizes(h *Hub) []int {
 	}
 	return sizes
 }
+
+// Join adds conn to h as Welcome does once the token is registered (join); nil when h is draining.
+func Join(h *Hub, conn *websocket.Conn, screening, token string, seq int64, paused bool, first []byte) *Client {
+	return h.join(conn, screening, token, seq, paused, first)
+}
+
+// Serve reads c until its socket closes, on the caller's goroutine (Welcome serves on one of its own).
+func Serve(h *Hub, ctx context.Context, c *Client) { h.serve(ctx, c) }
+
+// Send queues msg for c.
+func Send(c *Client, msg []byte) bool { return c.send(msg) }
+
+// Mark, SendUnlessTicked and Missed are the catch-up's steps (catchUp).
+func Mark(c *Client) uint64 { return c.mark() }
+
+func SendUnlessTicked(c *Client, mark uint64, msg []byte) bool { return c.sendUnlessTicked(mark, msg) }
+
+func Missed(h *Hub, c *Client, epoch int64) bool { return h.missed(c, epoch) }

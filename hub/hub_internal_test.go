@@ -17,8 +17,8 @@ import (
 // past a message queued after them, and never into a drop for a full buffer.
 func TestNewerPositionReplacesAnUnsentOne(t *testing.T) {
 	h := &Hub{}
-	c := &Client{hub: h, pendingPos: -1, scheduled: true} // scheduled: no writer is started for this test
-	tick := func(i int64) *ranks {                        // the line after tick i: i admitted, 150 has rank 149 - i
+	c := &client{hub: h, outbox: outbox{pendingPos: -1, scheduled: true}} // scheduled: no writer is started for this test
+	tick := func(i int64) *ranks {                                        // the line after tick i: i admitted, 150 has rank 149 - i
 		return newRanks(&queue.Line{Head: i, LastSeq: 1000, Total: 1000 - i}, 5000+i, paceRate{})
 	}
 	for i := range int64(100) {
@@ -29,7 +29,7 @@ func TestNewerPositionReplacesAnUnsentOne(t *testing.T) {
 	if got := queued(c); len(got) != 1 || got[0] != string(PositionMessage(149-99, 901, 5099, -1)) {
 		t.Fatalf("queued = %q, want only the newest position", got)
 	}
-	c.Send([]byte(`{"type":"admitted"}`))
+	c.send([]byte(`{"type":"admitted"}`))
 	queuePosition(c, tick(100), 150)
 	queuePosition(c, tick(101), 150)
 	want := []string{string(PositionMessage(50, 901, 5099, -1)), `{"type":"admitted"}`, string(PositionMessage(48, 899, 5101, -1))}
@@ -45,13 +45,13 @@ func TestNewerPositionReplacesAnUnsentOne(t *testing.T) {
 }
 
 // queuePosition queues the position after the tick r of the socket numbered seq, as pushRanks does.
-func queuePosition(c *Client, r *ranks, seq int64) bool {
+func queuePosition(c *client, r *ranks, seq int64) bool {
 	rank, ok := r.line.Rank(seq)
 	return ok && c.sendPosition(r, rank)
 }
 
 // queued renders what is queued for c as the writer would, one payload per frame.
-func queued(c *Client) []string {
+func queued(c *client) []string {
 	var out []string
 	for _, m := range c.out {
 		if m.pos == nil {
@@ -100,7 +100,7 @@ func TestPositionMessageIsTheJSONOfPosition(t *testing.T) {
 }
 
 func TestCatchUpMessageIsTheJSONOfAMarkedPosition(t *testing.T) {
-	got := string(CatchUpMessage(41, 19000, 1764480000123))
+	got := string(catchUpMessage(41, 19000, 1764480000123))
 	want := string(mustJSON(Position{Type: "position", Rank: 42, Total: 19000, TickAt: 1764480000123, CatchUp: true}))
 	if got != want {
 		t.Errorf("CatchUpMessage = %s, want %s", got, want)
@@ -110,14 +110,14 @@ func TestCatchUpMessageIsTheJSONOfAMarkedPosition(t *testing.T) {
 // TestWritersQueueThatNeverEmptiesStaysSmall: the writers' queue keeps its array between bursts; a queue
 // that is taken from and added to without ever emptying must not grow with everything that passed through.
 func TestWritersQueueThatNeverEmptiesStaysSmall(t *testing.T) {
-	w := &writers{running: maxWriters} // all writers "running": schedule only queues
-	var batch [writerBatch]*Client
+	w := &writers{} // no writer started: schedule only queues
+	var batch [writerBatch]*client
 	for range 20 {
-		w.schedule(&Client{})
+		w.schedule(&client{})
 	}
 	for range 10_000 {
 		for range writerBatch {
-			w.schedule(&Client{})
+			w.schedule(&client{})
 		}
 		w.mu.Lock()
 		if n := w.takeLocked(&batch); n != writerBatch {
@@ -151,7 +151,7 @@ func TestPositionIsRenderedWithTheNumberItWasQueuedWith(t *testing.T) {
 	}
 	resp.Body.Close()
 	defer peer.Close()
-	c := &Client{hub: &Hub{}, conn: <-conns, pendingPos: -1, scheduled: true} // scheduled: flushed by hand
+	c := &client{hub: &Hub{}, conn: <-conns, outbox: outbox{pendingPos: -1, scheduled: true}} // scheduled: flushed by hand
 	defer c.conn.Close()
 
 	c.seq.Store(150)

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,115 +16,17 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
-	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-// rig is a server on real backends with the tick driven by the test.
-type rig struct {
-	q      *queue.Queue
-	passes *queue.Passes
-	hub    *hub.Hub
-	sched  *queue.Scheduler
-	url    string
-	reg    *prometheus.Registry
-}
-
-func newRig(t *testing.T, env *testenv.Env, settings queue.Settings) *rig {
-	t.Helper()
-	r := &rig{q: queue.New(env.Redis, env.Prefix), passes: queue.NewPasses([]byte(strings.Repeat("k", 32))), reg: prometheus.NewRegistry()}
-	store := booking.NewStore(env.DB)
-	book := booking.New(store, env.Redis, env.Prefix, r.q, r.passes, booking.Settings{LockWait: time.Second, LockLease: time.Second, MaxSeats: 4})
-	r.hub = hub.New(r.q, r.passes, r.q, r.reg, quiet)
-	r.sched = queue.NewScheduler(r.q, store, settings, "test", queue.NewMetrics(r.reg), quiet)
-	srv := httptest.NewServer(server.New(server.Deps{Queue: r.q, Store: store, Booking: book, Hub: r.hub, Redis: env.Redis, Gatherer: r.reg, Log: quiet}).Handler())
-	r.url = srv.URL
-
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer scancel()
-		if err := r.hub.Shutdown(sctx); err != nil {
-			t.Errorf("hub.Shutdown = %v", err)
-		}
-		srv.Close()
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := r.hub.Follow(ctx, "s1"); err != nil {
-		t.Fatalf("Follow = %v", err)
-	}
-	return r
-}
-
-type wsClient struct {
-	conn  *websocket.Conn
-	token string
-}
-
-func (r *rig) dial(t *testing.T, screening, token string) *wsClient {
-	t.Helper()
-	u := strings.Replace(r.url, "http://", "ws://", 1) + "/ws/screenings/" + screening
-	if token != "" {
-		u += "?token=" + token
-	}
-	conn, resp, err := websocket.DefaultDialer.Dial(u, nil)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	resp.Body.Close()
-	t.Cleanup(func() { conn.Close() })
-	return &wsClient{conn: conn, token: token}
-}
-
-type message struct {
-	Type      string `json:"type"`
-	Token     string `json:"token"`
-	Rank      int64  `json:"rank"`
-	Total     int64  `json:"total"`
-	Inserted  bool   `json:"inserted"`
-	TickAt    int64  `json:"tick_at"`
-	Pass      string `json:"pass"`
-	ExpiresAt string `json:"expires_at"`
-	Code      string `json:"code"`
-	ETA       *int64 `json:"eta_seconds"`
-	CatchUp   bool   `json:"catch_up"`
-}
-
-// readTick reads until the message of the tick at tickAtMs (or an admission). A socket may first get a
-// catch-up position, sent after connecting when its rank moved before it joined the hub; those carry the
-// time they were sent, not the tick's.
-func (c *wsClient) readTick(t *testing.T, tickAtMs int64) message {
-	t.Helper()
-	for {
-		m := c.read(t)
-		if m.Type != "position" || m.TickAt == tickAtMs {
-			return m
-		}
-	}
-}
-
-func (c *wsClient) read(t *testing.T) message {
-	t.Helper()
-	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var m message
-	if err := c.conn.ReadJSON(&m); err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	return m
-}
-
 // TestPushedRankEqualsZRankAfterTick: after each tick every waiting socket is pushed exactly its ZRANK+1 and
 // the line's ZCARD, and every admitted socket its pass.
 func TestPushedRankEqualsZRankAfterTick(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		env.Demo(t, "s1", 10, 10)
 		settings := queue.Settings{Interval: time.Second, BatchSize: 7, MaxActive: 1000, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
 		r := newRig(t, env, settings)
 
@@ -220,15 +119,16 @@ func TestSlowClientIsDisconnectedNotWaitedOn(t *testing.T) {
 	q := queue.New(env.Redis, env.Prefix)
 	reg := prometheus.NewRegistry()
 	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, reg, quiet)
+	run(t, h)
 	conn, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
-		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
+		return hub.Join(h, conn, "s1", queue.NewToken(), 0, false, nil)
 	})
 
 	big := []byte(`"` + strings.Repeat("x", 256<<10) + `"`)
 	start := time.Now()
 	dropped := false
 	for i := 0; i < 10_000 && !dropped; i++ {
-		dropped = !c.Send(big)
+		dropped = !hub.Send(c, big)
 	}
 	if !dropped {
 		t.Fatal("Send accepted 10,000 large messages to a socket that never reads; want it dropped")
@@ -236,7 +136,7 @@ func TestSlowClientIsDisconnectedNotWaitedOn(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("filling a slow client's buffer took %s: Send must never wait on the socket", took)
 	}
-	if c.Send([]byte(`"after"`)) {
+	if hub.Send(c, []byte(`"after"`)) {
 		t.Error("Send after the drop = true, want false")
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -254,16 +154,15 @@ func TestSlowClientIsDisconnectedNotWaitedOn(t *testing.T) {
 // buffers are full; the writers' watchdog closes its connection after the flush timeout, so the writer is
 // freed and the hub can shut down, though the peer never reads nor closes.
 func TestStalledPeerDoesNotHoldAWriter(t *testing.T) {
-	h := quietHub(t)
-	hub.SetFlushTimeout(h, 400*time.Millisecond)
+	h := quietHub(t, func(h *hub.Hub) { hub.SetFlushTimeout(h, 400*time.Millisecond) })
 	_, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
-		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
+		return hub.Join(h, conn, "s1", queue.NewToken(), 0, false, nil)
 	})
 	// 15 MiB in fewer messages than the send buffer holds: more than loopback's socket buffers take, so the
 	// write blocks, and the socket is not dropped as too slow before it does.
 	big := []byte(`"` + strings.Repeat("x", 1<<20) + `"`)
 	for i := range 15 {
-		if !c.Send(big) {
+		if !hub.Send(c, big) {
 			t.Fatalf("Send %d refused before the buffer was full", i)
 		}
 	}
@@ -273,7 +172,7 @@ func TestStalledPeerDoesNotHoldAWriter(t *testing.T) {
 	if err := h.Shutdown(sctx); err != nil {
 		t.Fatalf("Shutdown with a stalled peer = %v: its write still holds a writer", err)
 	}
-	if c.Send([]byte(`"after"`)) {
+	if hub.Send(c, []byte(`"after"`)) {
 		t.Error("Send after the stalled write was cut = true, want false")
 	}
 }
@@ -283,14 +182,14 @@ func TestStalledPeerDoesNotHoldAWriter(t *testing.T) {
 func TestPeerPingIsAnswered(t *testing.T) {
 	h := quietHub(t)
 	conn, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
-		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
+		return hub.Join(h, conn, "s1", queue.NewToken(), 0, false, nil)
 	})
 	pongs := make(chan string, 1)
 	conn.SetPongHandler(func(data string) error { pongs <- data; return nil })
 	if err := conn.WriteControl(websocket.PingMessage, []byte("are you there"), time.Now().Add(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	c.Send([]byte(`"hello"`))
+	hub.Send(c, []byte(`"hello"`))
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, data, err := conn.ReadMessage(); err != nil || string(data) != `"hello"` {
 		t.Fatalf("read = %q, %v; want the queued message", data, err)
@@ -317,7 +216,7 @@ func TestMissedIsFalseOnceATickReachedTheSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn, before := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
-		return h.Join(conn, "s1", queue.NewToken(), 2, false, nil)
+		return hub.Join(h, conn, "s1", queue.NewToken(), 2, false, nil)
 	})
 	line := &queue.Line{Epoch: 1, Head: 0, LastSeq: 2, Total: 2}
 	h.Dispatch(ctx, line, queue.Event{Kind: queue.EventTick, Screening: "s1", Epoch: 2, Head: 1, LastSeq: 2, Total: 1, TickAtMs: 1})
@@ -326,33 +225,16 @@ func TestMissedIsFalseOnceATickReachedTheSocket(t *testing.T) {
 	if err := conn.ReadJSON(&m); err != nil || m.Type != "position" {
 		t.Fatalf("first message = %+v, %v; want the tick's position", m, err)
 	}
-	if h.Missed(before, 1) {
+	if hub.Missed(h, before, 1) {
 		t.Error("Missed = true for a socket the tick after its registration reached")
 	}
 	_, after := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
-		return h.Join(conn, "s1", queue.NewToken(), 2, false, nil)
+		return hub.Join(h, conn, "s1", queue.NewToken(), 2, false, nil)
 	})
-	if !h.Missed(after, 1) {
+	if !hub.Missed(h, after, 1) {
 		t.Error("Missed = false for a socket that joined after a tick newer than its registration")
 	}
 	shutdown(t, h)
-}
-
-// quietHub is a hub on its own embedded Redis, logging nothing.
-func quietHub(t testing.TB) *hub.Hub {
-	env := testenv.New(t, testenv.Embedded)
-	q := queue.New(env.Redis, env.Prefix)
-	return hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
-}
-
-// shutdown stops h, failing the test if it does not stop within 15 s.
-func shutdown(t *testing.T, h *hub.Hub) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := h.Shutdown(ctx); err != nil {
-		t.Fatalf("Shutdown = %v", err)
-	}
 }
 
 // TestPeerCloseIsEchoed: a peer's close frame is answered with one close frame of the same code, the last
@@ -360,7 +242,7 @@ func shutdown(t *testing.T, h *hub.Hub) {
 func TestPeerCloseIsEchoed(t *testing.T) {
 	h := quietHub(t)
 	conn, _ := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
-		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
+		return hub.Join(h, conn, "s1", queue.NewToken(), 0, false, nil)
 	})
 	if err := conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4000, "bye"), time.Now().Add(5*time.Second)); err != nil {
 		t.Fatal(err)
@@ -398,31 +280,10 @@ func TestPeerCloseIsEchoed(t *testing.T) {
 	shutdown(t, h)
 }
 
-// metricValue reads the value of the gauge or counter name from reg.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			m := mf.GetMetric()[0]
-			if g := m.GetGauge(); g != nil {
-				return g.GetValue()
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("metric %s not registered", name)
-	return 0
-}
-
 // TestShutdownClosesSocketsWithServiceRestart: draining tells every socket 1012 so clients reconnect
 // elsewhere with their token, and refuses new sockets.
 func TestShutdownClosesSocketsWithServiceRestart(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
-	env.Demo(t, "s1", 1, 5)
 	r := newRig(t, env, queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1, ActiveTTL: time.Minute, LockTTL: time.Second})
 	var wg sync.WaitGroup
 	codes := make(chan int, 3)
@@ -483,7 +344,6 @@ func asClose(err error, target **websocket.CloseError) bool {
 // stays open.
 func TestBadClientMessageGetsAnError(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
-	env.Demo(t, "s1", 1, 5)
 	r := newRig(t, env, queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1, ActiveTTL: time.Minute, LockTTL: time.Second})
 	for _, bad := range []string{`nonsense`, `{"type":"dance"}`, `[]`} {
 		c := r.dial(t, "s1", "")
@@ -521,18 +381,19 @@ func TestCatchUpNeverFollowsNewerTickNews(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)
 	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	run(t, h)
 	token := queue.NewToken()
 	conn, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
-		return h.Join(conn, "s1", token, 0, false, nil)
+		return hub.Join(h, conn, "s1", token, 0, false, nil)
 	})
 
-	stale := c.Mark()
+	stale := hub.Mark(c)
 	h.Dispatch(context.Background(), &queue.Line{}, queue.Event{Kind: queue.EventTick, Screening: "s1", TickAtMs: 1,
 		Admitted: []string{token}, ExpiresAtMs: time.Now().Add(time.Minute).UnixMilli()})
-	if c.SendUnlessTicked(stale, hub.PositionMessage(3, 9, 0, -1)) {
+	if hub.SendUnlessTicked(c, stale, hub.PositionMessage(3, 9, 0, -1)) {
 		t.Error("SendUnlessTicked with a mark from before the tick = true, want the stale catch-up dropped")
 	}
-	if !c.SendUnlessTicked(c.Mark(), hub.PositionMessage(3, 9, 0, -1)) {
+	if !hub.SendUnlessTicked(c, hub.Mark(c), hub.PositionMessage(3, 9, 0, -1)) {
 		t.Error("SendUnlessTicked with a current mark = false, want it sent")
 	}
 	var first message
@@ -551,7 +412,6 @@ func TestCatchUpNeverFollowsNewerTickNews(t *testing.T) {
 // pub/sub) still hands that user its pass, and pushes exact ranks, once the next event shows the gap.
 func TestMissedEventIsRecoveredFromTheLine(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		env.Demo(t, "s1", 2, 5)
 		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
 		r := newRig(t, env, settings)
 		clients := make([]*wsClient, 3)
@@ -589,8 +449,6 @@ func TestMissedEventIsRecoveredFromTheLine(t *testing.T) {
 // the one it would carry had the hub heard that admission.
 func TestWaitEstimateFromTheFirstTickHeard(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		env.Demo(t, "s1", 2, 5)
-		env.Demo(t, "s2", 2, 5)
 		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
 		r := newRig(t, env, settings)
 		ctx := context.Background()
@@ -651,7 +509,6 @@ func (dropPublish) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // the number missing, reads the line, and finds it closed.
 func TestLostSoldOutIsRecoveredFromTheLine(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		env.Demo(t, "s1", 2, 5)
 		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
 		r := newRig(t, env, settings)
 		c := r.dial(t, "s1", "")
@@ -694,8 +551,9 @@ func TestMessageFloodIsClosed(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)
 	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), failingLeaver{}, prometheus.NewRegistry(), quiet)
+	run(t, h)
 	conn, _ := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
-		return h.Join(conn, "s1", queue.NewToken(), 0, false, nil)
+		return hub.Join(h, conn, "s1", queue.NewToken(), 0, false, nil)
 	})
 	for range 50 {
 		if err := conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"leave"}`)); err != nil {
@@ -733,6 +591,7 @@ func TestPauseBetweenRegisteringAndJoiningIsTold(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)
 	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	run(t, h)
 	ctx := context.Background()
 	if err := h.Follow(ctx, "s1"); err != nil {
 		t.Fatal(err)
@@ -744,7 +603,7 @@ func TestPauseBetweenRegisteringAndJoiningIsTold(t *testing.T) {
 	h.Dispatch(ctx, &queue.Line{}, queue.Event{Kind: queue.EventPaused, Screening: "s1", TickAtMs: 1})
 
 	conn, _ := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
-		return h.Join(conn, "s1", queue.NewToken(), 0, false, []byte(`{"type":"queued"}`))
+		return hub.Join(h, conn, "s1", queue.NewToken(), 0, false, []byte(`{"type":"queued"}`))
 	})
 	var got []string
 	for range 2 {
@@ -764,28 +623,4 @@ func TestPauseBetweenRegisteringAndJoiningIsTold(t *testing.T) {
 	if err := h.Shutdown(sctx); err != nil {
 		t.Fatalf("Shutdown = %v", err)
 	}
-}
-
-// serveOne serves a single socket that joins h through join (given the server's side of the connection),
-// dials it, and returns the client's side and the hub's Client. Both ends close when the test ends.
-func serveOne(t *testing.T, h *hub.Hub, join func(*websocket.Conn) *hub.Client) (*websocket.Conn, *hub.Client) {
-	t.Helper()
-	joined := make(chan *hub.Client, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
-		if err != nil {
-			return
-		}
-		c := join(conn)
-		joined <- c
-		h.Serve(req.Context(), c)
-	}))
-	t.Cleanup(srv.Close)
-	conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	t.Cleanup(func() { conn.Close() })
-	return conn, <-joined
 }

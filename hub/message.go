@@ -1,3 +1,6 @@
+// The protocol's messages (docs/protocol.md): what the server sends a socket, built once or rendered by
+// hand for the per-tick position, and the one message a client may send.
+
 package hub
 
 import (
@@ -89,13 +92,13 @@ func DecodeInbound(data []byte) (Inbound, error) {
 	return in, nil
 }
 
-// QueuedMessage is the first message for a waiting entry.
-func QueuedMessage(e queue.Entry) []byte {
+// queuedMessage is the first message for a waiting entry.
+func queuedMessage(e queue.Entry) []byte {
 	return mustJSON(Queued{Type: "queued", Token: e.Token, Rank: e.ZeroBasedRank + 1, Total: e.Total, Inserted: e.Inserted, Paused: e.Paused})
 }
 
-// PreQueueMessage is the first message for a token in the pre-queue of a line that opens at opensAt.
-func PreQueueMessage(e queue.Entry, opensAt time.Time) []byte {
+// preQueueMessage is the first message for a token in the pre-queue of a line that opens at opensAt.
+func preQueueMessage(e queue.Entry, opensAt time.Time) []byte {
 	return mustJSON(PreQueue{Type: "prequeue", Token: e.Token, OpensAt: opensAt.UTC().Format(TimeFormat), Total: e.Total, Inserted: e.Inserted, Paused: e.Paused})
 }
 
@@ -130,9 +133,9 @@ func PositionMessage(zeroBasedRank, total, tickAtMs, etaSeconds int64) []byte {
 	return appendPosition(make([]byte, 0, 100), zeroBasedRank, total, tickAtMs, etaSeconds)
 }
 
-// CatchUpMessage is the position a connect's catch-up sends: the rank read at atMs, marked, so that a client
+// catchUpMessage is the position a connect's catch-up sends: the rank read at atMs, marked, so that a client
 // counting ticks (the swarm) does not take it for one. It carries no estimate.
-func CatchUpMessage(zeroBasedRank, total, atMs int64) []byte {
+func catchUpMessage(zeroBasedRank, total, atMs int64) []byte {
 	b := appendPosition(make([]byte, 0, 100), zeroBasedRank, total, atMs, -1)
 	return append(b[:len(b)-1], `,"catch_up":true}`...)
 }

@@ -1,3 +1,6 @@
+// The wait estimate: a screening's admission rate measured over the last minute of its events, and the wait
+// it gives a rank.
+
 package hub
 
 // paceWindow is how far back the admission rate is measured: long enough to smooth the ticks, short

@@ -17,14 +17,13 @@ import (
 // one slice per step, so no step pings them all, and every socket is still pinged once a period.
 func TestEverySocketIsPingedEachPeriodASliceAtATime(t *testing.T) {
 	const period, sockets, periods = 540 * time.Millisecond, 108, 3
-	h := quietHub(t)
-	hub.SetPingPeriod(h, period)
+	h := quietHub(t, func(h *hub.Hub) { hub.SetPingPeriod(h, period) })
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
 		if err != nil {
 			return
 		}
-		h.Serve(req.Context(), h.Join(conn, "s1", queue.NewToken(), 0, false, nil))
+		hub.Serve(h, req.Context(), hub.Join(h, conn, "s1", queue.NewToken(), 0, false, nil))
 	}))
 	defer srv.Close()
 

@@ -28,7 +28,7 @@ func BenchmarkPush(b *testing.B) {
 	for range b.N {
 		got.Add(benchSockets)
 		for _, c := range clients {
-			c.Send(msg)
+			hub.Send(c, msg)
 		}
 		got.Wait()
 	}
@@ -70,9 +70,9 @@ func benchHub(b *testing.B) (*hub.Hub, []*hub.Client, *sync.WaitGroup) {
 		next++
 		seq := next
 		mu.Unlock()
-		c := h.Join(conn, "s1", queue.NewToken(), seq, false, nil)
+		c := hub.Join(h, conn, "s1", queue.NewToken(), seq, false, nil)
 		joined <- c
-		h.Serve(req.Context(), c)
+		hub.Serve(h, req.Context(), c)
 	}))
 	b.Cleanup(srv.Close)
 	got := &sync.WaitGroup{}

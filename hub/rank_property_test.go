@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -18,10 +19,8 @@ import (
 	"go.uber.org/goleak"
 	"pgregory.net/rapid"
 
-	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
-	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -336,12 +335,10 @@ func (lr *lineRun) fence(rt *rapid.T) {
 func TestPushedRankPropertyMatchesZRank(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		r := newRig(t, env, queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1000, ActiveTTL: time.Hour, LockTTL: 5 * time.Second})
-		store := booking.NewStore(env.DB)
 		rapid.Check(t, func(rt *rapid.T) {
 			id := testenv.Unique("p")
-			env.Demo(t, id, 1, 1)
 			batch := rapid.IntRange(1, 3).Draw(rt, "batch")
-			sched := queue.NewScheduler(r.q, store, queue.Settings{Interval: time.Second, BatchSize: batch, MaxActive: 1000, ActiveTTL: time.Hour, LockTTL: 5 * time.Second},
+			sched := queue.NewScheduler(r.q, noSales{}, queue.Settings{Interval: time.Second, BatchSize: batch, MaxActive: 1000, ActiveTTL: time.Hour, LockTTL: 5 * time.Second},
 				"prop", queue.NewMetrics(prometheus.NewRegistry()), quiet)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -379,24 +376,25 @@ func TestPushedRankPropertyMatchesZRank(t *testing.T) {
 }
 
 // TestShutdownLeaksNoGoroutine: a hub that followed two screenings, pushed ticks and held sockets leaves no
-// goroutine behind once Shutdown returns (its write pumps, subscriptions and handlers all end).
+// goroutine behind once Shutdown, and then Run, return (its writers, subscriptions and readers all end).
 func TestShutdownLeaksNoGoroutine(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		env.Demo(t, "a", 1, 5)
-		env.Demo(t, "b", 1, 5)
 		q := queue.New(env.Redis, env.Prefix)
 		passes := queue.NewPasses([]byte(strings.Repeat("k", 32)))
 		reg := prometheus.NewRegistry()
-		store := booking.NewStore(env.DB)
-		book := booking.New(store, env.Redis, env.Prefix, q, passes, booking.Settings{LockWait: time.Second, LockLease: time.Second, MaxSeats: 4})
 		h := hub.New(q, passes, q, reg, quiet)
-		sched := queue.NewScheduler(q, store, queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: time.Second},
+		sched := queue.NewScheduler(q, noSales{}, queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: time.Second},
 			"leak", queue.NewMetrics(reg), quiet)
-		srv := server.New(server.Deps{Queue: q, Store: store, Booking: book, Hub: h, Redis: env.Redis, Gatherer: reg, Log: quiet})
-		ts := newHTTPServer(t, srv)
+		r := &rig{q: q, passes: passes, hub: h, sched: sched, reg: reg, opensAt: map[string]time.Time{}, made: time.Now()}
+		ts := httptest.NewServer(http.HandlerFunc(r.socket))
+		t.Cleanup(ts.Close)
+		r.url = ts.URL
 		// Everything above (the backends' and the HTTP server's own goroutines) outlives the hub.
 		before := goleak.IgnoreCurrent()
 
+		runCtx, stopRun := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- h.Run(runCtx) }()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for _, id := range []string{"a", "b"} {
@@ -404,7 +402,6 @@ func TestShutdownLeaksNoGoroutine(t *testing.T) {
 				t.Fatalf("Follow(%s) = %v", id, err)
 			}
 		}
-		r := &rig{url: ts}
 		var socks []*wsClient
 		for _, id := range []string{"a", "b", "a", "b"} {
 			c := r.dial(t, id, "")
@@ -426,6 +423,10 @@ func TestShutdownLeaksNoGoroutine(t *testing.T) {
 
 		if err := h.Shutdown(ctx); err != nil {
 			t.Fatalf("Shutdown = %v", err)
+		}
+		stopRun()
+		if err := <-ran; err != nil {
+			t.Fatalf("Run = %v, want nil", err)
 		}
 		for i, c := range socks {
 			_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -449,12 +450,4 @@ func TestShutdownLeaksNoGoroutine(t *testing.T) {
 			goleak.IgnoreAnyFunction("github.com/alicebob/miniredis/v2/server.(*Server).servePeer.func2"),
 		)
 	})
-}
-
-// newHTTPServer serves srv until the test ends and returns its URL.
-func newHTTPServer(t *testing.T, srv *server.Server) string {
-	t.Helper()
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return ts.URL
 }

@@ -1,6 +1,10 @@
+// Returning a burst's memory to the OS: the trimmer counts the sockets that come and go, and once a burst of
+// them is over, collects and hands the free pages back.
+
 package hub
 
 import (
+	"context"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -33,16 +37,15 @@ const (
 	trimWaitPoll = 10 * time.Millisecond
 )
 
-// trimmer runs from the first socket's join until Shutdown, returning each burst's memory once it is over.
-func (h *Hub) trimmer() {
-	defer h.follows.Done()
+// trimmer returns each burst's memory once it is over, until ctx ends.
+func (h *Hub) trimmer(ctx context.Context) {
 	t := time.NewTicker(h.trimEvery)
 	defer t.Stop()
 	b := burst{size: int64(h.trimBurst)}
 	var seen int64 // the churn at the last look
 	for {
 		select {
-		case <-h.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -55,7 +58,7 @@ func (h *Hub) trimmer() {
 		// A tick's push is what the line is waiting for; the collection can wait for it (up to a look).
 		for waited := time.Duration(0); h.writers.busy() && waited < h.trimEvery; waited += trimWaitPoll {
 			select {
-			case <-h.ctx.Done():
+			case <-ctx.Done():
 				return
 			case <-time.After(trimWaitPoll):
 			}

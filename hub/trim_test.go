@@ -21,6 +21,7 @@ func TestBurstOfSocketsIsFollowedByOneMemoryReturn(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, reg, quiet)
 	hub.SetTrim(h, every, burst)
+	run(t, h)
 	returns := func() float64 { return metricValue(t, reg, "waitroom_hub_memory_returns_total") }
 	waitReturns := func(want float64) {
 		t.Helper()
@@ -39,7 +40,9 @@ func TestBurstOfSocketsIsFollowedByOneMemoryReturn(t *testing.T) {
 			t.Fatalf("memory returns after %v without a burst = %v, want %v", 6*every, got, want)
 		}
 	}
-	join := func(conn *websocket.Conn) *hub.Client { return h.Join(conn, "s1", queue.NewToken(), 0, false, nil) }
+	join := func(conn *websocket.Conn) *hub.Client {
+		return hub.Join(h, conn, "s1", queue.NewToken(), 0, false, nil)
+	}
 
 	var conns []*websocket.Conn
 	for range burst {

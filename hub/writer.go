@@ -1,3 +1,6 @@
+// The writers: a fixed pool of goroutines that write every socket's queued frames in one write each, and the
+// watchdog that cuts a write a stalled peer holds up.
+
 package hub
 
 import (
@@ -11,45 +14,77 @@ import (
 
 // writers is the hub's pool of socket writers. A socket has no goroutine of its own for writing: a message
 // queued for it puts the client in the pool's queue (once, however many messages wait), and a writer takes
-// the client, writes all it has, and moves on. A tick that pushes 19,000 positions so wakes at most
-// maxWriters goroutines instead of 19,000, and an idle socket holds no write goroutine and no write buffer
-// (the upgrader's buffers come from a pool). Writers start on demand and end when the queue is empty.
+// the client, writes all it has, and moves on. A tick that pushes 19,000 positions so keeps maxWriters
+// goroutines busy instead of 19,000, and an idle socket holds no write goroutine and no write buffer (the
+// upgrader's buffers come from a pool). The writers run from start to stop (Hub.Run); an idle one waits on
+// the pool's condition.
 //
 // A write to a peer that stopped reading blocks once the kernel's buffers are full. No socket has a write
 // deadline of its own (moving one is a timer update per socket per tick, and gorilla moves it on every
-// write): one watchdog, running while any writer does, closes the connection of a flush that has not
-// finished after the timeout, which ends the write with an error and frees the writer.
+// write): one watchdog closes the connection of a flush that has not finished after the timeout, which ends
+// the write with an error and frees the writer.
 type writers struct {
 	mu sync.Mutex
 	// queue[head:] are the clients waiting for a writer; the array is kept from tick to tick (up to
 	// keptQueue), so a tick's hand-off makes no garbage.
-	queue    []*Client
-	head     int
-	running  int
-	idle     sync.Cond // signalled when running or watchdogs drops to 0
-	used     [maxWriters]bool
+	queue []*client
+	head  int
+	// work wakes an idle writer when a client is queued, and every writer when the pool stops.
+	work     sync.Cond
+	idle     int // writers waiting on work
+	active   int // writers flushing a batch
+	stopping bool
 	slots    [maxWriters]writerSlot
-	quit     chan struct{} // closed when running drops to 0: the watchdog of that busy spell ends
-	watching bool          // a watchdog serves the current busy spell
-	// watchdogs counts the watchdog goroutines still running (one, or two for a moment between spells).
-	watchdogs int
+	quit     chan struct{} // closed by stop: the watchdog ends
+	done     sync.WaitGroup
 	// gen is the watchdog's clock: one step per quarter of the timeout.
 	gen atomic.Int64
-	// timeout bounds one flush: writeWait when zero (tests shorten it).
+	// timeout bounds one flush: writeWait when zero (tests shorten it before start).
 	timeout time.Duration
 }
 
-// writerSlot is what one running writer is flushing, for the watchdog.
+// writerSlot is what one writer is flushing, for the watchdog.
 type writerSlot struct {
 	since atomic.Int64 // gen when the flush began
-	c     atomic.Pointer[Client]
+	c     atomic.Pointer[client]
 }
 
-// maxWriters bounds the writer goroutines. A writer blocked on a stalled peer holds one of them for at most
-// the flush timeout; the rest keep the line moving.
+// maxWriters is the number of writer goroutines. A writer blocked on a stalled peer holds one of them for at
+// most the flush timeout; the rest keep the line moving.
 const maxWriters = 32
 
-func (w *writers) schedule(c *Client) {
+// writeWait bounds one flush of a socket's queued messages (the watchdog).
+const writeWait = 10 * time.Second
+
+// start starts the writers and their watchdog; stop ends them.
+func (w *writers) start() {
+	w.mu.Lock()
+	w.work.L = &w.mu
+	w.quit = make(chan struct{})
+	w.mu.Unlock()
+	timeout := w.timeout
+	if timeout <= 0 {
+		timeout = writeWait
+	}
+	w.done.Add(maxWriters + 1)
+	for slot := range maxWriters {
+		go w.run(slot)
+	}
+	go w.watch(timeout)
+}
+
+// stop ends the writers, once each has finished the flush it is in, and the watchdog; what is still queued
+// is not written (every socket is closed by then: Hub.Run).
+func (w *writers) stop() {
+	w.mu.Lock()
+	w.stopping = true
+	w.mu.Unlock()
+	w.work.Broadcast()
+	close(w.quit)
+	w.done.Wait()
+}
+
+func (w *writers) schedule(c *client) {
 	w.mu.Lock()
 	if w.head > 0 && len(w.queue) == cap(w.queue) {
 		// Full, with taken clients in front: move the waiting ones down rather than grow past them (a queue
@@ -59,55 +94,22 @@ func (w *writers) schedule(c *Client) {
 		w.queue, w.head = w.queue[:n], 0
 	}
 	w.queue = append(w.queue, c)
-	start := w.running < maxWriters
-	slot := -1
-	if start {
-		w.running++
-		slot = w.takeSlotLocked()
-		if !w.watching {
-			w.watching = true
-			w.watchdogs++
-			w.quit = make(chan struct{})
-			go w.watch(w.quit)
-		}
-	}
+	wake := w.idle > 0
 	w.mu.Unlock()
-	if start {
-		go w.run(slot)
+	if wake {
+		w.work.Signal()
 	}
 }
 
-func (w *writers) takeSlotLocked() int {
-	for i, u := range w.used {
-		if !u {
-			w.used[i] = true
-			return i
-		}
-	}
-	panic("hub: more writers than slots") // running <= maxWriters
-}
-
-// watch is the watchdog of one busy spell: every quarter of the timeout it steps gen and closes the
-// connection of each flush that began more than four steps ago (so has run for longer than the timeout,
-// and at most a quarter more). It ends with the spell.
-func (w *writers) watch(quit <-chan struct{}) {
-	timeout := w.timeout
-	if timeout <= 0 {
-		timeout = writeWait
-	}
+// watch is the watchdog: every quarter of the timeout it steps gen and closes the connection of each flush
+// that began more than four steps ago (so has run for longer than the timeout, and at most a quarter more).
+func (w *writers) watch(timeout time.Duration) {
+	defer w.done.Done()
 	t := time.NewTicker(timeout / 4)
-	defer func() {
-		t.Stop()
-		w.mu.Lock()
-		w.watchdogs--
-		if w.watchdogs == 0 && w.running == 0 && w.idle.L != nil {
-			w.idle.Broadcast()
-		}
-		w.mu.Unlock()
-	}()
+	defer t.Stop()
 	for {
 		select {
-		case <-quit:
+		case <-w.quit:
 			return
 		case <-t.C:
 		}
@@ -136,26 +138,31 @@ const keptQueue = 1 << 16
 // lock per client would have the writers queue up on the lock instead of writing.
 const writerBatch = 16
 
+// run is one writer: it takes a batch of clients from the queue and flushes each, until the pool stops.
 func (w *writers) run(slot int) {
+	defer w.done.Done()
 	s := &w.slots[slot]
-	var batch [writerBatch]*Client
+	var batch [writerBatch]*client
 	var buf []byte // the frames of one flush, reused from flush to flush
+	flushing := false
 	for {
 		w.mu.Lock()
-		if w.head == len(w.queue) {
-			w.running--
-			w.used[slot] = false
-			if w.running == 0 {
-				close(w.quit)
-				w.watching = false
-				if w.watchdogs == 0 && w.idle.L != nil {
-					w.idle.Broadcast()
-				}
-			}
+		if flushing {
+			w.active--
+			flushing = false
+		}
+		for w.head == len(w.queue) && !w.stopping {
+			w.idle++
+			w.work.Wait()
+			w.idle--
+		}
+		if w.stopping {
 			w.mu.Unlock()
 			return
 		}
 		n := w.takeLocked(&batch)
+		w.active++
+		flushing = true
 		w.mu.Unlock()
 		for i := range n {
 			s.since.Store(w.gen.Load())
@@ -168,7 +175,7 @@ func (w *writers) run(slot int) {
 }
 
 // takeLocked moves up to writerBatch clients from the front of the queue to batch and returns how many.
-func (w *writers) takeLocked(batch *[writerBatch]*Client) int {
+func (w *writers) takeLocked(batch *[writerBatch]*client) int {
 	n := copy(batch[:], w.queue[w.head:])
 	clear(w.queue[w.head : w.head+n])
 	w.head += n
@@ -181,24 +188,12 @@ func (w *writers) takeLocked(batch *[writerBatch]*Client) int {
 	return n
 }
 
-// busy reports whether a writer is running: a tick's push, or a flush of other news.
+// busy reports whether a writer is flushing or a client waits for one: a tick's push, or a flush of other
+// news.
 func (w *writers) busy() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.running > 0
-}
-
-// wait returns once no writer runs (and so every queued message is written or its socket closed), nor a
-// watchdog.
-func (w *writers) wait() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.idle.L == nil {
-		w.idle.L = &w.mu
-	}
-	for w.running > 0 || w.watchdogs > 0 {
-		w.idle.Wait()
-	}
+	return w.active > 0 || w.head < len(w.queue)
 }
 
 // flush writes what is queued for the client, then its close frame once it is closing. Only the writer that
@@ -210,7 +205,7 @@ func (w *writers) wait() {
 // pool for every frame, a tenth of the server's CPU in a tick. It is safe because flush is the connection's
 // only writer: gorilla's own replies to a ping or a close, which its reader would write, are queued here
 // instead (prepareRead). buf is the writer's scratch space for the frames.
-func (c *Client) flush(buf *[]byte) {
+func (c *client) flush(buf *[]byte) {
 	for {
 		c.mu.Lock()
 		msgs, ping, pongDue, pong := c.out, c.pingDue, c.pongDue, c.pong
@@ -287,14 +282,4 @@ func appendFrame(b []byte, op int, payload []byte) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(n))
 	}
 	return append(b, payload...)
-}
-
-// broken marks a client whose connection failed a write: nothing more is queued or written, and closing the
-// connection ends its reader.
-func (c *Client) broken() {
-	c.mu.Lock()
-	c.closed = true
-	c.out = nil
-	c.mu.Unlock()
-	_ = c.conn.Close()
 }

@@ -61,12 +61,19 @@ func newApp(t *testing.T, env *testenv.Env, edit func(*server.Deps)) *app {
 	}
 	ts := httptest.NewServer(server.New(d).Handler())
 	t.Cleanup(ts.Close)
-	// Runs before ts.Close: sockets are hijacked, so the hub must end them for their handlers to return.
+	runCtx, stopRun := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(runCtx) }()
+	// Runs before ts.Close: sockets are hijacked, so the hub must end them; then its background work ends.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := h.Shutdown(ctx); err != nil {
 			t.Errorf("hub.Shutdown = %v, want nil", err)
+		}
+		stopRun()
+		if err := <-ran; err != nil {
+			t.Errorf("hub.Run = %v, want nil", err)
 		}
 	})
 	return &app{env: env, q: q, passes: passes, store: store, book: book, hub: h, ts: ts, client: ts.Client(), log: logs}

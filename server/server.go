@@ -2,7 +2,7 @@
 // mapping of package errors to HTTP statuses and JSON bodies.
 //
 // Where things are: server.go (the Server, its dependencies, middleware and body decoding), routes.go
-// (every route), sockets.go (the waiting room's socket),
+// (every route), sockets.go (the waiting room's socket: upgrade, limits, then the hub's welcome),
 // reservations.go, screenings.go (the public reads), health.go (/healthz, /readyz), pages.go (the embedded
 // pages), admin.go (the operator's API and live stream), limits.go (per-address limits), errors.go (package
 // errors to statuses and bodies).
@@ -29,13 +29,8 @@ import (
 	"github.com/waitroom/waitroom/queue"
 )
 
-const (
-	// maxBodyBytes bounds a reservation body (four seat ids need a few dozen bytes) and an admission change.
-	maxBodyBytes = 4 << 10
-	// undoWait bounds the wait for a registration's undo (Queue.Undo) before the socket is told to retry;
-	// an undo still queued then goes out all the same.
-	undoWait = 5 * time.Second
-)
+// maxBodyBytes bounds a reservation body (four seat ids need a few dozen bytes) and an admission change.
+const maxBodyBytes = 4 << 10
 
 // Deps is what the server serves.
 type Deps struct {

@@ -1,12 +1,10 @@
-// The waiting room's socket: the upgrade (with its origin check), the per-address limits, the screening,
-// the registration, the hub's join and the catch-up.
+// The waiting room's socket: the upgrade (with its origin check), the per-address limits, the screening's
+// sale time, then one call to the hub, which registers, welcomes and serves it.
 
 package server
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,7 +16,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/waitroom/waitroom/hub"
-	"github.com/waitroom/waitroom/queue"
 )
 
 // newUpgrader is the socket upgrader of s.
@@ -40,10 +37,11 @@ func (s *Server) newUpgrader() websocket.Upgrader {
 	}
 }
 
-// socket is the waiting room: register (or find) the token, say where it stands, then push.
+// socket is the waiting room: upgrade, check the address's limits and the screening, and hand the socket to
+// the hub, which registers (or finds) the token, says where it stands, then pushes.
 func (s *Server) socket(c echo.Context) error {
 	ctx := c.Request().Context()
-	id, token := c.Param("id"), c.QueryParam("token")
+	id := c.Param("id")
 	conn, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
 	if err != nil {
 		return nil // the upgrader has answered (403 on a foreign origin, 400 on a bad handshake)
@@ -54,14 +52,9 @@ func (s *Server) socket(c echo.Context) error {
 		hub.Reject(conn, hub.ErrorMessage("RATE_LIMITED", reason+"; retry later with your token"), hub.CloseTryAgainLater, "rate limited")
 		return nil
 	}
-	handed := false // to the hub, which releases the address's count when the socket is gone
-	defer func() {
-		if !handed {
-			s.addrs.release(addr)
-		}
-	}()
 	opensAt, err := s.Booking.OpensAt(ctx, id)
 	if err != nil {
+		s.addrs.release(addr)
 		status, body := classify(err)
 		if status == http.StatusNotFound {
 			hub.Reject(conn, hub.ErrorMessage(body.Code, body.Message), websocket.ClosePolicyViolation, body.Code)
@@ -71,93 +64,11 @@ func (s *Server) socket(c echo.Context) error {
 		}
 		return nil
 	}
-	if token != "" && !queue.ValidToken(token) {
-		hub.Reject(conn, hub.ErrorMessage("BAD_TOKEN", "a token is 32 lowercase hex digits; connect without one to get a new place"), websocket.ClosePolicyViolation, "BAD_TOKEN")
-		return nil
-	}
-	e, err := s.Queue.Enter(ctx, id, token, opensAt)
-	switch {
-	case errors.Is(err, queue.ErrClosed):
-		hub.Reject(conn, hub.SoldOutMessage(), websocket.CloseNormalClosure, "sold out")
-		return nil
-	case err != nil:
-		s.logFor(c).Error("socket: register", "screening", id, "err", err)
-		if e.Token != "" {
-			// No answer: the registration may have run. Undone, it counts nothing for a socket that never
-			// joined, and leaves no fresh token in line that its client never learnt.
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoWait)
-			if err := s.Queue.Undo(uctx, id, e); err != nil && !errors.Is(err, queue.ErrQueued) {
-				s.Log.Warn("socket: undo a registration", "screening", id, "err", err)
-			}
-			cancel()
-		}
-		hub.Reject(conn, hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), hub.CloseTryAgainLater, "UNAVAILABLE")
-		return nil
-	}
-	var first []byte
-	switch e.State {
-	case queue.Waiting:
-		first = hub.QueuedMessage(e)
-	case queue.Pre:
-		first = hub.PreQueueMessage(e, opensAt)
-	}
-	cl := s.Hub.Join(conn, id, e.Token, e.Seq, e.Paused, first)
-	if cl == nil {
-		// Draining: the socket Enter counted is gone; the client reconnects elsewhere within the grace.
-		if err := s.Queue.Disconnected(context.WithoutCancel(ctx), id, e.Token); err != nil {
-			s.Log.Warn("socket: disconnect", "screening", id, "err", err)
-		}
-		return nil
-	}
-	s.catchUp(ctx, cl, id, e)
-	handed = true
-	s.Hub.Start(cl, func() { s.addrs.release(addr) })
+	s.Hub.Welcome(ctx, hub.Arrival{
+		Conn: conn, Screening: id, Token: c.QueryParam("token"), OpensAt: opensAt, Log: s.logFor(c),
+		Gone: func() { s.addrs.release(addr) },
+	})
 	return nil
-}
-
-// catchUp closes the gap between registering and joining the hub: an admission event in that gap was not
-// pushed to this socket, so it reads the entry again and sends what the event changed (an admission, or a
-// new rank). Without such an event (the hub says which) there is nothing to catch up and no Redis call.
-//
-// A socket that registered in the pre-queue has no place in the line until the read here gives it one, and
-// the hub pushes nothing to a socket without a place: an event dispatched between the read and the place
-// (the first tick often comes in the opening's millisecond) moved the line past the read, with nothing
-// pushed here. The hub tells whether one was (Missed, against the read's epoch); the entry is then read
-// once more, and from then on every event reaches the socket.
-func (s *Server) catchUp(ctx context.Context, cl *hub.Client, screening string, e queue.Entry) {
-	if e.State == queue.Admitted {
-		cl.Admit(e.ExpiresAt)
-		return
-	}
-	if !s.Hub.Missed(cl, e.Epoch) {
-		return
-	}
-	for {
-		mark := cl.Mark()
-		now, err := s.Queue.Status(ctx, screening, e.Token)
-		if err != nil {
-			s.Log.Warn("socket: catch up", "screening", screening, "err", err)
-			return
-		}
-		switch {
-		case now.State == queue.Closed:
-			cl.Send(hub.SoldOutMessage())
-			cl.Close(websocket.CloseNormalClosure, "sold out")
-		case now.State == queue.Admitted:
-			cl.Admit(now.ExpiresAt)
-		case now.State == queue.Waiting && e.State == queue.Pre:
-			// The line opened between registering and joining: this socket missed its shuffled place.
-			cl.Place(now.Seq)
-			if s.Hub.Missed(cl, now.Epoch) {
-				e = queue.Entry{Token: e.Token, State: queue.Waiting, ZeroBasedRank: -1}
-				continue
-			}
-			cl.SendUnlessTicked(mark, hub.CatchUpMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli()))
-		case now.State == queue.Waiting && now.ZeroBasedRank != e.ZeroBasedRank:
-			cl.SendUnlessTicked(mark, hub.CatchUpMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli()))
-		}
-		return
-	}
 }
 
 // forgetRequest lets a socket's HTTP request go once its handler returns. echo keeps every request context

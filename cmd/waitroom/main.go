@@ -142,6 +142,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	bgCtx, stopBg := context.WithCancel(bgCtx)
 	defer stopBg()
 	bg.Go(func() error { return sched.Run(bgCtx) })
+	bg.Go(func() error { return h.Run(bgCtx) })
 	bg.Go(func() error { return report(bgCtx, q, instance, h, log) })
 	bg.Go(func() error { return store.KeepWarm(bgCtx, cfg.Database.MinConns, log) })
 

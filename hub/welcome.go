@@ -1,0 +1,153 @@
+// A socket's arrival: its registration in the line (or the place it kept), its first message, its joining
+// the hub, the catch-up on any event that came in between, and its reader. The HTTP handler that upgraded
+// the socket makes one call, Welcome.
+
+package hub
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// Arrival is a socket the server upgraded, for the hub to welcome.
+type Arrival struct {
+	Conn      *websocket.Conn
+	Screening string
+	// Token is the token the client sent ("" for a new place).
+	Token string
+	// OpensAt is the screening's sale time: a token that arrives before it waits in the pre-queue.
+	OpensAt time.Time
+	// Log is the request's log (it carries the request's id).
+	Log *slog.Logger
+	// Gone, when not nil, runs once the socket is gone, whether it was welcomed or turned away.
+	Gone func()
+}
+
+// Welcome registers the socket's token in the screening's line (a new token when it sent none; the place it
+// kept when it reconnects), tells it where it stands, joins it to the hub and catches up on any event that
+// came in between, then serves it on a goroutine of the hub's own, so the HTTP handler that upgraded it
+// returns and its deep stack is freed: an idle socket then costs one small reading goroutine. A socket the
+// hub cannot take (a malformed token, a sold-out line, Redis not answering, the hub draining) is told why and
+// closed. ctx is the upgrade's request; the served socket's Redis calls keep its values, not its end.
+func (h *Hub) Welcome(ctx context.Context, a Arrival) {
+	gone := func() {
+		if a.Gone != nil {
+			a.Gone()
+		}
+	}
+	c, e := h.admitArrival(ctx, a)
+	if c == nil {
+		gone()
+		return
+	}
+	h.catchUp(ctx, c, e)
+	go func() {
+		h.serve(context.WithoutCancel(ctx), c)
+		gone()
+	}()
+}
+
+// admitArrival registers the arrival and joins it to the hub, or turns it away (nil).
+func (h *Hub) admitArrival(ctx context.Context, a Arrival) (*client, queue.Entry) {
+	if a.Token != "" && !queue.ValidToken(a.Token) {
+		Reject(a.Conn, ErrorMessage("BAD_TOKEN", "a token is 32 lowercase hex digits; connect without one to get a new place"), websocket.ClosePolicyViolation, "BAD_TOKEN")
+		return nil, queue.Entry{}
+	}
+	e, err := h.lines.Enter(ctx, a.Screening, a.Token, a.OpensAt)
+	switch {
+	case errors.Is(err, queue.ErrClosed):
+		Reject(a.Conn, SoldOutMessage(), websocket.CloseNormalClosure, "sold out")
+		return nil, e
+	case err != nil:
+		log := a.Log
+		if log == nil {
+			log = h.log
+		}
+		log.Error("socket: register", "screening", a.Screening, "err", err)
+		if e.Token != "" {
+			// No answer: the registration may have run. Undone, it counts nothing for a socket that never
+			// joined, and leaves no fresh token in line that its client never learnt.
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoWait)
+			if err := h.lines.Undo(uctx, a.Screening, e); err != nil && !errors.Is(err, queue.ErrQueued) {
+				h.log.Warn("socket: undo a registration", "screening", a.Screening, "err", err)
+			}
+			cancel()
+		}
+		Reject(a.Conn, ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), CloseTryAgainLater, "UNAVAILABLE")
+		return nil, e
+	}
+	c := h.join(a.Conn, a.Screening, e.Token, e.Seq, e.Paused, firstMessage(e, a.OpensAt))
+	if c == nil {
+		// Draining: the socket Enter counted is gone; the client reconnects elsewhere within the grace.
+		if err := h.lines.Disconnected(context.WithoutCancel(ctx), a.Screening, e.Token); err != nil {
+			h.log.Warn("socket: disconnect", "screening", a.Screening, "err", err)
+		}
+	}
+	return c, e
+}
+
+// undoWait bounds the wait for a registration's undo (Queue.Undo) before the socket is told to retry; an
+// undo still queued then goes out all the same.
+const undoWait = 5 * time.Second
+
+// firstMessage is what a registered socket is told first: its rank, or its place in the pre-queue (an
+// admitted token is sent its pass by the catch-up).
+func firstMessage(e queue.Entry, opensAt time.Time) []byte {
+	switch e.State {
+	case queue.Waiting:
+		return queuedMessage(e)
+	case queue.Pre:
+		return preQueueMessage(e, opensAt)
+	}
+	return nil
+}
+
+// catchUp closes the gap between registering and joining the hub: an admission event in that gap was not
+// pushed to this socket, so it reads the entry again and sends what the event changed (an admission, or a
+// new rank). Without such an event (missed says which) there is nothing to catch up and no Redis call.
+//
+// A socket that registered in the pre-queue has no place in the line until the read here gives it one, and
+// the hub pushes nothing to a socket without a place: an event dispatched between the read and the place
+// (the first tick often comes in the opening's millisecond) moved the line past the read, with nothing
+// pushed here. missed tells whether one was (against the read's epoch); the entry is then read once more,
+// and from then on every event reaches the socket.
+func (h *Hub) catchUp(ctx context.Context, c *client, e queue.Entry) {
+	if e.State == queue.Admitted {
+		c.admit(e.ExpiresAt)
+		return
+	}
+	if !h.missed(c, e.Epoch) {
+		return
+	}
+	for {
+		mark := c.mark()
+		now, err := h.lines.Status(ctx, c.screening, e.Token)
+		if err != nil {
+			h.log.Warn("socket: catch up", "screening", c.screening, "err", err)
+			return
+		}
+		switch {
+		case now.State == queue.Closed:
+			c.send(SoldOutMessage())
+			c.close(websocket.CloseNormalClosure, "sold out")
+		case now.State == queue.Admitted:
+			c.admit(now.ExpiresAt)
+		case now.State == queue.Waiting && e.State == queue.Pre:
+			// The line opened between registering and joining: this socket missed its shuffled place.
+			c.place(now.Seq)
+			if h.missed(c, now.Epoch) {
+				e = queue.Entry{Token: e.Token, State: queue.Waiting, ZeroBasedRank: -1}
+				continue
+			}
+			c.sendUnlessTicked(mark, catchUpMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli()))
+		case now.State == queue.Waiting && now.ZeroBasedRank != e.ZeroBasedRank:
+			c.sendUnlessTicked(mark, catchUpMessage(now.ZeroBasedRank, now.Total, time.Now().UnixMilli()))
+		}
+		return
+	}
+}
