@@ -15,8 +15,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/queue"
-	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -26,11 +26,12 @@ const adminKey = "admin-key-0123456789abcdef"
 var adminDefaults = queue.Settings{Interval: time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 2 * time.Minute}
 
 // newAdminApp is newApp with the admin API on.
-func newAdminApp(t *testing.T, env *testenv.Env) *app {
+func newAdminApp(t *testing.T, env *testenv.Env) *testServer {
 	t.Helper()
-	return newApp(t, env, func(d *server.Deps) {
-		d.AdminKey = adminKey
-		d.AdmissionDefaults = adminDefaults
+	return newApp(t, env, func(c *config.Config) {
+		c.Admin.Key = adminKey
+		c.Admission.Interval, c.Admission.BatchSize = adminDefaults.Interval, adminDefaults.BatchSize
+		c.Admission.MaxActive, c.Admission.ActiveTTL = adminDefaults.MaxActive, adminDefaults.ActiveTTL
 	})
 }
 
@@ -61,7 +62,7 @@ type adminScreening struct {
 }
 
 // adminCall sends a request with the admin key.
-func (a *app) adminCall(t *testing.T, method, path, body string) response {
+func (a *testServer) adminCall(t *testing.T, method, path, body string) response {
 	t.Helper()
 	r, err := a.do(method, path, "Bearer "+adminKey, body)
 	if err != nil {
@@ -107,7 +108,7 @@ func createBody(t *testing.T, id string, edit map[string]any) string {
 }
 
 // seatIDs reads the public seat map of a screening.
-func seatIDs(t *testing.T, a *app, screening string) []string {
+func seatIDs(t *testing.T, a *testServer, screening string) []string {
 	t.Helper()
 	var seats []struct {
 		ID     string `json:"id"`
@@ -125,7 +126,7 @@ func seatIDs(t *testing.T, a *app, screening string) []string {
 }
 
 // publicIDs lists the ids of GET /api/screenings.
-func publicIDs(t *testing.T, a *app) []string {
+func publicIDs(t *testing.T, a *testServer) []string {
 	t.Helper()
 	var list []struct {
 		ID string `json:"id"`
@@ -139,7 +140,7 @@ func publicIDs(t *testing.T, a *app) []string {
 }
 
 // openSocket dials a screening's waiting room and reads its first message.
-func openSocket(t *testing.T, a *app, screening string) (*websocket.Conn, message) {
+func openSocket(t *testing.T, a *testServer, screening string) (*websocket.Conn, message) {
 	t.Helper()
 	conn, res, err := a.dial("/ws/screenings/"+screening, "")
 	if err != nil {
@@ -153,7 +154,7 @@ func openSocket(t *testing.T, a *app, screening string) (*websocket.Conn, messag
 // The hub subscribes on a goroutine after a socket joins, and a pause or resume published before that is
 // never passed on to the socket (hub.resync reads the paused flag for the wait estimates but sends no
 // paused/resumed message), so a test that wants the message waits for the subscription first.
-func waitFollowed(t *testing.T, a *app, screening string) {
+func waitFollowed(t *testing.T, a *testServer, screening string) {
 	t.Helper()
 	ctx := context.Background()
 	channel := queue.Key(a.env.Prefix, screening, "events")

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/queue"
-	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -28,8 +28,9 @@ func TestMain(m *testing.M) {
 
 var secret = []byte("test-secret-0123456789abcdef0123456789")
 
-// app is a server over one env, served by httptest, with the queue a test admits users from.
-type app struct {
+// testServer is a server over one env, wired as the binary wires it (app.New) and served by httptest, with
+// the queue a test admits users from. Its hub runs; its scheduler does not (the tests drive admission).
+type testServer struct {
 	env    *testenv.Env
 	q      *queue.Queue
 	passes *queue.Passes
@@ -41,34 +42,38 @@ type app struct {
 	log    *testenv.SyncBuffer
 }
 
-// newApp serves screening s1 (2 rows of 5) over env; edit changes the dependencies before the server is built.
-func newApp(t *testing.T, env *testenv.Env, edit func(*server.Deps)) *app {
+// newApp serves screening s1 (2 rows of 5) over env; edit changes the configuration before the server is
+// built.
+func newApp(t *testing.T, env *testenv.Env, edit func(*config.Config)) *testServer {
+	t.Helper()
+	return newAppOn(t, env, app.Backends{Redis: env.Redis, DB: env.DB}, edit)
+}
+
+// newAppOn is newApp over backends b instead of env's own.
+func newAppOn(t *testing.T, env *testenv.Env, b app.Backends, edit func(*config.Config)) *testServer {
 	t.Helper()
 	env.Demo(t, "s1", 2, 5)
 	logs := &testenv.SyncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, nil))
-	q := queue.New(env.Redis, env.Prefix)
-	passes := queue.NewPasses(secret)
-	store := booking.NewStore(env.DB)
-	book := booking.New(store, env.Redis, env.Prefix, q, passes, booking.Settings{
-		LockWait: 200 * time.Millisecond, LockLease: 10 * time.Second, MaxSeats: 4,
-	})
-	reg := prometheus.NewRegistry()
-	h := hub.New(q, passes, q, reg, log)
-	d := server.Deps{Queue: q, Store: store, Booking: book, Hub: h, Redis: env.Redis, Gatherer: reg, Log: log}
+	b.Log = slog.New(slog.NewTextHandler(logs, nil))
+	cfg := config.Default()
+	cfg.Redis.Prefix, cfg.Pass.Secret = env.Prefix, string(secret)
+	// A short lock wait, no bound on a reservation's statements, and no per-address limits.
+	cfg.Booking.LockWait, cfg.Booking.LockLease, cfg.Booking.MaxSeats, cfg.Booking.DBTimeout = 200*time.Millisecond, 10*time.Second, 4, 0
+	cfg.Limits = config.Limits{}
 	if edit != nil {
-		edit(&d)
+		edit(&cfg)
 	}
-	ts := httptest.NewServer(server.New(d).Handler())
+	w := app.New(cfg, b)
+	ts := httptest.NewServer(w.Server.Handler())
 	t.Cleanup(ts.Close)
 	runCtx, stopRun := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- h.Run(runCtx) }()
+	go func() { ran <- w.Hub.Run(runCtx) }()
 	// Runs before ts.Close: sockets are hijacked, so the hub must end them; then its background work ends.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := h.Shutdown(ctx); err != nil {
+		if err := w.Hub.Shutdown(ctx); err != nil {
 			t.Errorf("hub.Shutdown = %v, want nil", err)
 		}
 		stopRun()
@@ -76,11 +81,11 @@ func newApp(t *testing.T, env *testenv.Env, edit func(*server.Deps)) *app {
 			t.Errorf("hub.Run = %v, want nil", err)
 		}
 	})
-	return &app{env: env, q: q, passes: passes, store: store, book: book, hub: h, ts: ts, client: ts.Client(), log: logs}
+	return &testServer{env: env, q: w.Queue, passes: w.Passes, store: w.Store, book: w.Booking, hub: w.Hub, ts: ts, client: ts.Client(), log: logs}
 }
 
 // admit puts n fresh tokens in the screening's line, admits them in one tick and returns their passes.
-func (a *app) admit(t *testing.T, screening string, n int) []string {
+func (a *testServer) admit(t *testing.T, screening string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
 	for range n {
@@ -116,7 +121,7 @@ type response struct {
 func (r response) String() string { return string(r.body) }
 
 // do sends a request and reads the whole answer. It is safe from any goroutine.
-func (a *app) do(method, path, auth, body string) (response, error) {
+func (a *testServer) do(method, path, auth, body string) (response, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -140,7 +145,7 @@ func (a *app) do(method, path, auth, body string) (response, error) {
 	return response{status: res.StatusCode, body: b}, err
 }
 
-func (a *app) get(t *testing.T, path string) response {
+func (a *testServer) get(t *testing.T, path string) response {
 	t.Helper()
 	r, err := a.do(http.MethodGet, path, "", "")
 	if err != nil {
@@ -150,7 +155,7 @@ func (a *app) get(t *testing.T, path string) response {
 }
 
 // reserve posts body to s1's reservations with the pass as a bearer token ("" sends no Authorization).
-func (a *app) reserve(t *testing.T, screening, pass, body string) response {
+func (a *testServer) reserve(t *testing.T, screening, pass, body string) response {
 	t.Helper()
 	auth := ""
 	if pass != "" {

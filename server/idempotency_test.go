@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/queue"
-	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/testenv"
 )
 
 // reserveWithKey posts body to a screening's reservations with the pass and an Idempotency-Key header. It
 // is safe from any goroutine.
-func (a *app) reserveWithKey(screening, pass, key, body string) (response, error) {
+func (a *testServer) reserveWithKey(screening, pass, key, body string) (response, error) {
 	req, err := http.NewRequest(http.MethodPost, a.ts.URL+"/api/screenings/"+screening+"/reservations", strings.NewReader(body))
 	if err != nil {
 		return response{}, err
@@ -168,11 +168,7 @@ func blockWrites(t *testing.T, env *testenv.Env, screening string) (release func
 func TestLapsedHoldIsConflictLockExpired(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		const lease = 200 * time.Millisecond
-		a := newApp(t, env, func(d *server.Deps) {
-			d.Booking = booking.New(d.Store, env.Redis, env.Prefix, d.Queue, queue.NewPasses(secret), booking.Settings{
-				LockWait: time.Second, LockLease: lease, MaxSeats: 4,
-			})
-		})
+		a := newApp(t, env, func(c *config.Config) { c.Booking.LockWait, c.Booking.LockLease = time.Second, lease })
 		pass := a.admit(t, "s1", 1)[0]
 		lock := queue.Key(env.Prefix, "s1", "seat:A1")
 		locked := func() bool {

@@ -8,12 +8,12 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/waitroom/waitroom/server"
+	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/testenv"
 )
 
 // queuedSocket opens a socket to s1 and reads its first message, which must be queued.
-func (a *app) queuedSocket(t *testing.T) *websocket.Conn {
+func (a *testServer) queuedSocket(t *testing.T) *websocket.Conn {
 	t.Helper()
 	conn, res, err := a.dial("/ws/screenings/s1", "")
 	if err != nil {
@@ -30,7 +30,7 @@ func (a *app) queuedSocket(t *testing.T) *websocket.Conn {
 // and a place frees up when one of its sockets closes.
 func TestSocketsPerAddressAreCapped(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		a := newApp(t, env, func(d *server.Deps) { d.Limits = server.Limits{SocketsPerAddress: 2} })
+		a := newApp(t, env, func(c *config.Config) { c.Limits = config.Limits{SocketsPerAddress: 2} })
 		first := a.queuedSocket(t)
 		a.queuedSocket(t)
 
@@ -69,8 +69,8 @@ func TestSocketsPerAddressAreCapped(t *testing.T) {
 // New sockets from one address beyond the burst and rate are refused with 1013 and RATE_LIMITED.
 func TestRegistrationsPerAddressAreRateLimited(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		a := newApp(t, env, func(d *server.Deps) {
-			d.Limits = server.Limits{RegistrationsPerSecond: 0.1, RegistrationBurst: 3}
+		a := newApp(t, env, func(c *config.Config) {
+			c.Limits = config.Limits{RegistrationsPerSecond: 0.1, RegistrationBurst: 3}
 		})
 		for range 3 {
 			a.queuedSocket(t).Close()
@@ -134,9 +134,9 @@ func TestBadClientMessages(t *testing.T) {
 // proxy's: two clients behind one proxy are capped apart.
 func TestBehindProxyCountsTheForwardedAddress(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		a := newApp(t, env, func(d *server.Deps) {
-			d.Limits = server.Limits{SocketsPerAddress: 1}
-			d.BehindProxy = true
+		a := newApp(t, env, func(c *config.Config) {
+			c.Limits = config.Limits{SocketsPerAddress: 1}
+			c.HTTP.BehindProxy = true
 		})
 		open := func(client string) message {
 			t.Helper()

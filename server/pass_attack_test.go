@@ -154,7 +154,7 @@ func signed(t *testing.T, m jwt.SigningMethod, key any, c jwt.MapClaims) string 
 	return s
 }
 
-func issue(t *testing.T, a *app, screening, token string, adm time.Time) string {
+func issue(t *testing.T, a *testServer, screening, token string, adm time.Time) string {
 	t.Helper()
 	p, err := a.passes.Issue(screening, token, adm)
 	if err != nil {

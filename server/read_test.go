@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,9 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/queue"
-	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -186,12 +188,12 @@ func TestBrokenDependenciesAreUnreadyAndInternal(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
-		deadRedis := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
-		t.Cleanup(func() { deadRedis.Close() })
-		a := newApp(t, env, func(d *server.Deps) {
-			d.Store = booking.NewStore(db)
-			d.Booking = booking.New(d.Store, env.Redis, env.Prefix, d.Queue, queue.NewPasses(secret), booking.Settings{LockWait: time.Second, LockLease: time.Second, MaxSeats: 4})
-			d.Redis = deadRedis
+		// Redis answers the queue's scripts (the test admits with them) but never a PING: to /readyz it is down.
+		unready := redis.NewClient(env.Redis.(*redis.Client).Options())
+		unready.AddHook(refusePing{})
+		t.Cleanup(func() { unready.Close() })
+		a := newAppOn(t, env, app.Backends{Redis: unready, DB: db}, func(c *config.Config) {
+			c.Booking.LockWait, c.Booking.LockLease = time.Second, time.Second
 		})
 
 		r := a.get(t, "/readyz")
@@ -233,6 +235,23 @@ func TestBrokenDependenciesAreUnreadyAndInternal(t *testing.T) {
 			t.Errorf("socket close code with the database closed = %d, want 1011 or 1013 (retry later)", code)
 		}
 	})
+}
+
+// refusePing fails a Redis client's PING without sending it, as a Redis that does not answer would.
+type refusePing struct{}
+
+func (refusePing) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (refusePing) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (refusePing) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "ping" {
+			cmd.SetErr(errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
 }
 
 func decodeAny(t *testing.T, r response, v any) {

@@ -11,14 +11,14 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
-	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/testenv"
 )
 
 // dial opens a socket to path with the given Origin header ("" sends none).
-func (a *app) dial(path, origin string) (*websocket.Conn, *http.Response, error) {
+func (a *testServer) dial(path, origin string) (*websocket.Conn, *http.Response, error) {
 	h := http.Header{}
 	if origin != "" {
 		h.Set("Origin", origin)
@@ -72,8 +72,8 @@ func readClose(t *testing.T, conn *websocket.Conn) int {
 
 func TestSocketOriginCheck(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		a := newApp(t, env, func(d *server.Deps) {
-			d.AllowedOrigins = []string{"http://app.example/", "https://partner.example"}
+		a := newApp(t, env, func(c *config.Config) {
+			c.HTTP.AllowedOrigins = []string{"http://app.example/", "https://partner.example"}
 		})
 		for _, c := range []struct {
 			name   string
@@ -130,7 +130,7 @@ func TestSocketWithoutUpgradeIsBadRequest(t *testing.T) {
 
 func TestSocketAnyOriginWhenAllowedOriginsHasStar(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		a := newApp(t, env, func(d *server.Deps) { d.AllowedOrigins = []string{"*"} })
+		a := newApp(t, env, func(c *config.Config) { c.HTTP.AllowedOrigins = []string{"*"} })
 		conn, res, err := a.dial("/ws/screenings/s1", "http://evil.example")
 		if err != nil {
 			t.Fatalf("socket with any Origin under \"*\" = %v (%v), want it open", status(res), err)

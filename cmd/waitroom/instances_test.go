@@ -24,6 +24,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -393,16 +394,16 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 	}
 	select {
 	case <-procs[1].done:
-	case <-time.After(shutdownGrace + 5*time.Second):
-		t.Fatalf("instance 1 still running %v after SIGTERM; output:\n%s", shutdownGrace+5*time.Second, procs[1].out.String())
+	case <-time.After(app.ShutdownGrace + 5*time.Second):
+		t.Fatalf("instance 1 still running %v after SIGTERM; output:\n%s", app.ShutdownGrace+5*time.Second, procs[1].out.String())
 	}
 	drained := procs[1].exitedAt.Sub(termAt)
 	t.Logf("instance 1 drained in %v", drained.Round(time.Millisecond))
 	if procs[1].waitErr != nil {
 		t.Errorf("instance 1 after SIGTERM: %v, want exit status 0; output:\n%s", procs[1].waitErr, procs[1].out.String())
 	}
-	if drained > shutdownGrace {
-		t.Errorf("instance 1 took %v to drain, want at most shutdownGrace %v", drained, shutdownGrace)
+	if drained > app.ShutdownGrace {
+		t.Errorf("instance 1 took %v to drain, want at most app.ShutdownGrace %v", drained, app.ShutdownGrace)
 	}
 	instWait(t, 10*time.Second, "instance 1's users to reconnect", func() bool {
 		for _, u := range users {
@@ -1022,7 +1023,7 @@ func instStart(t *testing.T, client *http.Client, bin string, env *testenv.Env, 
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:
-		case <-time.After(shutdownGrace + 2*time.Second):
+		case <-time.After(app.ShutdownGrace + 2*time.Second):
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 
+	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -48,7 +49,7 @@ func start(t *testing.T, env *testenv.Env, settings map[string]string) *testServ
 	out := &testenv.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"waitroom", "-config", ""}, func(k string) string { return vars[k] }, out)
+		done <- app.Main(ctx, []string{"waitroom", "-config", ""}, func(k string) string { return vars[k] }, out)
 	}()
 	t.Cleanup(func() {
 		cancel()

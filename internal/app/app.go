@@ -1,0 +1,122 @@
+// Package app builds one server instance's object graph from its configuration, in one place: the binary
+// (Main) and the tests build it the same way (New), and run its background work the same way (Run).
+//
+// Where things are: app.go (the App, New, Run: the wiring and the background work), main.go (Main: flags,
+// configuration, the backends, the listener, the drain), report.go (this instance's report to the control
+// room).
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/server"
+)
+
+// Interfaces the wiring relies on, checked where things meet.
+var (
+	_ hub.Lines            = (*queue.Queue)(nil)
+	_ hub.Passes           = (*queue.Passes)(nil)
+	_ hub.Leaver           = (*queue.Scheduler)(nil)
+	_ booking.Admissions   = (*queue.Scheduler)(nil)
+	_ booking.PassVerifier = (*queue.Passes)(nil)
+	_ queue.Screenings     = (*booking.Store)(nil)
+)
+
+// Backends are the outside services an App works with, opened (and closed) by its caller.
+type Backends struct {
+	Redis redis.UniversalClient
+	// DB is migrated.
+	DB  *sqlx.DB
+	Log *slog.Logger
+}
+
+// App is one server instance's parts, wired.
+type App struct {
+	Config    config.Config
+	Log       *slog.Logger
+	Registry  *prometheus.Registry
+	Queue     *queue.Queue
+	Passes    *queue.Passes
+	Scheduler *queue.Scheduler
+	Store     *booking.Store
+	Booking   *booking.Booking
+	Hub       *hub.Hub
+	Server    *server.Server
+	// Instance names this instance: its admission lock owner and its line in the control room.
+	Instance string
+}
+
+// New wires an instance configured by cfg over b. cfg.Pass.Secret must be set (Main draws one for the
+// embedded default). Nothing runs until Run.
+func New(cfg config.Config, b Backends) *App {
+	a := &App{Config: cfg, Log: b.Log, Registry: prometheus.NewRegistry(), Instance: instanceID()}
+	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewDBStatsCollector(b.DB.DB, "waitroom"))
+	a.Store = booking.NewStore(b.DB)
+	a.Queue = queue.New(b.Redis, cfg.Redis.Prefix)
+	a.Passes = queue.NewPasses([]byte(cfg.Pass.Secret))
+	defaults := AdmissionDefaults(cfg)
+	metrics := queue.NewMetrics(a.Registry)
+	a.Queue.SetMetrics(metrics)
+	a.Scheduler = queue.NewScheduler(a.Queue, a.Store, defaults, a.Instance, metrics, a.Log)
+	// The scheduler stands for the queue where a slot is freed (a reservation, a leave), so it refills at once.
+	a.Booking = booking.New(a.Store, b.Redis, cfg.Redis.Prefix, a.Scheduler, a.Passes, booking.Settings{
+		LockWait: cfg.Booking.LockWait, LockLease: cfg.Booking.LockLease, MaxSeats: cfg.Booking.MaxSeats,
+		DBTimeout: cfg.Booking.DBTimeout,
+	})
+	a.Hub = hub.New(a.Queue, a.Passes, a.Scheduler, a.Registry, a.Log)
+	a.Server = server.New(server.Deps{
+		Queue: a.Queue, Store: a.Store, Booking: a.Booking, Hub: a.Hub, Redis: b.Redis, Gatherer: a.Registry,
+		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Pprof: cfg.Bench.Pprof,
+		Scheduler: a.Scheduler, AdminKey: cfg.Admin.Key, AdmissionDefaults: defaults, Log: a.Log,
+		Limits: server.Limits{
+			SocketsPerAddress: cfg.Limits.SocketsPerAddress, RegistrationsPerSecond: cfg.Limits.RegistrationsPerSecond,
+			RegistrationBurst: cfg.Limits.RegistrationBurst,
+		},
+		BehindProxy: cfg.HTTP.BehindProxy,
+	})
+	return a
+}
+
+// AdmissionDefaults are the admission settings a screening leaves unset (admission.*, queue.grace).
+func AdmissionDefaults(cfg config.Config) queue.Settings {
+	return queue.Settings{
+		Interval: cfg.Admission.Interval, BatchSize: cfg.Admission.BatchSize, MaxActive: cfg.Admission.MaxActive,
+		ActiveTTL: cfg.Admission.ActiveTTL, LockTTL: cfg.Admission.LockTTL, Grace: cfg.Queue.Grace,
+	}
+}
+
+// Run does the instance's background work until ctx ends, and returns once all of it has stopped: the
+// admission scheduler, the hub (its writers, pinger, Redis watch, trimmer and followers), the report of
+// this instance's sockets to the control room, and the warmth of the database pool. Drain the HTTP server
+// and the hub (Hub.Shutdown) before ending ctx.
+func (a *App) Run(ctx context.Context) error {
+	bg, ctx := errgroup.WithContext(ctx)
+	bg.Go(func() error { return a.Scheduler.Run(ctx) })
+	bg.Go(func() error { return a.Hub.Run(ctx) })
+	bg.Go(func() error { return a.report(ctx) })
+	bg.Go(func() error { return a.Store.KeepWarm(ctx, a.Config.Database.MinConns, a.Log) })
+	return bg.Wait()
+}
+
+func instanceID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
