@@ -1,3 +1,5 @@
+// Test-only hooks into booking's internals, for the tests outside the package (booking_test).
+
 package booking
 
 // SetAfterFence makes every reservation of b call fn inside its transaction right after the fence is

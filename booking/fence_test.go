@@ -1,3 +1,6 @@
+// Tests of the guards behind the seat locks, for a holder that outlives its lease: the check before commit,
+// the fence, and the UNIQUE constraint.
+
 package booking_test
 
 import (

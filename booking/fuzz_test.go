@@ -1,3 +1,5 @@
+// Fuzz targets of the seat ids that arrive from outside: a request's seat list and a listed catalog.
+
 package booking_test
 
 import (

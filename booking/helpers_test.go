@@ -1,3 +1,6 @@
+// What the tests of booking share: a fixture over one env, admitted users, and readers of what SQL and Redis
+// hold.
+
 package booking_test
 
 import (

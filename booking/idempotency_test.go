@@ -1,3 +1,5 @@
+// Tests of a retry under the same Idempotency-Key.
+
 package booking_test
 
 import (

@@ -1,3 +1,5 @@
+// A thousand overlapping multi-seat requests at once: no seat sold twice, no request half-booked.
+
 package booking_test
 
 import (

@@ -1,3 +1,5 @@
+// The benchmark of one reservation, the path a burst's winner runs.
+
 package booking_test
 
 import (

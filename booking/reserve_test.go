@@ -1,3 +1,6 @@
+// Tests of the reservation path: one winner per seat, all seats or none, a pass spent once, the line closed
+// at the last seat, and the shortcuts of the requests of one instance.
+
 package booking_test
 
 import (

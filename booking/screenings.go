@@ -1,3 +1,6 @@
+// Creating and managing screenings: the demo's seeding, the operator's creation with its checks, admission
+// settings, closing a sale, and the scheduler's list of sales.
+
 package booking
 
 import (
@@ -5,8 +8,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -15,6 +16,14 @@ import (
 	"github.com/waitroom/waitroom/queue"
 )
 
+// Screening is a show with its sale time.
+type Screening struct {
+	ID          string    `db:"id" json:"id"`
+	Name        string    `db:"name" json:"name"`
+	StartsAt    time.Time `db:"starts_at" json:"starts_at"`
+	SaleOpensAt time.Time `db:"sale_opens_at" json:"sale_opens_at"`
+}
+
 // Limits of a screening an operator creates.
 const (
 	// MaxSeatsPerScreening bounds a screening's catalog (a stadium block, not a stadium).
@@ -22,28 +31,6 @@ const (
 	// maxNameLen bounds a screening's name, in bytes.
 	maxNameLen = 200
 )
-
-// seatIDRe is a seat id an operator may list: a row of letters and a number within it ("A1", "AB12").
-var seatIDRe = regexp.MustCompile(`^([A-Z]{1,3})([1-9][0-9]{0,3})$`)
-
-// SeatsFromIDs turns listed seat ids into the catalog's seats, refusing a malformed or repeated id.
-func SeatsFromIDs(ids []string) ([]Seat, error) {
-	seats := make([]Seat, 0, len(ids))
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		m := seatIDRe.FindStringSubmatch(id)
-		if m == nil {
-			return nil, fmt.Errorf("booking: seat id %q: want a row of 1–3 capital letters and a number 1–9999, like A1: %w", truncate(id, 16), ErrBadScreening)
-		}
-		if seen[id] {
-			return nil, fmt.Errorf("booking: seat %s listed twice: %w", id, ErrBadScreening)
-		}
-		seen[id] = true
-		n, _ := strconv.Atoi(m[2])
-		seats = append(seats, Seat{ID: id, Row: m[1], Number: n})
-	}
-	return seats, nil
-}
 
 // plausible reports whether a screening time can be stored and read back by both databases and written as
 // JSON: a year from 2000 to 9999 in UTC.
@@ -62,6 +49,34 @@ func checkSettings(a queue.Settings) error {
 		return fmt.Errorf("booking: %w", err)
 	}
 	return nil
+}
+
+// EnsureScreening creates sc with the given seats unless a screening with its id exists; it reports whether
+// it created one. Seeding the demo calls it at every start, from any number of instances.
+func (s *Store) EnsureScreening(ctx context.Context, sc Screening, seats []Seat) (bool, error) {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("booking: ensure %s: %w", sc.ID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO screenings (id, name, starts_at, sale_opens_at)
+		VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`), sc.ID, sc.Name, sc.StartsAt.UTC(), sc.SaleOpensAt.UTC())
+	if err != nil {
+		return false, fmt.Errorf("booking: ensure %s: %w", sc.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	for _, seat := range seats {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO seats (screening_id, seat_id, row_label, number) VALUES (?, ?, ?, ?)`),
+			sc.ID, seat.ID, seat.Row, seat.Number); err != nil {
+			return false, fmt.Errorf("booking: ensure %s seat %s: %w", sc.ID, seat.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("booking: ensure %s: %w", sc.ID, err)
+	}
+	return true, nil
 }
 
 // CreateScreening adds a screening with its seats and its own admission settings (zero fields: the

@@ -1,3 +1,5 @@
+// Tests of the seat map served during a sale without SQL.
+
 package booking_test
 
 import (

@@ -1,3 +1,6 @@
+// Keeping the database connection pool warm, so the first transactions of a burst do not wait for new
+// connections.
+
 package booking
 
 import (

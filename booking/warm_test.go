@@ -1,3 +1,5 @@
+// Tests of keeping the connection pool warm.
+
 package booking_test
 
 import (

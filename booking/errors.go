@@ -1,0 +1,72 @@
+// The errors booking returns: its sentinels, the typed errors that name the seats at fault, and the bound on
+// what a message echoes of its input.
+
+package booking
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+var (
+	// ErrUnknownScreening: no screening has that id.
+	ErrUnknownScreening = errors.New("unknown screening")
+	// ErrSoldOut: no seat of the screening is left.
+	ErrSoldOut = errors.New("sold out")
+	// ErrSeatLocked: another request holds a lock on a requested seat past lock_wait.
+	ErrSeatLocked = errors.New("seat locked by another reservation")
+	// ErrSeatTaken: a requested seat is already sold.
+	ErrSeatTaken = errors.New("seat already taken")
+	// ErrBadRequest: the seat list is empty, too long, repeats a seat, or names a seat that does not exist.
+	ErrBadRequest = errors.New("bad request")
+	// ErrLockLost: the request's seat locks lapsed before it could commit (a newer holder took them); it
+	// booked nothing.
+	ErrLockLost = errors.New("seat hold expired before the reservation committed")
+	// ErrIdempotencyMismatch: an Idempotency-Key already reserved other seats.
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with another request")
+	// ErrScreeningExists: a screening with that id exists already.
+	ErrScreeningExists = errors.New("screening exists")
+	// ErrBadScreening: a screening to create is malformed (its id, times, seats or admission settings).
+	ErrBadScreening = errors.New("bad screening")
+)
+
+// TakenError names the seats that were already sold.
+type TakenError struct {
+	Seats []string
+	// byConstraint: the UNIQUE constraint refused a write of Seats together, so which of them is sold is
+	// not known yet.
+	byConstraint bool
+}
+
+func (e *TakenError) Error() string {
+	return fmt.Sprintf("booking: %s: %s", ErrSeatTaken, strings.Join(e.Seats, ", "))
+}
+
+// Is makes errors.Is(err, ErrSeatTaken) hold.
+func (e *TakenError) Is(target error) bool { return target == ErrSeatTaken }
+
+// LockedError names the seat whose lock could not be taken in time.
+type LockedError struct{ Seat string }
+
+func (e *LockedError) Error() string { return fmt.Sprintf("booking: %s: %s", ErrSeatLocked, e.Seat) }
+
+// Is makes errors.Is(err, ErrSeatLocked) hold.
+func (e *LockedError) Is(target error) bool { return target == ErrSeatLocked }
+
+// AfterCommitError reports a failure after the reservation was committed: the seats are booked; freeing the
+// slot or closing the line did not happen and will by time (active_ttl) or by the next reservation.
+type AfterCommitError struct{ Err error }
+
+func (e *AfterCommitError) Error() string {
+	return "booking: reserved, but afterwards: " + e.Err.Error()
+}
+
+func (e *AfterCommitError) Unwrap() error { return e.Err }
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,180 @@
+// In-process coordination of the requests of one instance: the seats it knows are sold (soldSeats) and the
+// seat locks its requests hold, whose release wakes who waits for them (releases).
+
+package booking
+
+import (
+	"fmt"
+	"sync"
+)
+
+// soldSeats is what this instance has learnt is sold, per screening: from its own commits, and from SQL's
+// or Redis's refusals. A seat once sold stays sold (nothing cancels a reservation), so the memo is never
+// stale, only incomplete; Redis and then SQL decide for any seat it does not list.
+type soldSeats struct {
+	mu     sync.RWMutex
+	byID   map[string]map[string]bool // screening -> seat ids
+	closed map[string]bool            // screenings whose line is closed (sold out or closed by the operator: for good)
+}
+
+// close records that the screening's line is closed.
+func (s *soldSeats) close(screening string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed == nil {
+		s.closed = map[string]bool{}
+	}
+	s.closed[screening] = true
+}
+
+func (s *soldSeats) add(screening string, seats []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID == nil {
+		s.byID = map[string]map[string]bool{}
+	}
+	m := s.byID[screening]
+	if m == nil {
+		m = map[string]bool{}
+		s.byID[screening] = m
+	}
+	for _, id := range seats {
+		m[id] = true
+	}
+}
+
+// refuse answers a request for seats of a screening of total seats from what is known: ErrSoldOut when
+// the line is known closed or every seat is known sold (as the lock script would), a TakenError naming
+// those of seats known sold, or nil when none is.
+func (s *soldSeats) refuse(screening string, seats []string, total int) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed[screening] {
+		return fmt.Errorf("booking: reserve: %w", ErrSoldOut)
+	}
+	m := s.byID[screening]
+	if len(m) == 0 {
+		return nil
+	}
+	var taken []string
+	for _, id := range seats {
+		if m[id] {
+			taken = append(taken, id)
+		}
+	}
+	switch {
+	case len(taken) == 0:
+		return nil
+	case len(m) >= total:
+		return fmt.Errorf("booking: reserve: %w", ErrSoldOut)
+	}
+	return &TakenError{Seats: taken}
+}
+
+// releases knows the seat locks the requests of this instance hold, and lets a request waiting for one
+// wake the moment it is released, instead of at its next poll. A holder on another instance is still found
+// out by polling; a release between a failed try and the wait is too (the wait then ends by its timer).
+type releases struct {
+	mu      sync.Mutex
+	waiting map[string]chan struct{} // seat lock key -> closed when a request here releases it
+	held    map[string]string        // seat lock key -> the owner id of the request here that holds it
+}
+
+// hold records that owner, a request here, took the locks keys.
+func (r *releases) hold(keys []string, owner string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holdLocked(keys, owner)
+}
+
+func (r *releases) holdLocked(keys []string, owner string) {
+	if r.held == nil {
+		r.held = map[string]string{}
+	}
+	for _, k := range keys {
+		r.held[k] = owner
+	}
+}
+
+// claim records owner as the holder here of keys, all or none: if a request here other than owner has
+// one of them, it returns that key's seat (seats[i] for keys[i]) and the channel its release closes, and
+// claims nothing. The claim becomes the hold if the lock script then takes the locks (released after the
+// commit or rollback, as a hold is), and is released at once if it does not.
+func (r *releases) claim(keys, seats []string, owner string) (string, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i := r.otherHolderLocked(keys, owner); i >= 0 {
+		return seats[i], r.waitLocked(keys[i])
+	}
+	r.holdLocked(keys, owner)
+	return "", nil
+}
+
+// heldHere returns the first of keys (and its seat, seats[i] for keys[i]) that a request here other than
+// owner has, with the channel its release closes; a nil channel when none has.
+func (r *releases) heldHere(keys, seats []string, owner string) (string, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i := r.otherHolderLocked(keys, owner); i >= 0 {
+		return seats[i], r.waitLocked(keys[i])
+	}
+	return "", nil
+}
+
+// otherHolderLocked returns the index of the first of keys that a request here other than owner has, or
+// -1. r.mu is held.
+func (r *releases) otherHolderLocked(keys []string, owner string) int {
+	for i, k := range keys {
+		if o, ok := r.held[k]; ok && o != owner {
+			return i
+		}
+	}
+	return -1
+}
+
+func (r *releases) wait(key string) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.waitLocked(key)
+}
+
+func (r *releases) waitLocked(key string) <-chan struct{} {
+	if r.waiting == nil {
+		r.waiting = map[string]chan struct{}{}
+	}
+	ch, ok := r.waiting[key]
+	if !ok {
+		ch = make(chan struct{})
+		r.waiting[key] = ch
+	}
+	return ch
+}
+
+// wake wakes the requests waiting for keys now, though the locks are still held (they look again, and wait
+// again for the release if they must).
+func (r *releases) wake(keys []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wakeLocked(keys)
+}
+
+func (r *releases) wakeLocked(keys []string) {
+	for _, k := range keys {
+		if ch, ok := r.waiting[k]; ok {
+			close(ch)
+			delete(r.waiting, k)
+		}
+	}
+}
+
+// release gives up owner's hold on keys and wakes who waits for them.
+func (r *releases) release(keys []string, owner string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		if r.held[k] == owner {
+			delete(r.held, k)
+		}
+	}
+	r.wakeLocked(keys)
+}

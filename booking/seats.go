@@ -1,0 +1,99 @@
+// Seat ids and seats: the grammar of an id, a request's seat list checked against a catalog, an operator's
+// listed catalog, and the grid of rows and numbers.
+
+package booking
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+)
+
+var seatRe = regexp.MustCompile(`^[A-Z]{1,3}[0-9]{1,4}$`)
+
+// ParseSeats checks a requested seat list against a screening's catalog: 1..max seats, each once, each
+// existing. It returns the ids sorted, the canonical order of a request.
+func (b *Booking) ParseSeats(ctx context.Context, screening string, seats []string) ([]string, error) {
+	if len(seats) == 0 {
+		return nil, fmt.Errorf("booking: %w: no seats requested", ErrBadRequest)
+	}
+	if len(seats) > b.settings.MaxSeats {
+		return nil, fmt.Errorf("booking: %w: %d seats requested, at most %d per reservation", ErrBadRequest, len(seats), b.settings.MaxSeats)
+	}
+	cat, err := b.catalog(ctx, screening)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(seats))
+	for _, s := range seats {
+		if !seatRe.MatchString(s) || !cat.ids[s] {
+			return nil, fmt.Errorf("booking: %w: no seat %q in %s", ErrBadRequest, truncate(s, 16), screening)
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	if i := firstRepeat(out); i >= 0 {
+		return nil, fmt.Errorf("booking: %w: seat %s requested twice", ErrBadRequest, out[i])
+	}
+	return out, nil
+}
+
+func firstRepeat(sorted []string) int {
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return i
+		}
+	}
+	return -1
+}
+
+// Seat is one seat of a screening's catalog.
+type Seat struct {
+	ID     string `db:"seat_id"`
+	Row    string `db:"row_label"`
+	Number int    `db:"number"`
+}
+
+// seatIDRe is a seat id an operator may list: a row of letters and a number within it ("A1", "AB12").
+var seatIDRe = regexp.MustCompile(`^([A-Z]{1,3})([1-9][0-9]{0,3})$`)
+
+// SeatsFromIDs turns listed seat ids into the catalog's seats, refusing a malformed or repeated id.
+func SeatsFromIDs(ids []string) ([]Seat, error) {
+	seats := make([]Seat, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m := seatIDRe.FindStringSubmatch(id)
+		if m == nil {
+			return nil, fmt.Errorf("booking: seat id %q: want a row of 1–3 capital letters and a number 1–9999, like A1: %w", truncate(id, 16), ErrBadScreening)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("booking: seat %s listed twice: %w", id, ErrBadScreening)
+		}
+		seen[id] = true
+		n, _ := strconv.Atoi(m[2])
+		seats = append(seats, Seat{ID: id, Row: m[1], Number: n})
+	}
+	return seats, nil
+}
+
+// Grid returns rows × perRow seats: rows A, B, … Z, AA, AB, …; seats numbered from 1 ("A1" … "J10").
+func Grid(rows, perRow int) []Seat {
+	seats := make([]Seat, 0, rows*perRow)
+	for r := 0; r < rows; r++ {
+		row := rowLabel(r)
+		for n := 1; n <= perRow; n++ {
+			seats = append(seats, Seat{ID: fmt.Sprintf("%s%d", row, n), Row: row, Number: n})
+		}
+	}
+	return seats
+}
+
+func rowLabel(i int) string {
+	label := ""
+	for i++; i > 0; i = (i - 1) / 26 {
+		label = string(rune('A'+(i-1)%26)) + label
+	}
+	return label
+}

@@ -1,0 +1,138 @@
+// What the store reads: screenings with their seat counts, a seat map, a catalog, the reservation a pass
+// made, and which seats are sold.
+
+package booking
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Summary is a screening with its seat counts.
+type Summary struct {
+	Screening
+	SeatsTotal     int `db:"seats_total" json:"seats_total"`
+	SeatsAvailable int `db:"seats_available" json:"seats_available"`
+	// ClosedAt is when the operator closed the sale (nil while it is not closed).
+	ClosedAt *time.Time `db:"closed_at" json:"closed_at,omitempty"`
+}
+
+const summarySQL = `SELECT s.id, s.name, s.starts_at, s.sale_opens_at, s.closed_at,
+	(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) AS seats_total,
+	(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) -
+	(SELECT COUNT(*) FROM reservation_seats r WHERE r.screening_id = s.id) AS seats_available
+	FROM screenings s`
+
+// Screenings lists every screening with its seat counts, by start time.
+func (s *Store) Screenings(ctx context.Context) ([]Summary, error) {
+	out := []Summary{}
+	if err := s.db.SelectContext(ctx, &out, summarySQL+` ORDER BY s.starts_at, s.id`); err != nil {
+		return nil, fmt.Errorf("booking: screenings: %w", err)
+	}
+	return out, nil
+}
+
+// Screening returns one screening with its seat counts, or ErrUnknownScreening.
+func (s *Store) Screening(ctx context.Context, id string) (Summary, error) {
+	var out Summary
+	err := s.db.GetContext(ctx, &out, s.db.Rebind(summarySQL+` WHERE s.id = ?`), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Summary{}, fmt.Errorf("booking: screening %q: %w", id, ErrUnknownScreening)
+	}
+	if err != nil {
+		return Summary{}, fmt.Errorf("booking: screening %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// Seats returns the seat map of a screening from SQL, in row and number order. Booking.Seats serves the
+// map during a sale from caches; this is what fills them.
+func (s *Store) Seats(ctx context.Context, screening string) ([]SeatStatus, error) {
+	out := []SeatStatus{}
+	err := s.db.SelectContext(ctx, &out, s.db.Rebind(`SELECT t.seat_id, t.row_label, t.number,
+		CASE WHEN r.seat_id IS NULL THEN 'available' ELSE 'sold' END AS status
+		FROM seats t LEFT JOIN reservation_seats r ON r.screening_id = t.screening_id AND r.seat_id = t.seat_id
+		WHERE t.screening_id = ? ORDER BY LENGTH(t.row_label), t.row_label, t.number`), screening)
+	if err != nil {
+		return nil, fmt.Errorf("booking: seats of %s: %w", screening, err)
+	}
+	return out, nil
+}
+
+// catalog loads the seats of a screening.
+func (s *Store) catalog(ctx context.Context, screening string) (*catalog, error) {
+	var seats []Seat
+	err := s.db.SelectContext(ctx, &seats, s.db.Rebind(`SELECT seat_id, row_label, number FROM seats
+		WHERE screening_id = ? ORDER BY LENGTH(row_label), row_label, number`), screening)
+	if err != nil {
+		return nil, fmt.Errorf("booking: catalog of %s: %w", screening, err)
+	}
+	if len(seats) == 0 {
+		return nil, fmt.Errorf("booking: catalog of %q: %w", screening, ErrUnknownScreening)
+	}
+	c := &catalog{ids: make(map[string]bool, len(seats)), seats: seats}
+	if err := s.db.GetContext(ctx, &c.opensAt, s.db.Rebind(`SELECT sale_opens_at FROM screenings WHERE id = ?`), screening); err != nil {
+		return nil, fmt.Errorf("booking: catalog of %s: %w", screening, err)
+	}
+	for _, seat := range seats {
+		c.ids[seat.ID] = true
+	}
+	return c, nil
+}
+
+// byPass returns the reservation a pass made, with the Idempotency-Key and body hash of its request, or
+// sql.ErrNoRows.
+func (s *Store) byPass(ctx context.Context, passID string) (Reservation, string, string, error) {
+	var row struct {
+		ID        int64          `db:"id"`
+		Screening string         `db:"screening_id"`
+		CreatedAt time.Time      `db:"created_at"`
+		Key       sql.NullString `db:"idempotency_key"`
+		Hash      sql.NullString `db:"request_hash"`
+	}
+	err := s.db.GetContext(ctx, &row, s.db.Rebind(`SELECT id, screening_id, created_at, idempotency_key, request_hash
+		FROM reservations WHERE pass_id = ?`), passID)
+	if err != nil {
+		return Reservation{}, "", "", err
+	}
+	// SeatsLeft is not known for a past reservation: -1, as when the count after commit failed.
+	r := Reservation{ID: row.ID, Screening: row.Screening, CreatedAt: row.CreatedAt.UTC(), Seats: []string{}, SeatsLeft: -1}
+	if err := s.db.SelectContext(ctx, &r.Seats, s.db.Rebind(`SELECT seat_id FROM reservation_seats WHERE reservation_id = ? ORDER BY seat_id`), r.ID); err != nil {
+		return Reservation{}, "", "", err
+	}
+	return r, row.Key.String, row.Hash.String, nil
+}
+
+// soldAmong returns which of the seats are sold, sorted in Go's order (as the seats were), inside a
+// transaction or not.
+func soldAmong(ctx context.Context, q interface {
+	sqlx.QueryerContext
+	Rebind(string) string
+}, screening string, seats []string) ([]string, error) {
+	query, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, screening, seats)
+	if err != nil {
+		return nil, err
+	}
+	var sold []string
+	if err := sqlx.SelectContext(ctx, q, &sold, q.Rebind(query), args...); err != nil {
+		return nil, err
+	}
+	sort.Strings(sold)
+	return sold, nil
+}
+
+// countSold counts the sold seats of a screening, inside a transaction or not.
+func countSold(ctx context.Context, q interface {
+	sqlx.QueryerContext
+	Rebind(string) string
+}, screening string) (int, error) {
+	var n int
+	err := sqlx.GetContext(ctx, q, &n, q.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ?`), screening)
+	return n, err
+}
