@@ -13,7 +13,7 @@
 //   - locks.go: the seat locks in Redis (lua/lock.lua, unlock.lua, held.lua) and the wait for them.
 //   - local.go: what the requests of one instance share: the seats known sold, the locks held here.
 //   - catalog.go: a screening's seats and sale time, in memory once loaded.
-//   - seats.go: seat ids, a request's seat list, listed and grid catalogs.
+//   - seats.go: seat ids under one grammar, a request's seat list, listed and grid catalogs.
 //   - seatmap.go: the seat map during a sale, without SQL.
 //   - store.go, store_read.go, store_write.go: the SQL side, its reads, a reservation's write.
 //   - screenings.go: creating and managing screenings, and the scheduler's list of sales.

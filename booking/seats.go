@@ -1,5 +1,5 @@
-// Seat ids and seats: the grammar of an id, a request's seat list checked against a catalog, an operator's
-// listed catalog, and the grid of rows and numbers.
+// Seat ids and seats under one grammar: a request's seat list checked against a catalog, an operator's
+// listed catalog, and the grid of rows and numbers with its limits.
 
 package booking
 
@@ -11,7 +11,18 @@ import (
 	"strconv"
 )
 
-var seatRe = regexp.MustCompile(`^[A-Z]{1,3}[0-9]{1,4}$`)
+// seatIDRe is the one grammar of a seat id, by which a request's seats and an operator's listed catalog are
+// both read: a row of 1–3 capital letters and a number 1–9999 within it, with no leading zero ("A1", "AB12").
+// Grid makes ids of it too.
+var seatIDRe = regexp.MustCompile(`^([A-Z]{1,3})([1-9][0-9]{0,3})$`)
+
+// Limits of a grid of seats (rows × seats_per_row), within what a seat id can name.
+const (
+	// MaxRows bounds a grid's rows: A … ZZ.
+	MaxRows = 702
+	// MaxSeatsPerRow keeps seat numbers to the four digits a seat id may have ("A9999").
+	MaxSeatsPerRow = 9999
+)
 
 // ParseSeats checks a requested seat list against a screening's catalog: 1..max seats, each once, each
 // existing. It returns the ids sorted, the canonical order of a request.
@@ -28,7 +39,7 @@ func (b *Booking) ParseSeats(ctx context.Context, screening string, seats []stri
 	}
 	out := make([]string, 0, len(seats))
 	for _, s := range seats {
-		if !seatRe.MatchString(s) || !cat.ids[s] {
+		if !seatIDRe.MatchString(s) || !cat.ids[s] {
 			return nil, fmt.Errorf("booking: %w: no seat %q in %s", ErrBadRequest, truncate(s, 16), screening)
 		}
 		out = append(out, s)
@@ -56,9 +67,6 @@ type Seat struct {
 	Number int    `db:"number"`
 }
 
-// seatIDRe is a seat id an operator may list: a row of letters and a number within it ("A1", "AB12").
-var seatIDRe = regexp.MustCompile(`^([A-Z]{1,3})([1-9][0-9]{0,3})$`)
-
 // SeatsFromIDs turns listed seat ids into the catalog's seats, refusing a malformed or repeated id.
 func SeatsFromIDs(ids []string) ([]Seat, error) {
 	seats := make([]Seat, 0, len(ids))
@@ -76,6 +84,16 @@ func SeatsFromIDs(ids []string) ([]Seat, error) {
 		seats = append(seats, Seat{ID: id, Row: m[1], Number: n})
 	}
 	return seats, nil
+}
+
+// SeatsFromGrid returns the seats of rows × perRow (Grid), refusing a grid with no seat, more rows or seats
+// per row than a seat id can name, or more than MaxSeatsPerScreening seats.
+func SeatsFromGrid(rows, perRow int) ([]Seat, error) {
+	if rows < 1 || rows > MaxRows || perRow < 1 || perRow > MaxSeatsPerRow || rows*perRow > MaxSeatsPerScreening {
+		return nil, fmt.Errorf("booking: rows (1–%d) × seats_per_row (1–%d) must make 1 to %d seats, or list seats: %w",
+			MaxRows, MaxSeatsPerRow, MaxSeatsPerScreening, ErrBadScreening)
+	}
+	return Grid(rows, perRow), nil
 }
 
 // Grid returns rows × perRow seats: rows A, B, … Z, AA, AB, …; seats numbered from 1 ("A1" … "J10").

@@ -22,10 +22,6 @@ const (
 	maxAdminBodyBytes = 512 << 10
 	// streamEvery paces the control room's live figures.
 	streamEvery = time.Second
-	// maxRows bounds rows × seats_per_row's rows: A … ZZ.
-	maxRows = 702
-	// maxSeatsPerRow keeps seat numbers to the four digits a seat id may have ("A9999").
-	maxSeatsPerRow = 9999
 )
 
 var (
@@ -115,27 +111,22 @@ func (s *Server) adminCreate(c echo.Context) error {
 		return err
 	}
 	var seats []booking.Seat
+	var err error
 	switch {
 	case len(body.Seats) > 0 && (body.Rows != 0 || body.SeatsPerRow != 0):
 		return fmt.Errorf("admin: give either seats or rows and seats_per_row, not both: %w", booking.ErrBadScreening)
+	case len(body.Seats) > booking.MaxSeatsPerScreening:
+		return fmt.Errorf("admin: %d seats: at most %d: %w", len(body.Seats), booking.MaxSeatsPerScreening, booking.ErrBadScreening)
 	case len(body.Seats) > 0:
-		if len(body.Seats) > booking.MaxSeatsPerScreening {
-			return fmt.Errorf("admin: %d seats: at most %d: %w", len(body.Seats), booking.MaxSeatsPerScreening, booking.ErrBadScreening)
-		}
-		var err error
-		if seats, err = booking.SeatsFromIDs(body.Seats); err != nil {
-			return err
-		}
-	case body.Rows < 1 || body.Rows > maxRows || body.SeatsPerRow < 1 || body.SeatsPerRow > maxSeatsPerRow ||
-		body.Rows*body.SeatsPerRow > booking.MaxSeatsPerScreening:
-		return fmt.Errorf("admin: rows (1–%d) × seats_per_row (1–%d) must make 1 to %d seats, or list seats: %w",
-			maxRows, maxSeatsPerRow, booking.MaxSeatsPerScreening, booking.ErrBadScreening)
+		seats, err = booking.SeatsFromIDs(body.Seats)
 	default:
-		seats = booking.Grid(body.Rows, body.SeatsPerRow)
+		seats, err = booking.SeatsFromGrid(body.Rows, body.SeatsPerRow)
+	}
+	if err != nil {
+		return err
 	}
 	var settings queue.Settings
 	if body.Admission != nil {
-		var err error
 		if settings, err = body.Admission.settings(); err != nil {
 			return err
 		}

@@ -178,7 +178,7 @@ func FuzzDecodeCreate(f *testing.F) {
 				ids := make([]string, len(seats))
 				for i, s := range seats {
 					ids[i] = s.ID
-					if s.Row+strconv.Itoa(s.Number) != s.ID || s.Number < 1 || s.Number > maxSeatsPerRow {
+					if s.Row+strconv.Itoa(s.Number) != s.ID || s.Number < 1 || s.Number > booking.MaxSeatsPerRow {
 						t.Fatalf("SeatsFromIDs made seat %+v", s)
 					}
 				}
