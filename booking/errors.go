@@ -1,5 +1,5 @@
-// The errors booking returns: its sentinels, the typed errors that name the seats at fault, and the bound on
-// what a message echoes of its input.
+// The errors booking returns: its sentinels, the typed errors that name the seats at fault or carry the words
+// of a refusal, and the bound on what a message echoes of its input.
 
 package booking
 
@@ -18,7 +18,8 @@ var (
 	ErrSeatLocked = errors.New("seat locked by another reservation")
 	// ErrSeatTaken: a requested seat is already sold.
 	ErrSeatTaken = errors.New("seat already taken")
-	// ErrBadRequest: the seat list is empty, too long, repeats a seat, or names a seat that does not exist.
+	// ErrBadRequest: the seat list is empty, too long, repeats a seat, or names a seat that does not exist
+	// (an InvalidError says which).
 	ErrBadRequest = errors.New("bad request")
 	// ErrLockLost: the request's seat locks lapsed before it could commit (a newer holder took them); it
 	// booked nothing.
@@ -27,9 +28,34 @@ var (
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with another request")
 	// ErrScreeningExists: a screening with that id exists already.
 	ErrScreeningExists = errors.New("screening exists")
-	// ErrBadScreening: a screening to create is malformed (its id, times, seats or admission settings).
+	// ErrBadScreening: a screening to create is malformed (its id, times, seats or admission settings; an
+	// InvalidError says which).
 	ErrBadScreening = errors.New("bad screening")
 )
+
+// InvalidError refuses what a caller sent: Kind is ErrBadRequest (a reservation's seat list) or
+// ErrBadScreening (a screening to create, its seats or its admission settings), and Message says what is
+// wrong, in words for the person who sent it. errors.Is(err, Kind) holds.
+type InvalidError struct {
+	Kind    error
+	Message string
+}
+
+func (e *InvalidError) Error() string { return "booking: " + e.Message }
+
+// Is makes errors.Is(err, e.Kind) hold.
+func (e *InvalidError) Is(target error) bool { return target == e.Kind }
+
+// badRequest refuses a reservation's seat list. Its words start with the kind ("bad request: no seats
+// requested"), as they always have.
+func badRequest(format string, args ...any) error {
+	return &InvalidError{Kind: ErrBadRequest, Message: ErrBadRequest.Error() + ": " + fmt.Sprintf(format, args...)}
+}
+
+// badScreening refuses a screening to create, its seats or its admission settings.
+func badScreening(format string, args ...any) error {
+	return &InvalidError{Kind: ErrBadScreening, Message: fmt.Sprintf(format, args...)}
+}
 
 // TakenError names the seats that were already sold.
 type TakenError struct {

@@ -40,11 +40,11 @@ func plausible(t time.Time) bool {
 }
 
 // checkSettings refuses admission settings a screening cannot run with (queue.Settings.Validate), as a
-// malformed screening.
+// malformed screening in the queue's words.
 func checkSettings(a queue.Settings) error {
 	var refused *queue.SettingsError
 	if err := a.Validate(); errors.As(err, &refused) {
-		return fmt.Errorf("booking: %s: %w", refused.Message, ErrBadScreening)
+		return &InvalidError{Kind: ErrBadScreening, Message: refused.Message}
 	} else if err != nil {
 		return fmt.Errorf("booking: %w", err)
 	}
@@ -86,19 +86,19 @@ func (s *Store) EnsureScreening(ctx context.Context, sc Screening, seats []Seat)
 func (s *Store) CreateScreening(ctx context.Context, sc Screening, seats []Seat, a queue.Settings) error {
 	switch {
 	case !queue.ValidScreening(sc.ID):
-		return fmt.Errorf("booking: screening id %q: want 1–64 letters, digits, '-' or '_': %w", truncate(sc.ID, 64), ErrBadScreening)
+		return badScreening("screening id %q: want 1–64 letters, digits, '-' or '_'", truncate(sc.ID, 64))
 	case strings.TrimSpace(sc.Name) == "" || len(sc.Name) > maxNameLen:
-		return fmt.Errorf("booking: screening name: want 1–%d bytes: %w", maxNameLen, ErrBadScreening)
+		return badScreening("screening name: want 1–%d bytes", maxNameLen)
 	case !utf8.ValidString(sc.Name) || strings.ContainsFunc(sc.Name, unicode.IsControl):
-		return fmt.Errorf("booking: screening name: want UTF-8 text without control characters: %w", ErrBadScreening)
+		return badScreening("screening name: want UTF-8 text without control characters")
 	case sc.StartsAt.IsZero() || sc.SaleOpensAt.IsZero():
-		return fmt.Errorf("booking: starts_at and sale_opens_at are required: %w", ErrBadScreening)
+		return badScreening("starts_at and sale_opens_at are required")
 	case !plausible(sc.StartsAt) || !plausible(sc.SaleOpensAt):
-		return fmt.Errorf("booking: starts_at and sale_opens_at must fall in the years 2000 to 9999 (UTC): %w", ErrBadScreening)
+		return badScreening("starts_at and sale_opens_at must fall in the years 2000 to 9999 (UTC)")
 	case sc.SaleOpensAt.After(sc.StartsAt):
-		return fmt.Errorf("booking: the sale cannot open after the screening starts: %w", ErrBadScreening)
+		return badScreening("the sale cannot open after the screening starts")
 	case len(seats) == 0 || len(seats) > MaxSeatsPerScreening:
-		return fmt.Errorf("booking: %d seats: want 1 to %d: %w", len(seats), MaxSeatsPerScreening, ErrBadScreening)
+		return badScreening("%d seats: want 1 to %d", len(seats), MaxSeatsPerScreening)
 	}
 	if err := checkSettings(a); err != nil {
 		return err

@@ -28,10 +28,10 @@ const (
 // existing. It returns the ids sorted, the canonical order of a request.
 func (b *Booking) ParseSeats(ctx context.Context, screening string, seats []string) ([]string, error) {
 	if len(seats) == 0 {
-		return nil, fmt.Errorf("booking: %w: no seats requested", ErrBadRequest)
+		return nil, badRequest("no seats requested")
 	}
 	if len(seats) > b.settings.MaxSeats {
-		return nil, fmt.Errorf("booking: %w: %d seats requested, at most %d per reservation", ErrBadRequest, len(seats), b.settings.MaxSeats)
+		return nil, badRequest("%d seats requested, at most %d per reservation", len(seats), b.settings.MaxSeats)
 	}
 	cat, err := b.catalog(ctx, screening)
 	if err != nil {
@@ -40,13 +40,13 @@ func (b *Booking) ParseSeats(ctx context.Context, screening string, seats []stri
 	out := make([]string, 0, len(seats))
 	for _, s := range seats {
 		if !seatIDRe.MatchString(s) || !cat.ids[s] {
-			return nil, fmt.Errorf("booking: %w: no seat %q in %s", ErrBadRequest, truncate(s, 16), screening)
+			return nil, badRequest("no seat %q in %s", truncate(s, 16), screening)
 		}
 		out = append(out, s)
 	}
 	slices.Sort(out)
 	if i := firstRepeat(out); i >= 0 {
-		return nil, fmt.Errorf("booking: %w: seat %s requested twice", ErrBadRequest, out[i])
+		return nil, badRequest("seat %s requested twice", out[i])
 	}
 	return out, nil
 }
@@ -74,10 +74,10 @@ func SeatsFromIDs(ids []string) ([]Seat, error) {
 	for _, id := range ids {
 		m := seatIDRe.FindStringSubmatch(id)
 		if m == nil {
-			return nil, fmt.Errorf("booking: seat id %q: want a row of 1–3 capital letters and a number 1–9999, like A1: %w", truncate(id, 16), ErrBadScreening)
+			return nil, badScreening("seat id %q: want a row of 1–3 capital letters and a number 1–9999, like A1", truncate(id, 16))
 		}
 		if seen[id] {
-			return nil, fmt.Errorf("booking: seat %s listed twice: %w", id, ErrBadScreening)
+			return nil, badScreening("seat %s listed twice", id)
 		}
 		seen[id] = true
 		n, _ := strconv.Atoi(m[2])
@@ -90,8 +90,8 @@ func SeatsFromIDs(ids []string) ([]Seat, error) {
 // per row than a seat id can name, or more than MaxSeatsPerScreening seats.
 func SeatsFromGrid(rows, perRow int) ([]Seat, error) {
 	if rows < 1 || rows > MaxRows || perRow < 1 || perRow > MaxSeatsPerRow || rows*perRow > MaxSeatsPerScreening {
-		return nil, fmt.Errorf("booking: rows (1–%d) × seats_per_row (1–%d) must make 1 to %d seats, or list seats: %w",
-			MaxRows, MaxSeatsPerRow, MaxSeatsPerScreening, ErrBadScreening)
+		return nil, badScreening("rows (1–%d) × seats_per_row (1–%d) must make 1 to %d seats, or list seats",
+			MaxRows, MaxSeatsPerRow, MaxSeatsPerScreening)
 	}
 	return Grid(rows, perRow), nil
 }

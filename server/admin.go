@@ -26,8 +26,37 @@ const (
 
 var (
 	errUnauthorized = errors.New("admin: missing or wrong key")
-	errBadAdminBody = errors.New("admin: bad body")
+	// errBadAdminBody: an admin body that does not decode (an adminError says how).
+	errBadAdminBody = errors.New("bad body")
 )
+
+// adminError is the admin API's own refusal of a body, before booking sees it: Kind is errBadAdminBody (the
+// body does not decode) or booking.ErrBadScreening (it asks for a screening or settings no one can have),
+// and Message says what is wrong, in words for the operator. errors.Is(err, Kind) holds.
+type adminError struct {
+	Kind    error
+	Message string
+}
+
+func (e *adminError) Error() string { return "admin: " + e.Message }
+
+// Is makes errors.Is(err, e.Kind) hold.
+func (e *adminError) Is(target error) bool { return target == e.Kind }
+
+// refuseScreening refuses a create or admission body that decodes but describes no screening one can have.
+func refuseScreening(format string, args ...any) error {
+	return &adminError{Kind: booking.ErrBadScreening, Message: fmt.Sprintf(format, args...)}
+}
+
+// decodeAdminBody reads an admin body as every JSON body is read (decodeStrict); one that does not decode is
+// refused in the decoder's own words ("bad body: json: unknown field …").
+func decodeAdminBody(c echo.Context, limit int64, v any) error {
+	err := decodeStrict(c, limit, v, errBadAdminBody)
+	if errors.Is(err, errBadAdminBody) {
+		return &adminError{Kind: errBadAdminBody, Message: err.Error()}
+	}
+	return err
+}
 
 // adminRoutes serves the operator's API under /api/admin, behind the bearer key. Without a key configured
 // the routes do not exist (404): the admin API is off, never open.
@@ -77,13 +106,13 @@ func (a admissionBody) settings() (queue.Settings, error) {
 		}
 		d, perr := time.ParseDuration(v)
 		if perr != nil || d <= 0 {
-			err = fmt.Errorf("admin: admission %s %q: want a positive Go duration like 1s or 5m: %w", name, v, booking.ErrBadScreening)
+			err = refuseScreening("admission %s %q: want a positive Go duration like 1s or 5m", name, v)
 		}
 		return d
 	}
 	out.Interval, out.ActiveTTL = parse("interval", a.Interval), parse("active_ttl", a.ActiveTTL)
 	if a.BatchSize < 0 || a.MaxActive < 0 {
-		return out, fmt.Errorf("admin: batch_size and max_active must be positive: %w", booking.ErrBadScreening)
+		return out, refuseScreening("batch_size and max_active must be positive")
 	}
 	out.BatchSize, out.MaxActive = a.BatchSize, a.MaxActive
 	return out, err
@@ -107,16 +136,16 @@ type createBody struct {
 
 func (s *Server) adminCreate(c echo.Context) error {
 	var body createBody
-	if err := decodeStrict(c, maxAdminBodyBytes, &body, errBadAdminBody); err != nil {
+	if err := decodeAdminBody(c, maxAdminBodyBytes, &body); err != nil {
 		return err
 	}
 	var seats []booking.Seat
 	var err error
 	switch {
 	case len(body.Seats) > 0 && (body.Rows != 0 || body.SeatsPerRow != 0):
-		return fmt.Errorf("admin: give either seats or rows and seats_per_row, not both: %w", booking.ErrBadScreening)
+		return refuseScreening("give either seats or rows and seats_per_row, not both")
 	case len(body.Seats) > booking.MaxSeatsPerScreening:
-		return fmt.Errorf("admin: %d seats: at most %d: %w", len(body.Seats), booking.MaxSeatsPerScreening, booking.ErrBadScreening)
+		return refuseScreening("%d seats: at most %d", len(body.Seats), booking.MaxSeatsPerScreening)
 	case len(body.Seats) > 0:
 		seats, err = booking.SeatsFromIDs(body.Seats)
 	default:
@@ -218,7 +247,7 @@ func (s *Server) adminGet(c echo.Context) error {
 
 func (s *Server) adminSetAdmission(c echo.Context) error {
 	var body admissionBody
-	if err := decodeStrict(c, maxBodyBytes, &body, errBadAdminBody); err != nil {
+	if err := decodeAdminBody(c, maxBodyBytes, &body); err != nil {
 		return err
 	}
 	settings, err := body.settings()

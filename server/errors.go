@@ -31,6 +31,8 @@ type apiErrorBody struct {
 }
 
 // classify maps a package error to its HTTP status and stable code. Only server/ knows HTTP.
+// A refusal of what the caller sent (a booking.InvalidError, an adminError, a queue.SettingsError) carries
+// the words the user reads, and they are sent as they are.
 func classify(err error) (int, apiErrorBody) {
 	var taken *booking.TakenError
 	var locked *booking.LockedError
@@ -39,17 +41,21 @@ func classify(err error) (int, apiErrorBody) {
 	var typeErr *json.UnmarshalTypeError
 	var tooBig *http.MaxBytesError
 	var badSettings *queue.SettingsError
+	var invalid *booking.InvalidError
+	var refused *adminError
 	switch {
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized, apiErrorBody{Code: "UNAUTHORIZED", Message: "the admin API needs Authorization: Bearer <admin key>"}
 	case errors.Is(err, booking.ErrScreeningExists):
 		return http.StatusConflict, apiErrorBody{Code: "SCREENING_EXISTS", Message: "a screening with this id exists already"}
-	case errors.Is(err, booking.ErrBadScreening):
-		return http.StatusBadRequest, apiErrorBody{Code: "BAD_SCREENING", Message: unwrapMessage(err)}
+	case errors.As(err, &invalid) && invalid.Kind == booking.ErrBadScreening:
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_SCREENING", Message: invalid.Message}
+	case errors.As(err, &refused) && refused.Kind == booking.ErrBadScreening:
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_SCREENING", Message: refused.Message}
 	case errors.As(err, &badSettings):
 		return http.StatusBadRequest, apiErrorBody{Code: "BAD_SCREENING", Message: badSettings.Message}
-	case errors.Is(err, errBadAdminBody):
-		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: unwrapMessage(err)}
+	case errors.As(err, &refused) && refused.Kind == errBadAdminBody:
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: refused.Message}
 	case errors.As(err, &taken):
 		return http.StatusConflict, apiErrorBody{Code: "SEAT_TAKEN", Message: "a requested seat is already sold", Seats: taken.Seats}
 	case errors.As(err, &locked):
@@ -72,8 +78,8 @@ func classify(err error) (int, apiErrorBody) {
 		return http.StatusNotFound, apiErrorBody{Code: "UNKNOWN_SCREENING", Message: "no such screening"}
 	case errors.Is(err, queue.ErrBadToken):
 		return http.StatusBadRequest, apiErrorBody{Code: "BAD_TOKEN", Message: "a token is 32 lowercase hex digits"}
-	case errors.Is(err, booking.ErrBadRequest):
-		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: unwrapMessage(err)}
+	case errors.As(err, &invalid) && invalid.Kind == booking.ErrBadRequest:
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: invalid.Message}
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "BODY_TOO_LARGE", Message: "request body too large"}
 	case errors.As(err, &syntax), errors.As(err, &typeErr), errors.Is(err, errBadBody):
@@ -117,22 +123,6 @@ var (
 	errBadBody = errors.New("bad body")
 	errBadKey  = errors.New("bad idempotency key")
 )
-
-// unwrapMessage is the message of a booking error without its package prefix.
-func unwrapMessage(err error) string {
-	msg := err.Error()
-	// The sentinel the code already says is not repeated at the end.
-	for _, sentinel := range []error{booking.ErrBadScreening, booking.ErrBadRequest, errBadAdminBody} {
-		msg = strings.TrimSuffix(msg, ": "+sentinel.Error())
-	}
-	for {
-		trimmed := strings.TrimPrefix(strings.TrimPrefix(msg, "booking: "), "admin: ")
-		if trimmed == msg {
-			return msg
-		}
-		msg = trimmed
-	}
-}
 
 // errorHandler is echo's HTTPErrorHandler: every error leaves as the JSON body above; internal errors reach
 // the log in full and the user as "internal error".

@@ -106,7 +106,7 @@ func decodeAdmin(t *testing.T, data []byte, limit int64, v any) bool {
 	t.Helper()
 	rec, req := adminContext(data)
 	c := echo.New().NewContext(req, rec)
-	if err := decodeStrict(c, limit, v, errBadAdminBody); err != nil {
+	if err := decodeAdminBody(c, limit, v); err != nil {
 		var tooBig *http.MaxBytesError
 		if !errors.Is(err, errBadAdminBody) && !errors.As(err, &tooBig) {
 			t.Fatalf("decodeStrict(%q) = %v, want errBadAdminBody or MaxBytesError", data, err)
