@@ -36,6 +36,23 @@ const (
 	localHolderCheck = 250 * time.Millisecond
 )
 
+// stillHeld checks, right before commit, that the request still holds every seat lock it took (keys, under
+// owner): one whose lease ran out while it worked rolls back (ErrLockLost) instead of racing the newer
+// holder.
+func (b *Booking) stillHeld(ctx context.Context, keys []string, owner string) error {
+	if b.noHeldCheck {
+		return nil
+	}
+	n, err := holdScript.Run(ctx, b.rdb, keys, owner).Int()
+	if err != nil {
+		return fmt.Errorf("booking: reserve: check locks before commit: %w", err)
+	}
+	if n != 1 {
+		return fmt.Errorf("booking: reserve: the seat locks lapsed before commit: %w", ErrLockLost)
+	}
+	return nil
+}
+
 // awaitHolders waits while another request here holds one of seats (their lock keys keys), until it
 // releases or commits. It returns nil when none is held here, when one is known sold (the caller refuses
 // it, once it has checked the pass), or when localHolderCheck passed without a release (the holder's lease

@@ -56,6 +56,60 @@ func (b *Booking) ReserveOnce(ctx context.Context, screening, pass, key string, 
 	return r, err
 }
 
+// commit writes the reservation w in one transaction, fenced, and commits it only while the request still
+// holds every seat lock it took (keys, under owner). Once committed, the requests here waiting for the seats
+// learn they are sold.
+func (b *Booking) commit(ctx context.Context, w write, keys []string, owner string) (Reservation, error) {
+	tx, err := b.store.begin(ctx, w)
+	if err != nil {
+		return Reservation{}, err
+	}
+	defer tx.rollback()
+	// The statements before the commit are bounded by DBTimeout (a slow database answers 503, not after
+	// minutes); the transaction itself and its commit are not, so a commit is never cut off half-known.
+	work := ctx
+	if b.settings.DBTimeout > 0 {
+		var cancel context.CancelFunc
+		work, cancel = context.WithTimeout(ctx, b.settings.DBTimeout)
+		defer cancel()
+	}
+	if err := tx.fence(work); err != nil {
+		return Reservation{}, err
+	}
+	if b.afterFence != nil {
+		b.afterFence() // tests only: a holder paused here outlives its lease inside its transaction
+	}
+	r, err := tx.insert(work)
+	if err != nil {
+		return Reservation{}, err
+	}
+	if err := b.stillHeld(work, keys, owner); err != nil {
+		return Reservation{}, err
+	}
+	if err := tx.commit(); err != nil {
+		return Reservation{}, err
+	}
+	// The seats are sold: the requests here waiting for them learn it now and are refused at once, not
+	// after this request's count, Redis updates and unlock (they find the seats in the memo).
+	b.sold.add(w.screening, w.seats)
+	b.released.wake(keys)
+	return r, nil
+}
+
+// seatsLeft counts the screening's seats still available (of total), right after a commit; -1 and the
+// error if the count fails.
+//
+// Counted after commit, not inside the transaction: two reservations committing side by side each see only
+// their own insert in there, and neither would notice it sold the last seat. After commit, the later of
+// them sees both.
+func (b *Booking) seatsLeft(ctx context.Context, screening string, total int) (int, error) {
+	sold, err := b.store.seatsSold(ctx, screening)
+	if err != nil {
+		return -1, fmt.Errorf("booking: reserve: count after commit: %w", err)
+	}
+	return total - sold, nil
+}
+
 func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash string, seats []string) (Reservation, error) {
 	screening := claims.Screening
 	cat, err := b.catalog(ctx, screening)
@@ -113,28 +167,10 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 	}
 	locked = true
 
-	r, err := b.store.insert(ctx, write{
+	r, err := b.commit(ctx, write{
 		screening: screening, holder: claims.Token, passID: claims.ID, seats: seats, total: len(cat.seats),
-		idempotencyKey: key, hash: hash, afterFence: b.afterFence, timeout: b.settings.DBTimeout,
-		committed: func() {
-			// The seats are sold: the requests here waiting for them learn it now and are refused at once,
-			// not after this request's count, Redis updates and unlock (they find the seats in the memo).
-			b.sold.add(screening, seats)
-			b.released.wake(lockKeys[2:])
-		},
-		stillHeld: func(ctx context.Context) (bool, error) {
-			if b.noHeldCheck {
-				return true, nil
-			}
-			n, err := holdScript.Run(ctx, b.rdb, lockKeys[2:], owner).Int()
-			return n == 1, err
-		},
-	})
-	var after []error
-	var committed *AfterCommitError
-	if errors.As(err, &committed) {
-		after, err = append(after, committed.Err), nil
-	}
+		idempotencyKey: key, hash: hash,
+	}, lockKeys[2:], owner)
 	var taken *TakenError
 	if errors.As(err, &taken) {
 		// Redis learns what SQL knew (with the unlock), so the next request for these seats is refused
@@ -150,6 +186,10 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 	}
 	if err != nil {
 		return Reservation{}, err
+	}
+	var after []error
+	if r.SeatsLeft, err = b.seatsLeft(ctx, screening, len(cat.seats)); err != nil {
+		after = append(after, err)
 	}
 	// The reservation is committed: what follows cannot undo it. Freeing the slot (a failure leaves it to
 	// expire by time) and releasing the locks with the seats marked sold go to Redis side by side: the

@@ -127,6 +127,12 @@ func soldAmong(ctx context.Context, q interface {
 	return sold, nil
 }
 
+// seatsSold counts the sold seats of a screening outside any transaction: after a commit, it sees the sales
+// that committed beside it.
+func (s *Store) seatsSold(ctx context.Context, screening string) (int, error) {
+	return countSold(ctx, s.db, screening)
+}
+
 // countSold counts the sold seats of a screening, inside a transaction or not.
 func countSold(ctx context.Context, q interface {
 	sqlx.QueryerContext

@@ -1,5 +1,6 @@
-// A reservation's write: one transaction, fenced, refused when a seat is sold, the screening sold out or
-// the pass spent, with the database's constraints as the last word.
+// A reservation's write: one transaction in steps booking drives (begin, fence, insert, commit), each of
+// which says what it found: fenced out, a seat sold, the screening sold out, the pass spent. The database's
+// constraints have the last word.
 
 package booking
 
@@ -20,85 +21,98 @@ import (
 	"github.com/waitroom/waitroom/queue"
 )
 
-// write is one reservation to insert.
+// write is one reservation to write.
 type write struct {
 	screening, holder, passID string
 	seats                     []string // sorted, known
 	total                     int      // the screening's seat count
 	idempotencyKey, hash      string
-	// stillHeld reports, right before commit, whether the caller still holds every seat lock (nil: skip).
-	stillHeld func(ctx context.Context) (bool, error)
-	// afterFence runs after the fence is written (tests pause here to let a lease run out).
-	afterFence func()
-	// committed runs right after the commit succeeded, before anything else.
-	committed func()
-	// timeout bounds the statements before the commit (0: none).
-	timeout time.Duration
 }
 
-// insert writes a reservation in one transaction. It takes the next fencing number and writes it on the
-// seat rows only where it is higher than what is there, so a lock holder whose lease ran out never writes
-// over a newer holder's work (ErrLockLost); seats already sold are ErrSeatTaken (by a read, or by the UNIQUE
-// constraint if a race slipped past the Redis locks); a pass that already reserved is ErrPassSpent; a
-// screening with no seat left is ErrSoldOut; and a holder who lost its locks by commit time is ErrLockLost.
-func (s *Store) insert(ctx context.Context, w write) (Reservation, error) {
+// writeTx is one reservation's write in its transaction. Booking drives its steps (begin, fence, insert,
+// commit, or rollback) and decides what happens between them; each step says what it found, and the store
+// decides nothing else.
+//
+// The fence step takes the next fencing number and writes it on the seat rows only where it is higher than
+// what is there, so a lock holder whose lease ran out never writes over a newer holder's work
+// (ErrLockLost). The insert step refuses seats already sold (ErrSeatTaken, by a read, or by the UNIQUE
+// constraint if a race slipped past the Redis locks), a pass that already reserved (ErrPassSpent) and a
+// screening with no seat left (ErrSoldOut).
+//
+// On PostgreSQL the fence step sends the whole write as one statement (writeOnceSQL) and the insert step
+// reads what it did; on SQLite, which has no data-modifying WITH, the fence step writes the fence and the
+// insert step reads and inserts a statement at a time.
+type writeTx struct {
+	s         *Store
+	tx        *sqlx.Tx
+	w         write
+	createdAt time.Time
+	fencing   int64     // SQLite: the fencing number the fence step wrote
+	once      onceWrite // PostgreSQL: what writeOnceSQL did
+}
+
+// begin opens the transaction of w. It lasts as long as ctx: the caller bounds the statements before the
+// commit (a slow database answers 503, not after minutes), never the commit, so a commit is never cut off
+// half-known.
+func (s *Store) begin(ctx context.Context, w write) (*writeTx, error) {
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return Reservation{}, fmt.Errorf("booking: reserve: %w", err)
+		return nil, fmt.Errorf("booking: reserve: %w", err)
 	}
-	defer tx.Rollback()
-	// The statements before the commit are bounded by w.timeout (a slow database answers 503, not after
-	// minutes); the transaction itself and its commit are not, so a commit is never cut off half-known.
-	work := ctx
-	if w.timeout > 0 {
-		var cancel context.CancelFunc
-		work, cancel = context.WithTimeout(ctx, w.timeout)
-		defer cancel()
-	}
+	return &writeTx{s: s, tx: tx, w: w, createdAt: time.Now().UTC().Truncate(time.Microsecond)}, nil
+}
 
-	r := Reservation{Screening: w.screening, Seats: w.seats, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-	write := s.writeStatements
-	if s.db.DriverName() == "postgres" {
-		write = s.writeOnce
+// fence writes the fencing number on the seat rows: errFencedOut when a newer holder's is on one of them
+// (on PostgreSQL, the insert step tells it).
+func (t *writeTx) fence(ctx context.Context) error {
+	if t.s.db.DriverName() == "postgres" {
+		return t.named(ctx, t.writeOnce(ctx))
 	}
-	if r.ID, err = write(work, tx, w, r.CreatedAt); err != nil {
-		var taken *TakenError
-		if errors.As(err, &taken) && taken.byConstraint {
-			_ = tx.Rollback()
-			return Reservation{}, s.soldOf(work, w.screening, w.seats)
-		}
-		return Reservation{}, err
+	return t.named(ctx, t.fenceStatements(ctx))
+}
+
+// insert writes the reservation and its seats and returns it, its SeatsLeft not yet known (a count before
+// commit cannot see the sales that commit beside it).
+func (t *writeTx) insert(ctx context.Context) (Reservation, error) {
+	var id int64
+	var err error
+	if t.s.db.DriverName() == "postgres" {
+		id, err = t.once.reservationID(t.w)
+	} else {
+		id, err = t.insertStatements(ctx)
 	}
-	if w.stillHeld != nil {
-		held, err := w.stillHeld(work)
-		if err != nil {
-			return Reservation{}, fmt.Errorf("booking: reserve: check locks before commit: %w", err)
-		}
-		if !held {
-			return Reservation{}, fmt.Errorf("booking: reserve: the seat locks lapsed before commit: %w", ErrLockLost)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return Reservation{}, s.constraint(err, w.seats)
-	}
-	if w.committed != nil {
-		w.committed()
-	}
-	// Counted after commit, not inside the transaction: two reservations committing side by side each see
-	// only their own insert in there, and neither would notice it sold the last seat. After commit, the
-	// later of them sees both.
-	sold, err := countSold(ctx, s.db, w.screening)
 	if err != nil {
-		r.SeatsLeft = -1
-		return r, &AfterCommitError{Err: fmt.Errorf("booking: reserve: count after commit: %w", err)}
+		return Reservation{}, t.named(ctx, err)
 	}
-	r.SeatsLeft = w.total - sold
-	return r, nil
+	return Reservation{ID: id, Screening: t.w.screening, Seats: t.w.seats, CreatedAt: t.createdAt}, nil
+}
+
+// commit commits the write; a unique violation at commit is the booking error it stands for.
+func (t *writeTx) commit() error {
+	if err := t.tx.Commit(); err != nil {
+		return t.s.constraint(err, t.w.seats)
+	}
+	return nil
+}
+
+// rollback ends the transaction unless it was committed or rolled back already.
+func (t *writeTx) rollback() { _ = t.tx.Rollback() }
+
+// named turns the UNIQUE constraint's refusal of seats written together into the seats that are sold: the
+// transaction is rolled back, and soldOf reads which (the sale it ran into has committed). Any other error
+// is returned as it is.
+func (t *writeTx) named(ctx context.Context, err error) error {
+	var taken *TakenError
+	if errors.As(err, &taken) && taken.byConstraint {
+		_ = t.tx.Rollback()
+		return t.s.soldOf(ctx, t.w.screening, t.w.seats)
+	}
+	return err
 }
 
 // writeOnceSQL is a reservation's whole write on PostgreSQL, as one statement: one round trip where the
-// statements of writeStatements take six or more, each of which a winner waits for while a burst holds
-// the machine (docs/benchmarks.md). Its parts, in the order writeStatements runs them:
+// statements of fenceStatements and insertStatements take six or more, each of which a winner waits for while a burst holds
+// the machine (docs/benchmarks.md). Its parts, in the order those run them:
 //   - f: the next fencing number;
 //   - fenced: the seat rows it wrote its number on (those whose fence was lower; the UPDATE waits for a
 //     row another transaction holds, then looks at the row as that transaction left it);
@@ -128,34 +142,40 @@ rs AS (
 SELECT (SELECT COUNT(*) FROM fenced) AS fenced, (SELECT n FROM sold) AS sold,
 	ARRAY(SELECT seat_id FROM taken) AS taken, (SELECT id FROM r) AS id`
 
-// writeOnce writes the reservation's rows in tx with writeOnceSQL and returns its id.
-func (s *Store) writeOnce(ctx context.Context, tx *sqlx.Tx, w write, createdAt time.Time) (int64, error) {
-	var out struct {
-		Fenced int            `db:"fenced"`
-		Sold   int            `db:"sold"`
-		Taken  pq.StringArray `db:"taken"`
-		ID     sql.NullInt64  `db:"id"`
-	}
-	err := tx.GetContext(ctx, &out, writeOnceSQL, w.screening, pq.Array(w.seats), w.total, w.holder, w.passID,
-		createdAt, nullable(w.idempotencyKey), w.hash)
+// onceWrite is what writeOnceSQL did.
+type onceWrite struct {
+	Fenced int            `db:"fenced"`
+	Sold   int            `db:"sold"`
+	Taken  pq.StringArray `db:"taken"`
+	ID     sql.NullInt64  `db:"id"`
+}
+
+// writeOnce writes the reservation's rows with writeOnceSQL and keeps what it did for the insert step.
+func (t *writeTx) writeOnce(ctx context.Context) error {
+	w := t.w
+	err := t.tx.GetContext(ctx, &t.once, writeOnceSQL, w.screening, pq.Array(w.seats), w.total, w.holder, w.passID,
+		t.createdAt, nullable(w.idempotencyKey), w.hash)
 	if err != nil {
-		return 0, s.constraint(err, w.seats)
+		return t.s.constraint(err, w.seats)
 	}
-	if w.afterFence != nil {
-		w.afterFence()
-	}
+	return nil
+}
+
+// reservationID reads what writeOnceSQL did, in the order insertStatements would find it: the id of the
+// reservation it inserted, or why it inserted none.
+func (o *onceWrite) reservationID(w write) (int64, error) {
 	switch {
-	case out.Fenced != len(w.seats):
+	case o.Fenced != len(w.seats):
 		return 0, errFencedOut
-	case out.Sold >= w.total:
+	case o.Sold >= w.total:
 		return 0, soldOut(w.screening)
-	case len(out.Taken) > 0:
-		sort.Strings(out.Taken) // in Go's order, as the seats were sorted, not in the database's collation
-		return 0, &TakenError{Seats: out.Taken}
-	case !out.ID.Valid:
+	case len(o.Taken) > 0:
+		sort.Strings(o.Taken) // in Go's order, as the seats were sorted, not in the database's collation
+		return 0, &TakenError{Seats: o.Taken}
+	case !o.ID.Valid:
 		return 0, errors.New("booking: reserve: the write inserted nothing, for no reason it returned")
 	}
-	return out.ID.Int64, nil
+	return o.ID.Int64, nil
 }
 
 // errFencedOut and soldOut are the refusals both ways of writing find: a newer holder's fence on one of the
@@ -166,28 +186,33 @@ func soldOut(screening string) error {
 	return fmt.Errorf("booking: reserve in %s: %w", screening, ErrSoldOut)
 }
 
-// writeStatements writes the reservation's rows in tx a statement at a time (SQLite, which has no
-// data-modifying WITH) and returns its id.
-func (s *Store) writeStatements(ctx context.Context, tx *sqlx.Tx, w write, createdAt time.Time) (int64, error) {
-	fence, err := s.nextFence(ctx, tx)
+// fenceStatements takes the next fencing number and writes it on the seat rows, a statement at a time
+// (SQLite).
+func (t *writeTx) fenceStatements(ctx context.Context) error {
+	w, tx := t.w, t.tx
+	fence, err := t.s.nextFence(ctx, tx)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	q, args, err := sqlx.In(`UPDATE seats SET fence = ? WHERE screening_id = ? AND seat_id IN (?) AND fence < ?`, fence, w.screening, w.seats, fence)
 	if err != nil {
-		return 0, fmt.Errorf("booking: reserve: %w", err)
+		return fmt.Errorf("booking: reserve: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
 	if err != nil {
-		return 0, fmt.Errorf("booking: reserve: fence: %w", err)
+		return fmt.Errorf("booking: reserve: fence: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n != int64(len(w.seats)) {
-		return 0, errFencedOut
+		return errFencedOut
 	}
-	if w.afterFence != nil {
-		w.afterFence()
-	}
+	t.fencing = fence
+	return nil
+}
 
+// insertStatements writes the reservation's rows after fenceStatements, a statement at a time (SQLite), and
+// returns its id.
+func (t *writeTx) insertStatements(ctx context.Context) (int64, error) {
+	w, tx, s := t.w, t.tx, t.s
 	sold, err := countSold(ctx, tx, w.screening)
 	if err != nil {
 		return 0, fmt.Errorf("booking: reserve: %w", err)
@@ -205,13 +230,13 @@ func (s *Store) writeStatements(ctx context.Context, tx *sqlx.Tx, w write, creat
 
 	var id int64
 	err = tx.GetContext(ctx, &id, tx.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, created_at, idempotency_key, request_hash)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`), w.screening, w.holder, w.passID, createdAt, nullable(w.idempotencyKey), w.hash)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`), w.screening, w.holder, w.passID, t.createdAt, nullable(w.idempotencyKey), w.hash)
 	if err != nil {
 		return 0, s.constraint(err, w.seats)
 	}
 	for _, seat := range w.seats {
 		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO reservation_seats (reservation_id, screening_id, seat_id, fence)
-			VALUES (?, ?, ?, ?)`), id, w.screening, seat, fence); err != nil {
+			VALUES (?, ?, ?, ?)`), id, w.screening, seat, t.fencing); err != nil {
 			return 0, s.constraint(err, []string{seat})
 		}
 	}
