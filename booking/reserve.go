@@ -56,10 +56,54 @@ func (b *Booking) ReserveOnce(ctx context.Context, screening, pass, key string, 
 	return r, err
 }
 
-// commit writes the reservation w in one transaction, fenced, and commits it only while the request still
-// holds every seat lock it took (keys, under owner). Once committed, the requests here waiting for the seats
-// learn they are sold.
-func (b *Booking) commit(ctx context.Context, w write, keys []string, owner string) (Reservation, error) {
+// reserve runs a request whose pass verified and whose seats are known, in the order of its guarantees: wait
+// for a holder here; check the pass, and what is known sold; lock every seat or none; write and commit while
+// the locks hold; then settle what follows. The locks are released on every way out.
+func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash string, seats []string) (Reservation, error) {
+	cat, err := b.catalog(ctx, claims.Screening)
+	if err != nil {
+		return Reservation{}, err
+	}
+	h := b.newHold(claims.Screening, len(cat.seats), seats)
+	// A seat another request here holds is waited for here, before any Redis call: the losers of a burst on
+	// a few seats wait without a lock script each, and check their pass once the winner has committed.
+	if err := b.awaitHolders(ctx, h); err != nil {
+		return Reservation{}, err
+	}
+	defer b.unlock(ctx, h) // a refusal or a failure once locked; a reservation unlocks as it settles
+	if err := b.checkPass(ctx, claims, h); err != nil {
+		return Reservation{}, err
+	}
+	if err := b.lock(ctx, h); err != nil {
+		return Reservation{}, err
+	}
+	r, err := b.commit(ctx, h, write{
+		screening: h.screening, holder: claims.Token, passID: claims.ID, seats: seats, total: h.total,
+		idempotencyKey: key, hash: hash,
+	})
+	if err != nil {
+		return Reservation{}, b.refused(ctx, h, err)
+	}
+	return b.settle(ctx, claims, h, r)
+}
+
+// checkPass checks the pass and that its admission still holds the slot, reading with it whether the line
+// is closed; then it refuses, with no lock, a seat this instance saw sold (a spent pass was told so first,
+// and a closed line was just read with the pass).
+func (b *Booking) checkPass(ctx context.Context, claims queue.Claims, h *hold) error {
+	closed, err := b.admissions.CheckPassLine(ctx, claims)
+	if err != nil {
+		return fmt.Errorf("booking: %w", err)
+	}
+	if closed {
+		b.sold.close(h.screening) // for good: the memo below answers SOLD_OUT, as the lock script would
+	}
+	return b.sold.refuse(h.screening, h.seats, h.total)
+}
+
+// commit writes the reservation w in one transaction, fenced, and commits it only while the hold still has
+// every seat lock. Once committed, the requests here waiting for the seats learn they are sold.
+func (b *Booking) commit(ctx context.Context, h *hold, w write) (Reservation, error) {
 	tx, err := b.store.begin(ctx, w)
 	if err != nil {
 		return Reservation{}, err
@@ -83,7 +127,7 @@ func (b *Booking) commit(ctx context.Context, w write, keys []string, owner stri
 	if err != nil {
 		return Reservation{}, err
 	}
-	if err := b.stillHeld(work, keys, owner); err != nil {
+	if err := b.stillHeld(work, h); err != nil {
 		return Reservation{}, err
 	}
 	if err := tx.commit(); err != nil {
@@ -91,120 +135,50 @@ func (b *Booking) commit(ctx context.Context, w write, keys []string, owner stri
 	}
 	// The seats are sold: the requests here waiting for them learn it now and are refused at once, not
 	// after this request's count, Redis updates and unlock (they find the seats in the memo).
-	b.sold.add(w.screening, w.seats)
-	b.released.wake(keys)
+	b.sold.add(h.screening, h.seats)
+	b.released.wake(h.seatKeys())
 	return r, nil
 }
 
-// seatsLeft counts the screening's seats still available (of total), right after a commit; -1 and the
-// error if the count fails.
-//
-// Counted after commit, not inside the transaction: two reservations committing side by side each see only
-// their own insert in there, and neither would notice it sold the last seat. After commit, the later of
-// them sees both.
-func (b *Booking) seatsLeft(ctx context.Context, screening string, total int) (int, error) {
-	sold, err := b.store.seatsSold(ctx, screening)
-	if err != nil {
-		return -1, fmt.Errorf("booking: reserve: count after commit: %w", err)
-	}
-	return total - sold, nil
-}
-
-func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash string, seats []string) (Reservation, error) {
-	screening := claims.Screening
-	cat, err := b.catalog(ctx, screening)
-	if err != nil {
-		return Reservation{}, err
-	}
-	lockKeys := make([]string, 0, len(seats)+2)
-	lockKeys = append(lockKeys, queue.ClosedKey(b.prefix, screening), queue.Key(b.prefix, screening, "sold"))
-	for _, s := range seats {
-		lockKeys = append(lockKeys, queue.Key(b.prefix, screening, "seat:"+s))
-	}
-	deadline := time.Now().Add(b.settings.LockWait)
-	owner := b.instance + "/" + queue.NewToken()
-	// A seat another request here holds is waited for here, before any Redis call: the losers of a burst on
-	// a few seats wait without a lock script each, and check their pass once the winner has committed.
-	if err := b.awaitHolders(ctx, screening, len(cat.seats), lockKeys[2:], seats, owner, deadline); err != nil {
-		return Reservation{}, err
-	}
-	locked := false
-	var sold []string // seats this request learnt are sold: the unlock adds them to Redis's sold set
-	unlock := func() {
-		// After commit or rollback; with a context of its own so a cancelled request still releases.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		args := make([]any, 0, len(sold)+1)
-		args = append(args, owner)
-		for _, s := range sold {
-			args = append(args, s)
-		}
-		// The sold set is a hint for the lock script (SQL stays the guard), so a failure here is not the
-		// request's: the locks then lapse by their lease.
-		_ = unlockScript.Run(ctx, b.rdb, lockKeys[1:], args...).Err()
-		b.released.release(lockKeys[2:], owner)
-		locked = false
-	}
-	defer func() {
-		if locked {
-			unlock()
-		}
-	}()
-	closed, err := b.admissions.CheckPassLine(ctx, claims)
-	if err != nil {
-		return Reservation{}, fmt.Errorf("booking: %w", err)
-	}
-	if closed {
-		b.sold.close(screening) // for good: the memo below answers SOLD_OUT, as the lock script would
-	}
-	// A seat this instance saw sold is refused with no lock (a spent pass was told so first, above; and a
-	// closed line was just read with the pass).
-	if err := b.sold.refuse(screening, seats, len(cat.seats)); err != nil {
-		return Reservation{}, err
-	}
-	if err := b.lock(ctx, screening, len(cat.seats), lockKeys, owner, seats, deadline); err != nil {
-		return Reservation{}, err
-	}
-	locked = true
-
-	r, err := b.commit(ctx, write{
-		screening: screening, holder: claims.Token, passID: claims.ID, seats: seats, total: len(cat.seats),
-		idempotencyKey: key, hash: hash,
-	}, lockKeys[2:], owner)
+// refused notes what a refused write taught, and returns its error: seats SQL says are sold go to the memo
+// here and, with the unlock, to Redis's sold set, so the next request for them is refused before any lock;
+// a screening SQL says is sold out closes its line.
+func (b *Booking) refused(ctx context.Context, h *hold, err error) error {
 	var taken *TakenError
 	if errors.As(err, &taken) {
-		// Redis learns what SQL knew (with the unlock), so the next request for these seats is refused
-		// before any lock.
-		b.sold.add(screening, taken.Seats)
-		sold = taken.Seats
+		b.sold.add(h.screening, taken.Seats)
+		h.sold = taken.Seats
 	}
 	if errors.Is(err, ErrSoldOut) {
-		b.sold.close(screening)
-		if cerr := b.admissions.Close(ctx, screening); cerr != nil {
-			return Reservation{}, errors.Join(err, cerr)
+		b.sold.close(h.screening)
+		if cerr := b.admissions.Close(ctx, h.screening); cerr != nil {
+			return errors.Join(err, cerr)
 		}
 	}
-	if err != nil {
-		return Reservation{}, err
-	}
+	return err
+}
+
+// settle does what follows a commit, which cannot undo it: count the seats left, free the slot (a failure
+// leaves it to expire by time), close the line if that was the last seat, and release the locks with the
+// seats marked sold. Freeing the slot and releasing the locks go to Redis side by side: the winner waits one
+// round trip for both, not two. A failure among these is an AfterCommitError, with the reservation.
+func (b *Booking) settle(ctx context.Context, claims queue.Claims, h *hold, r Reservation) (Reservation, error) {
 	var after []error
-	if r.SeatsLeft, err = b.seatsLeft(ctx, screening, len(cat.seats)); err != nil {
+	var err error
+	if r.SeatsLeft, err = b.seatsLeft(ctx, h); err != nil {
 		after = append(after, err)
 	}
-	// The reservation is committed: what follows cannot undo it. Freeing the slot (a failure leaves it to
-	// expire by time) and releasing the locks with the seats marked sold go to Redis side by side: the
-	// winner waits one round trip for both, not two.
-	sold = r.Seats
+	h.sold = r.Seats
 	finished := make(chan error, 1)
 	go func() { finished <- b.admissions.Finish(ctx, claims) }()
 	if r.SeatsLeft == 0 {
 		// The line closes before the locks go, so a request that waited for them is told SOLD_OUT.
-		b.sold.close(screening)
-		if err := b.admissions.Close(ctx, screening); err != nil {
+		b.sold.close(h.screening)
+		if err := b.admissions.Close(ctx, h.screening); err != nil {
 			after = append(after, err)
 		}
 	}
-	unlock()
+	b.unlock(ctx, h)
 	if err := <-finished; err != nil {
 		after = append(after, err)
 	}
@@ -212,4 +186,18 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 		return r, &AfterCommitError{Err: err}
 	}
 	return r, nil
+}
+
+// seatsLeft counts the seats of the hold's screening still available, right after its commit; -1 and the
+// error if the count fails.
+//
+// Counted after commit, not inside the transaction: two reservations committing side by side each see only
+// their own insert in there, and neither would notice it sold the last seat. After commit, the later of
+// them sees both.
+func (b *Booking) seatsLeft(ctx context.Context, h *hold) (int, error) {
+	sold, err := b.store.seatsSold(ctx, h.screening)
+	if err != nil {
+		return -1, fmt.Errorf("booking: reserve: count after commit: %w", err)
+	}
+	return h.total - sold, nil
 }
