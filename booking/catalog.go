@@ -19,6 +19,8 @@ type catalog struct {
 	opensAt time.Time // the sale time, which never changes either
 }
 
+// catalog returns the screening's catalog: from memory after the first load, which the requests that miss
+// together share.
 func (b *Booking) catalog(ctx context.Context, screening string) (*catalog, error) {
 	b.mu.Lock()
 	cat, ok := b.catalogs[screening]

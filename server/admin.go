@@ -1,3 +1,6 @@
+// The operator's API under /api/admin, behind the bearer key: creating screenings, changing their
+// admission, pausing, resuming and closing sales, and the control room's live figures.
+
 package server
 
 import (

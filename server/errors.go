@@ -1,3 +1,6 @@
+// Errors as they leave: the HTTP status, stable code and words of every error, in one JSON shape; internal
+// errors reach the log in full and the user as "internal error".
+
 package server
 
 import (
