@@ -222,12 +222,13 @@ func firstErr(errs ...error) error {
 }
 
 // Finish records that the pass reserved: it is spent, and its slot is freed at once for the next admission
-// (Scheduler.Finish also refills it at once).
+// (the admission loops running on q here are woken to refill it at once).
 func (q *Queue) Finish(ctx context.Context, c Claims) error {
 	k := q.keys(c.Screening)
 	err := finishScript.Run(ctx, q.rdb, []string{k.active, k.spent, k.freed}, c.Token, c.ExpiresAt.UnixMilli(), c.ID).Err()
 	if err != nil {
 		return fmt.Errorf("queue: finish %s: %w", c.Screening, err)
 	}
+	q.slotFreed(c.Screening)
 	return nil
 }

@@ -118,6 +118,9 @@ type Queue struct {
 	checks batcher[passCheck]  // pass checks on their way to Redis together (pass.go)
 
 	metrics *Metrics // where the count-offs' resends and losses are counted; nil: nowhere (SetMetrics)
+
+	wakersMu sync.Mutex
+	wakers   map[*Scheduler]struct{} // the schedulers whose Run runs on this queue: woken when a slot is freed (wake.go)
 }
 
 // New returns the queue kept in rdb under prefix.
@@ -402,7 +405,8 @@ func (q *Queue) Counts(ctx context.Context, screening string) (waiting, active i
 }
 
 // Leave takes token out of the screening: out of the line, and its admission slot freed if it had one.
-// It reports whether the token was anywhere. Scheduler.Leave also refills a freed slot at once.
+// It reports whether the token was anywhere; when it was, the admission loops running on q here are woken
+// to refill a freed slot at once.
 func (q *Queue) Leave(ctx context.Context, screening, token string) (bool, error) {
 	if err := q.check(screening, token); err != nil {
 		return false, err
@@ -412,7 +416,11 @@ func (q *Queue) Leave(ctx context.Context, screening, token string) (bool, error
 	if err != nil {
 		return false, fmt.Errorf("queue: leave %s: %w", screening, err)
 	}
-	return res[0]+res[1] > 0, nil
+	left := res[0]+res[1] > 0
+	if left {
+		q.slotFreed(screening)
+	}
+	return left, nil
 }
 
 // Close marks the screening sold out: registration is refused from now on, the waiting line is dropped, and

@@ -33,8 +33,8 @@ const noTicks = 1000 * time.Hour
 // refillWithin is how soon a freed slot must be taken by the next in line.
 const refillWithin = time.Second
 
-// runScheduler runs s for screening until the test ends, and returns once its loop is up (so that a Wake
-// reaches it).
+// runScheduler runs s for screening until the test ends, and returns once its loop is up (so that a freed
+// slot wakes it).
 func runScheduler(t *testing.T, s *queue.Scheduler, screening string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -74,7 +74,7 @@ func admittedWithin(t *testing.T, q *queue.Queue, token string, limit time.Durat
 	}
 }
 
-// A reservation (Scheduler.Finish) or an admitted user leaving (Scheduler.Leave) hands the slot to the next
+// A reservation (Queue.Finish) or an admitted user leaving (Queue.Leave) hands the slot to the next
 // in line at once, not at the next tick; and however many slots are freed at once, the refills admit that
 // many and never more than max_active.
 func TestReservationRefillsTheSlotAtOnce(t *testing.T) {
@@ -93,7 +93,7 @@ func TestReservationRefillsTheSlotAtOnce(t *testing.T) {
 			if err != nil || !slices.Equal(first.Admitted, tokens[:1]) {
 				t.Fatalf("Tick = %v, %v; want %v admitted", first.Admitted, err, tokens[:1])
 			}
-			if err := s.Finish(t.Context(), passFor(t, p, tokens[0], first.ExpiresAt)); err != nil {
+			if err := q.Finish(t.Context(), passFor(t, p, tokens[0], first.ExpiresAt)); err != nil {
 				t.Fatal(err)
 			}
 			took := admittedWithin(t, q, tokens[1], refillWithin)
@@ -103,7 +103,7 @@ func TestReservationRefillsTheSlotAtOnce(t *testing.T) {
 			}
 
 			// The one just admitted leaves: the last in line takes the slot.
-			if left, err := s.Leave(t.Context(), screening, tokens[1]); err != nil || !left {
+			if left, err := q.Leave(t.Context(), screening, tokens[1]); err != nil || !left {
 				t.Fatalf("Leave(admitted) = %v, %v; want true, nil", left, err)
 			}
 			admittedWithin(t, q, tokens[2], refillWithin)
@@ -140,7 +140,7 @@ func TestReservationRefillsTheSlotAtOnce(t *testing.T) {
 			for _, tok := range first.Admitted[:3] {
 				c := passFor(t, p, tok, first.ExpiresAt)
 				wg.Go(func() {
-					if err := s.Finish(t.Context(), c); err != nil {
+					if err := q.Finish(t.Context(), c); err != nil {
 						t.Errorf("Finish: %v", err)
 					}
 				})
@@ -159,6 +159,57 @@ func TestReservationRefillsTheSlotAtOnce(t *testing.T) {
 				t.Errorf("Counts after 3 of 5 reserved = %d waiting, %d active (%v); want 12, 5 (no more admitted than were freed)", waiting, active, err)
 			}
 		})
+	})
+}
+
+// A freed slot wakes every scheduler running on the queue, for as long as its Run runs: one that stopped is
+// no longer woken, and the one still running refills the slot.
+func TestAFreedSlotWakesEverySchedulerRunningOnTheQueue(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		p := queue.NewPasses(secret)
+		tokens := registerN(t, q, screening, 2)
+		st := settings(1, 1)
+		st.Interval = noTicks
+		start := func(owner string) (stop func()) {
+			s := queue.NewScheduler(q, onSale{screening}, st, owner, queue.NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- s.Run(ctx) }()
+			for deadline := time.Now().Add(5 * time.Second); !queue.Looping(s, screening); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the admission loop of %s on scheduler %s did not start within 5s", screening, owner)
+				}
+			}
+			return sync.OnceFunc(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Scheduler.Run = %v, want nil", err)
+				}
+			})
+		}
+		stopA := start("a")
+		stopB := start("b")
+		defer stopB()
+		if got := queue.Wakers(q); got != 2 {
+			t.Fatalf("schedulers woken by a freed slot with two running = %d, want 2", got)
+		}
+		first, err := q.Admit(t.Context(), screening, time.Now(), st)
+		if err != nil || !slices.Equal(first.Admitted, tokens[:1]) {
+			t.Fatalf("Admit = %v, %v; want %v admitted", first.Admitted, err, tokens[:1])
+		}
+		stopA()
+		if got := queue.Wakers(q); got != 1 {
+			t.Fatalf("schedulers woken by a freed slot after one stopped = %d, want 1", got)
+		}
+		if err := q.Finish(t.Context(), passFor(t, p, tokens[0], first.ExpiresAt)); err != nil {
+			t.Fatal(err)
+		}
+		admittedWithin(t, q, tokens[1], refillWithin)
+		stopB()
+		if got := queue.Wakers(q); got != 0 {
+			t.Errorf("schedulers woken by a freed slot after both stopped = %d, want 0", got)
+		}
 	})
 }
 

@@ -82,53 +82,11 @@ func (s *Scheduler) Settings(screening string) Settings {
 	return *l.settings.Load()
 }
 
-// Wake asks the screening's loop on this instance to refill freed slots now rather than at the next tick.
-// It never blocks: a wake already pending covers this one.
-func (s *Scheduler) Wake(screening string) {
-	s.mu.Lock()
-	l := s.loops[screening]
-	s.mu.Unlock()
-	if l == nil {
-		return // no loop here (not on sale): the next tick admits into the freed slots
-	}
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Finish spends the pass and frees its slot (Queue.Finish), then wakes the loop to refill the slot.
-func (s *Scheduler) Finish(ctx context.Context, c Claims) error {
-	if err := s.q.Finish(ctx, c); err != nil {
-		return err
-	}
-	s.Wake(c.Screening)
-	return nil
-}
-
-// Leave takes the token out (Queue.Leave) and, when that freed a slot or moved the line, wakes the loop.
-func (s *Scheduler) Leave(ctx context.Context, screening, token string) (bool, error) {
-	left, err := s.q.Leave(ctx, screening, token)
-	if left {
-		s.Wake(screening)
-	}
-	return left, err
-}
-
-// CheckPassLine is Queue.CheckPassLine: the Scheduler stands for the queue wherever freeing a slot must
-// refill it.
-func (s *Scheduler) CheckPassLine(ctx context.Context, c Claims) (bool, error) {
-	return s.q.CheckPassLine(ctx, c)
-}
-
-// Close is Queue.Close.
-func (s *Scheduler) Close(ctx context.Context, screening string) error {
-	return s.q.Close(ctx, screening)
-}
-
 // Run keeps one admission loop per screening on sale (or about to be) until ctx ends, and waits for them
 // to stop.
 func (s *Scheduler) Run(ctx context.Context) error {
+	s.q.addWaker(s)
+	defer s.q.removeWaker(s)
 	stops := map[string]context.CancelFunc{}
 	var wg sync.WaitGroup
 	defer func() {

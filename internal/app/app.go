@@ -31,8 +31,8 @@ import (
 var (
 	_ hub.Lines            = (*queue.Queue)(nil)
 	_ hub.Passes           = (*queue.Passes)(nil)
-	_ hub.Leaver           = (*queue.Scheduler)(nil)
-	_ booking.Admissions   = (*queue.Scheduler)(nil)
+	_ hub.Leaver           = (*queue.Queue)(nil)
+	_ booking.Admissions   = (*queue.Queue)(nil)
 	_ booking.PassVerifier = (*queue.Passes)(nil)
 	_ queue.Screenings     = (*booking.Store)(nil)
 )
@@ -74,12 +74,13 @@ func New(cfg config.Config, b Backends) *App {
 	metrics := queue.NewMetrics(a.Registry)
 	a.Queue.SetMetrics(metrics)
 	a.Scheduler = queue.NewScheduler(a.Queue, a.Store, defaults, a.Instance, metrics, a.Log)
-	// The scheduler stands for the queue where a slot is freed (a reservation, a leave), so it refills at once.
-	a.Booking = booking.New(a.Store, b.Redis, cfg.Redis.Prefix, a.Scheduler, a.Passes, booking.Settings{
+	// A slot freed by a reservation or a leave wakes the running scheduler through the queue, which refills it
+	// at once.
+	a.Booking = booking.New(a.Store, b.Redis, cfg.Redis.Prefix, a.Queue, a.Passes, booking.Settings{
 		LockWait: cfg.Booking.LockWait, LockLease: cfg.Booking.LockLease, MaxSeats: cfg.Booking.MaxSeats,
 		DBTimeout: cfg.Booking.DBTimeout,
 	})
-	a.Hub = hub.New(a.Queue, a.Passes, a.Scheduler, a.Registry, a.Log)
+	a.Hub = hub.New(a.Queue, a.Passes, a.Queue, a.Registry, a.Log)
 	a.Server = server.New(server.Deps{
 		Queue: a.Queue, Store: a.Store, Booking: a.Booking, Hub: a.Hub, Redis: b.Redis, Gatherer: a.Registry,
 		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Pprof: cfg.Bench.Pprof,
