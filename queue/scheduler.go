@@ -83,82 +83,111 @@ func (s *Scheduler) Settings(screening string) Settings {
 }
 
 // Run keeps one admission loop per screening on sale (or about to be) until ctx ends, and waits for them
-// to stop.
+// to stop. While it runs, a slot freed on its queue wakes the screening's loop (wake.go).
 func (s *Scheduler) Run(ctx context.Context) error {
 	s.q.addWaker(s)
 	defer s.q.removeWaker(s)
-	stops := map[string]context.CancelFunc{}
-	var wg sync.WaitGroup
-	defer func() {
-		for _, stop := range stops {
-			stop()
-		}
-		wg.Wait()
-	}()
+	r := &running{stops: map[string]context.CancelFunc{}}
+	defer r.stopAll()
 	refresh := time.NewTicker(refreshEvery)
 	defer refresh.Stop()
 	for {
-		// Loops start one refresh ahead of the sale time, so the line opens on time, not up to a refresh late.
-		sales, err := s.list.Sales(ctx, time.Now().Add(2*refreshEvery))
-		if err != nil && ctx.Err() == nil {
-			s.log.Error("admission: list screenings", "err", err)
-		}
-		if err == nil {
-			current := make(map[string]bool, len(sales))
-			for _, sale := range sales {
-				if sale.Ended {
-					s.keepClosed(ctx, sale.ID)
-					continue
-				}
-				current[sale.ID] = true
-				settings := sale.Settings.Merge(s.defaults)
-				s.mu.Lock()
-				l := s.loops[sale.ID]
-				if l != nil {
-					if old := l.settings.Load(); *old != settings {
-						s.log.Info("admission: settings changed", "screening", sale.ID, "interval", settings.Interval.String(),
-							"batch_size", settings.BatchSize, "max_active", settings.MaxActive, "active_ttl", settings.ActiveTTL.String())
-					}
-					l.settings.Store(&settings)
-					l.opensAt.Store(sale.OpensAt.UnixMilli())
-				}
-				s.mu.Unlock()
-				if l != nil {
-					continue
-				}
-				l = &loopState{wake: make(chan struct{}, 1)}
-				l.settings.Store(&settings)
-				l.opensAt.Store(sale.OpensAt.UnixMilli())
-				s.mu.Lock()
-				s.loops[sale.ID] = l
-				s.mu.Unlock()
-				loopCtx, stop := context.WithCancel(ctx)
-				stops[sale.ID] = stop
-				wg.Add(1)
-				go func(id string) {
-					defer wg.Done()
-					s.loop(loopCtx, id, l)
-				}(sale.ID)
-				s.log.Info("admission: started", "screening", sale.ID, "opens_at", sale.OpensAt.UTC().Format(time.RFC3339),
-					"interval", settings.Interval.String(), "batch_size", settings.BatchSize, "max_active", settings.MaxActive)
-			}
-			for id, stop := range stops {
-				if !current[id] {
-					stop()
-					delete(stops, id)
-					s.mu.Lock()
-					delete(s.loops, id)
-					s.mu.Unlock()
-					s.log.Info("admission: stopped", "screening", id)
-				}
-			}
-		}
+		s.refreshLoops(ctx, r)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-refresh.C:
 		case <-s.refresh:
 		}
+	}
+}
+
+// running is what one Run keeps of the loops it started: how to stop each, and how to wait for them all.
+type running struct {
+	stops map[string]context.CancelFunc // screening -> its loop's stop
+	wg    sync.WaitGroup
+}
+
+// stopAll stops every loop and waits for them to return.
+func (r *running) stopAll() {
+	for _, stop := range r.stops {
+		stop()
+	}
+	r.wg.Wait()
+}
+
+// refreshLoops reads the screenings and makes the loops follow them: a sale newly listed gets its loop, a
+// running loop takes its sale's settings and sale time as they are now, a loop whose sale left the list
+// stops, and an ended sale's line is kept closed. When the list cannot be read, the loops go on as they are.
+func (s *Scheduler) refreshLoops(ctx context.Context, r *running) {
+	// Loops start one refresh ahead of the sale time, so the line opens on time, not up to a refresh late.
+	sales, err := s.list.Sales(ctx, time.Now().Add(2*refreshEvery))
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("admission: list screenings", "err", err)
+		}
+		return
+	}
+	listed := make(map[string]bool, len(sales))
+	for _, sale := range sales {
+		if sale.Ended {
+			s.keepClosed(ctx, sale.ID)
+			continue
+		}
+		listed[sale.ID] = true
+		settings := sale.Settings.Merge(s.defaults)
+		if !s.updateLoop(sale, settings) {
+			s.startLoop(ctx, r, sale, settings)
+		}
+	}
+	s.stopUnlisted(r, listed)
+}
+
+// updateLoop gives the sale's loop, if it has one here, the settings and sale time read now; it reports
+// whether there was a loop.
+func (s *Scheduler) updateLoop(sale Sale, settings Settings) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.loops[sale.ID]
+	if l == nil {
+		return false
+	}
+	if old := l.settings.Load(); *old != settings {
+		s.log.Info("admission: settings changed", "screening", sale.ID, "interval", settings.Interval.String(),
+			"batch_size", settings.BatchSize, "max_active", settings.MaxActive, "active_ttl", settings.ActiveTTL.String())
+	}
+	l.settings.Store(&settings)
+	l.opensAt.Store(sale.OpensAt.UnixMilli())
+	return true
+}
+
+// startLoop starts the sale's loop, which runs until r stops it.
+func (s *Scheduler) startLoop(ctx context.Context, r *running, sale Sale, settings Settings) {
+	l := &loopState{wake: make(chan struct{}, 1)}
+	l.settings.Store(&settings)
+	l.opensAt.Store(sale.OpensAt.UnixMilli())
+	s.mu.Lock()
+	s.loops[sale.ID] = l
+	s.mu.Unlock()
+	loopCtx, stop := context.WithCancel(ctx)
+	r.stops[sale.ID] = stop
+	r.wg.Go(func() { s.loop(loopCtx, sale.ID, l) })
+	s.log.Info("admission: started", "screening", sale.ID, "opens_at", sale.OpensAt.UTC().Format(time.RFC3339),
+		"interval", settings.Interval.String(), "batch_size", settings.BatchSize, "max_active", settings.MaxActive)
+}
+
+// stopUnlisted stops the loops whose sale is no longer listed (taken off sale, or ended).
+func (s *Scheduler) stopUnlisted(r *running, listed map[string]bool) {
+	for id, stop := range r.stops {
+		if listed[id] {
+			continue
+		}
+		stop()
+		delete(r.stops, id)
+		s.mu.Lock()
+		delete(s.loops, id)
+		s.mu.Unlock()
+		s.log.Info("admission: stopped", "screening", id)
 	}
 }
 
