@@ -1,3 +1,6 @@
+// Batching: calls that arrive together go to Redis together, in one pipeline (registrations, count-offs,
+// pass checks); a count-off without an answer is sent again; Settle waits for them all before an exit.
+
 package queue
 
 import (
@@ -167,19 +170,6 @@ func unanswered(err error) bool {
 		}
 	}
 	return false
-}
-
-// register runs registerScript in the next pipeline and returns its reply.
-func (q *Queue) register(ctx context.Context, keys []string, args ...any) ([]any, error) {
-	res, err := q.runBatched(ctx, registerScript, keys, args...)
-	if err != nil {
-		return nil, err
-	}
-	out, ok := res.([]any)
-	if !ok {
-		return nil, fmt.Errorf("queue: register: a reply of %T, want an array", res)
-	}
-	return out, nil
 }
 
 func (q *Queue) sendScripts(batch []*scriptCall) {

@@ -1,14 +1,22 @@
+// What an instance knows of a screening's line (Line): each event applied in order, a rank computed without
+// Redis, and the line read whole from Redis (Queue.Line) when an event was missed.
+
 package queue
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
+	_ "embed"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/line.lua
+	lineLua string
+
+	lineScript = redis.NewScript(lineLua)
 )
 
 // Line is what an instance knows of one screening's line, enough to compute the rank of any waiting
@@ -89,134 +97,4 @@ func (q *Queue) Line(ctx context.Context, screening string) (Line, error) {
 		l.Left = res[7:]
 	}
 	return l, nil
-}
-
-// pubsubMode says how events travel: sharded pub/sub (SPUBLISH/SSUBSCRIBE: Redis 7, and what a Redis Cluster
-// needs so a message goes only to the shard that owns the screening's slot) or classic pub/sub (the
-// in-process Redis, which lacks the sharded commands).
-type pubsubMode int
-
-const (
-	pubsubUnknown pubsubMode = iota
-	pubsubSharded
-	pubsubClassic
-)
-
-// mode finds out once whether the Redis knows sharded pub/sub, by publishing an empty message on channel (a
-// screening's events channel, so on a cluster the probe goes to a node that owns it; listeners skip it).
-func (q *Queue) mode(ctx context.Context, channel string) (pubsubMode, error) {
-	q.pubsubMu.Lock()
-	defer q.pubsubMu.Unlock()
-	if q.pubsub != pubsubUnknown {
-		return q.pubsub, nil
-	}
-	err := q.rdb.SPublish(ctx, channel, "").Err()
-	switch {
-	case err == nil:
-		q.pubsub = pubsubSharded
-	case strings.Contains(strings.ToLower(err.Error()), "unknown command"):
-		q.pubsub = pubsubClassic
-	default:
-		return pubsubUnknown, fmt.Errorf("queue: probe pub/sub: %w", err)
-	}
-	return q.pubsub, nil
-}
-
-func (q *Queue) publish(ctx context.Context, screening string, ev Event) error {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("queue: publish %s: %w", screening, err)
-	}
-	channel := q.keys(screening).events
-	mode, err := q.mode(ctx, channel)
-	if err != nil {
-		return err
-	}
-	if mode == pubsubSharded {
-		err = q.rdb.SPublish(ctx, channel, b).Err()
-	} else {
-		err = q.rdb.Publish(ctx, channel, b).Err()
-	}
-	if err != nil {
-		return fmt.Errorf("queue: publish %s: %w", screening, err)
-	}
-	return nil
-}
-
-// Subscribe delivers the screening's events to fn until ctx ends. It returns nil when ctx ends, and an error
-// when it cannot subscribe or Redis ends the subscription (a Redis Cluster does when the screening's slot
-// moves): the caller subscribes again. fn runs on Subscribe's goroutine, one event at a time, in the order
-// Redis delivers them. subscribed, when not nil, is called on that goroutine once the subscription is in
-// place, and again whenever it is restored after a dropped connection (events published while it was down
-// are lost, so the caller reads the line whole) or a value arrives on recheck (nil: never).
-func (q *Queue) Subscribe(ctx context.Context, screening string, fn func(context.Context, Event), subscribed func(context.Context), recheck <-chan struct{}) error {
-	channel := q.keys(screening).events
-	mode, err := q.mode(ctx, channel)
-	if err != nil {
-		return err
-	}
-	var ps *redis.PubSub
-	if mode == pubsubSharded {
-		ps = q.rdb.SSubscribe(ctx, channel)
-	} else {
-		ps = q.rdb.Subscribe(ctx, channel)
-	}
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("queue: subscribe %s: %w", screening, err)
-	}
-	if subscribed != nil {
-		subscribed(ctx)
-	}
-	// With the subscription messages too: Redis ends a sharded subscription by itself (SUNSUBSCRIBE) when the
-	// channel's slot moves to another master (resharding, failover); Channel() would hide that and wait forever.
-	ch := ps.ChannelWithSubscriptions()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-recheck:
-			if subscribed != nil {
-				subscribed(ctx) // the caller found an event missing with no later one to show the gap
-			}
-		case m, ok := <-ch:
-			if !ok {
-				return nil
-			}
-			switch m := m.(type) {
-			case *redis.Subscription:
-				if (m.Kind == "ssubscribe" || m.Kind == "subscribe") && subscribed != nil {
-					// go-redis subscribed again after a dropped connection: events may have been lost.
-					subscribed(ctx)
-				}
-				if m.Kind == "sunsubscribe" || m.Kind == "unsubscribe" {
-					if c, ok := q.rdb.(*redis.ClusterClient); ok {
-						c.ReloadState(ctx) // the slot has a new owner: learn it before subscribing again
-					}
-					return fmt.Errorf("queue: subscription to %s ended by Redis (%s): the slot moved", screening, m.Kind)
-				}
-			case *redis.Message:
-				var ev Event
-				if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
-					continue // not ours to read; nothing we publish fails to decode
-				}
-				fn(ctx, ev)
-			}
-		}
-	}
-}
-
-// Epoch returns the number of the screening's last event (0 before any).
-func (q *Queue) Epoch(ctx context.Context, screening string) (int64, error) {
-	n, err := q.rdb.Get(ctx, q.keys(screening).epoch).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("queue: epoch of %s: %w", screening, err)
-	}
-	return n, nil
 }

@@ -1,7 +1,9 @@
+// Passes: the signed JWT an admission hands out, issued and verified (Passes, Claims). No Redis here: a pass
+// is checked against its slot and spent in spend.go.
+
 package queue
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -10,18 +12,11 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/redis/go-redis/v9"
 )
 
-var (
-	// ErrInvalidPass covers every pass that must not reserve: bad signature, wrong algorithm, wrong
-	// screening, expired, or malformed.
-	ErrInvalidPass = errors.New("invalid pass")
-	// ErrNotActive means the pass is well signed but its admission is over (expired or left).
-	ErrNotActive = errors.New("admission no longer active")
-	// ErrPassSpent means the pass already reserved.
-	ErrPassSpent = errors.New("pass already used")
-)
+// ErrInvalidPass covers every pass that must not reserve: bad signature, wrong algorithm, wrong
+// screening, expired, or malformed.
+var ErrInvalidPass = errors.New("invalid pass")
 
 // Claims is what a verified pass says.
 type Claims struct {
@@ -133,102 +128,4 @@ func (p *Passes) Verify(pass, screening string) (Claims, error) {
 		return Claims{}, fmt.Errorf("queue: %w: malformed claims", ErrInvalidPass)
 	}
 	return Claims{ID: pc.ID, Token: pc.Subject, Screening: screening, ExpiresAt: adm}, nil
-}
-
-// CheckPass tells whether a verified pass may reserve now: its admission must still hold the slot
-// (ErrNotActive otherwise) and it must not have reserved already (ErrPassSpent).
-func (q *Queue) CheckPass(ctx context.Context, c Claims) error {
-	_, err := q.CheckPassLine(ctx, c)
-	return err
-}
-
-// CheckPassLine is CheckPass that also reports, from the same round trip, whether the screening's line is
-// closed (sold out, or closed by the operator). Checks that arrive together share a pipeline (batcher): a
-// burst of reservations checks a thousand passes at once.
-func (q *Queue) CheckPassLine(ctx context.Context, c Claims) (closed bool, err error) {
-	k := q.keys(c.Screening)
-	pc := &passCheck{active: k.active, spent: k.spent, closed: k.closed, token: c.Token, id: c.ID, done: make(chan struct{})}
-	q.checks.add(pc)
-	select {
-	case <-pc.done:
-	case <-ctx.Done():
-		return false, fmt.Errorf("queue: check pass: %w", ctx.Err())
-	}
-	if pc.err != nil {
-		return false, fmt.Errorf("queue: check pass: %w", pc.err)
-	}
-	closed = pc.isClosed
-	if pc.spentFound {
-		return closed, fmt.Errorf("queue: check pass: %w", ErrPassSpent)
-	}
-	if !pc.held || pc.heldUntil != c.ExpiresAt.UnixMilli() || !c.ExpiresAt.After(q.now()) {
-		return closed, fmt.Errorf("queue: check pass: %w", ErrNotActive)
-	}
-	return closed, nil
-}
-
-// passCheck is one CheckPassLine on its way: the keys and members it reads, and what Redis answered.
-type passCheck struct {
-	active, spent, closed string
-	token, id             string
-	done                  chan struct{}
-
-	held       bool  // the token holds a slot (its score is heldUntil)
-	heldUntil  int64 // Unix ms
-	spentFound bool  // the pass id is among the spent
-	isClosed   bool
-	err        error
-}
-
-// sendChecks reads every check of batch in one pipeline: for each, the token's slot and the pass's spent
-// mark; and once per screening, after them, the line's closing (a burst's thousand checks are mostly of
-// one screening: one EXISTS instead of a thousand).
-func (q *Queue) sendChecks(batch []*passCheck) {
-	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-	defer cancel()
-	type reads struct {
-		held, spent *redis.FloatCmd
-	}
-	cmds := make([]reads, len(batch))
-	closed := make(map[string]*redis.IntCmd, 1)
-	pipe := q.rdb.Pipeline()
-	for i, c := range batch {
-		cmds[i] = reads{held: pipe.ZScore(ctx, c.active, c.token), spent: pipe.ZScore(ctx, c.spent, c.id)}
-	}
-	for _, c := range batch {
-		if closed[c.closed] == nil {
-			closed[c.closed] = pipe.Exists(ctx, c.closed)
-		}
-	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
-	for i, c := range batch {
-		r, isClosed := cmds[i], closed[c.closed]
-		c.err = firstErr(r.held.Err(), r.spent.Err(), isClosed.Err())
-		c.held, c.heldUntil = r.held.Err() == nil, int64(r.held.Val())
-		c.spentFound = r.spent.Err() == nil
-		c.isClosed = isClosed.Val() == 1
-		close(c.done)
-	}
-}
-
-// firstErr is the first error that is not redis.Nil (a missing member or key, which is an answer).
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-	}
-	return nil
-}
-
-// Finish records that the pass reserved: it is spent, and its slot is freed at once for the next admission
-// (the admission loops running on q here are woken to refill it at once).
-func (q *Queue) Finish(ctx context.Context, c Claims) error {
-	k := q.keys(c.Screening)
-	err := finishScript.Run(ctx, q.rdb, []string{k.active, k.spent, k.freed}, c.Token, c.ExpiresAt.UnixMilli(), c.ID).Err()
-	if err != nil {
-		return fmt.Errorf("queue: finish %s: %w", c.Screening, err)
-	}
-	q.slotFreed(c.Screening)
-	return nil
 }

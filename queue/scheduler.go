@@ -1,11 +1,12 @@
+// The Scheduler: one admission loop per screening on sale, started, updated and stopped as the list of
+// screenings changes (Run), and the lines of ended sales kept closed.
+
 package queue
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -46,13 +47,6 @@ type Scheduler struct {
 	loops map[string]*loopState // screening -> its loop, while it runs
 
 	refresh chan struct{} // Refresh's nudge to Run
-}
-
-// loopState is what others may see of a screening's loop: its settings and its wake-up.
-type loopState struct {
-	wake     chan struct{}
-	settings atomic.Pointer[Settings]
-	opensAt  atomic.Int64 // Unix ms
 }
 
 // NewScheduler returns a scheduler for the screenings list names, with defaults for the settings a
@@ -206,168 +200,4 @@ func (s *Scheduler) keepClosed(ctx context.Context, screening string) {
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("admission: close the line of an ended sale; retrying", "screening", screening, "err", err)
 	}
-}
-
-// loop waits for the sale time, opens the line, then ticks the screening at each wall-clock multiple of
-// its interval (read again every tick, so a change takes effect at once), and refills freed slots when woken.
-func (s *Scheduler) loop(ctx context.Context, screening string, l *loopState) {
-	opened := false
-	timer := time.NewTimer(time.Until(time.UnixMilli(l.opensAt.Load())))
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-timer.C:
-			settings := *l.settings.Load()
-			tickNow := opened
-			if !opened {
-				if now.Before(time.UnixMilli(l.opensAt.Load())) {
-					timer.Reset(time.Until(time.UnixMilli(l.opensAt.Load())))
-					continue // the sale time moved later
-				}
-				// The instance that opens the line admits at once: the sale starts on the second. A line
-				// already open (by another instance, or before a restart) keeps the ticks' wall-clock pace.
-				opened, tickNow = s.open(ctx, screening, now, settings)
-			}
-			if tickNow {
-				if _, err := s.runTick(ctx, screening, now, settings); err != nil && ctx.Err() == nil {
-					s.log.Error("admission: tick failed", "screening", screening, "err", err)
-				}
-			}
-			timer.Reset(time.Until(nextTick(time.Now(), settings.Interval)))
-		case <-l.wake:
-			if !opened {
-				continue
-			}
-			if _, err := s.Refill(ctx, screening, time.Now()); err != nil && ctx.Err() == nil {
-				s.log.Error("admission: refill failed", "screening", screening, "err", err)
-			}
-		}
-	}
-}
-
-// open opens the screening's line (once across instances: the others find it open) and reports whether
-// ticks may start and whether this call opened it; a failure is retried at the next tick.
-func (s *Scheduler) open(ctx context.Context, screening string, now time.Time, settings Settings) (ready, openedHere bool) {
-	o, err := s.q.Open(ctx, screening, now, settings)
-	if o.Opened {
-		s.metrics.Opens.WithLabelValues(screening).Inc()
-		s.metrics.Shuffled.WithLabelValues(screening).Add(float64(o.Shuffled))
-		s.metrics.Abandoned.WithLabelValues(screening).Add(float64(o.Abandoned))
-		s.log.Info("admission: line opened", "screening", screening, "shuffled", o.Shuffled, "abandoned", o.Abandoned)
-	}
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Error("admission: open", "screening", screening, "err", err)
-		}
-		return o.Opened, o.Opened // opened but not told: ticks go on, and instances catch up from the epoch gap
-	}
-	return true, o.Opened
-}
-
-// Refill admits into the slots freed since the last admission, now, and tells every instance.
-func (s *Scheduler) Refill(ctx context.Context, screening string, now time.Time) (TickResult, error) {
-	res, err := s.q.Refill(ctx, screening, now, s.Settings(screening))
-	if err != nil {
-		s.metrics.Failures.WithLabelValues(screening).Inc()
-		return res, err
-	}
-	if res.Skip != "" {
-		return res, nil
-	}
-	s.metrics.Refills.WithLabelValues(screening).Inc()
-	s.metrics.Admitted.WithLabelValues(screening).Add(float64(len(res.Admitted)))
-	s.metrics.Waiting.WithLabelValues(screening).Set(float64(res.Waiting))
-	s.metrics.Active.WithLabelValues(screening).Set(float64(res.Active))
-	if err := s.publishTick(ctx, res); err != nil {
-		s.metrics.Failures.WithLabelValues(screening).Inc()
-		return res, err
-	}
-	return res, nil
-}
-
-// publishTick tells every instance what an admission changed.
-func (s *Scheduler) publishTick(ctx context.Context, res TickResult) error {
-	if err := s.q.publish(ctx, res.Screening, res.Event()); err != nil {
-		// The admitted still hold their slots: a reconnect with the token hands them their pass.
-		return fmt.Errorf("queue: %s admitted %d but could not tell them: %w", res.Screening, len(res.Admitted), err)
-	}
-	return nil
-}
-
-func nextTick(now time.Time, interval time.Duration) time.Time {
-	return now.Truncate(interval).Add(interval)
-}
-
-// Tick runs one admission of screening at now with the settings its loop runs with (Settings): take the
-// lock for this tick, admit, tell every instance, release the lock, count.
-func (s *Scheduler) Tick(ctx context.Context, screening string, now time.Time) (TickResult, error) {
-	return s.runTick(ctx, screening, now, s.Settings(screening))
-}
-
-func (s *Scheduler) runTick(ctx context.Context, screening string, now time.Time, settings Settings) (TickResult, error) {
-	started := time.Now()
-	s.metrics.Runs.WithLabelValues(screening).Inc()
-	res, err := s.tick(ctx, screening, now, settings)
-	s.metrics.TickSeconds.WithLabelValues(screening).Observe(time.Since(started).Seconds())
-	if err != nil {
-		s.metrics.Failures.WithLabelValues(screening).Inc()
-		// A failed publish comes after the admission: those admitted hold their slots and count.
-		s.metrics.Admitted.WithLabelValues(screening).Add(float64(len(res.Admitted)))
-		return res, err
-	}
-	s.metrics.Abandoned.WithLabelValues(screening).Add(float64(res.Abandoned))
-	paused := 0.0
-	if res.Skip == Paused {
-		paused = 1
-	}
-	if res.Skip != LockNotAcquired {
-		s.metrics.Paused.WithLabelValues(screening).Set(paused)
-	}
-	switch res.Skip {
-	case "":
-		s.metrics.Admitted.WithLabelValues(screening).Add(float64(len(res.Admitted)))
-		s.log.Debug("admission: admitted", "screening", screening, "admitted", len(res.Admitted), "waiting", res.Waiting, "active", res.Active)
-	case LockNotAcquired:
-		s.metrics.LockMisses.WithLabelValues(screening).Inc()
-	case ActiveCapacityReached:
-		s.metrics.CapacityHits.WithLabelValues(screening).Inc()
-	}
-	if res.Skip != "" {
-		s.metrics.Skips.WithLabelValues(screening, string(res.Skip)).Inc()
-		s.log.Debug("admission: skipped", "screening", screening, "reason", res.Skip)
-	}
-	if res.Skip != LockNotAcquired {
-		s.metrics.Waiting.WithLabelValues(screening).Set(float64(res.Waiting))
-		s.metrics.Active.WithLabelValues(screening).Set(float64(res.Active))
-	}
-	return res, nil
-}
-
-func (s *Scheduler) tick(ctx context.Context, screening string, now time.Time, settings Settings) (TickResult, error) {
-	// A tick is numbered by the start of its interval, in Unix ms, not by now / interval: the numbers keep
-	// rising when an operator lengthens the interval (the lock refuses a number at or below the last one).
-	tickNo := now.Truncate(settings.Interval).UnixMilli()
-	got, err := s.q.TryLock(ctx, screening, s.owner, tickNo, settings.LockTTL)
-	if err != nil {
-		return TickResult{Screening: screening, TickAt: now}, err
-	}
-	if !got {
-		return TickResult{Screening: screening, TickAt: now, Skip: LockNotAcquired}, nil
-	}
-	defer func() {
-		// Release even when ctx ended mid-tick, so a restarted instance does not wait out the TTL.
-		if _, err := s.q.Unlock(context.WithoutCancel(ctx), screening, s.owner); err != nil {
-			s.log.Warn("admission: unlock", "screening", screening, "err", err)
-		}
-	}()
-	res, err := s.q.Admit(ctx, screening, now, settings)
-	if err != nil {
-		return res, err
-	}
-	if res.Moved {
-		return res, s.publishTick(ctx, res)
-	}
-	return res, nil
 }

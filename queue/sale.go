@@ -1,0 +1,95 @@
+// The sale's state in Redis, which every instance follows: the line opened at the sale time (Open),
+// admission paused and resumed by the operator (Pause, Resume), and the line closed when sold out (Close,
+// Closed).
+
+package queue
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/open.lua
+	openLua string
+	//go:embed lua/close.lua
+	closeLua string
+
+	openScript  = redis.NewScript(openLua)
+	closeScript = redis.NewScript(closeLua)
+)
+
+// Opening is what Open did.
+type Opening struct {
+	// Opened is false when the line was already open (another instance opened it) or the screening closed.
+	Opened bool
+	// Shuffled is how many pre-queue tokens took a place; Abandoned how many were dropped as gone.
+	Shuffled, Abandoned int64
+	Line                Line
+}
+
+// Open opens the screening's line at its sale time, once across instances: the pre-queue takes its places
+// in a uniformly shuffled order (see register.lua and open.lua), and every instance is told (EventOpened),
+// so the sockets that waited for the opening learn their rank. Later arrivals queue first come, first served.
+func (q *Queue) Open(ctx context.Context, screening string, now time.Time, s Settings) (Opening, error) {
+	k := q.keys(screening)
+	res, err := openScript.Run(ctx, q.rdb, []string{k.waiting, k.seq, k.epoch, k.pre, k.opened, k.gone, k.head, k.left, k.closed, k.stats},
+		now.UnixMilli(), s.goneCutoff(now)).Int64Slice()
+	if err != nil {
+		return Opening{}, fmt.Errorf("queue: open %s: %w", screening, err)
+	}
+	o := Opening{Opened: res[0] == 1, Shuffled: res[1], Abandoned: res[2]}
+	if !o.Opened {
+		return o, nil
+	}
+	o.Line = Line{Epoch: res[3], Head: res[4], LastSeq: res[5], Total: res[6], Left: res[7:]}
+	ev := Event{Kind: EventOpened, Screening: screening, TickAtMs: now.UnixMilli(), Total: o.Line.Total,
+		Epoch: o.Line.Epoch, Head: o.Line.Head, LastSeq: o.Line.LastSeq, Left: o.Line.Left}
+	if err := q.publish(ctx, screening, ev); err != nil {
+		// The line is open; instances learn it from the next tick's epoch gap (they read the line whole).
+		return o, fmt.Errorf("queue: opened %s but could not tell the instances: %w", screening, err)
+	}
+	return o, nil
+}
+
+// Pause stops the screening's admission (ticks and refills skip with Paused) until Resume, on every
+// instance, and tells every instance's sockets.
+func (q *Queue) Pause(ctx context.Context, screening string) error {
+	if err := q.rdb.Set(ctx, q.keys(screening).paused, "1", 0).Err(); err != nil {
+		return fmt.Errorf("queue: pause %s: %w", screening, err)
+	}
+	return q.publish(ctx, screening, Event{Kind: EventPaused, Screening: screening, TickAtMs: q.now().UnixMilli()})
+}
+
+// Resume lets a paused screening's admission go on at the next tick.
+func (q *Queue) Resume(ctx context.Context, screening string) error {
+	if err := q.rdb.Del(ctx, q.keys(screening).paused).Err(); err != nil {
+		return fmt.Errorf("queue: resume %s: %w", screening, err)
+	}
+	return q.publish(ctx, screening, Event{Kind: EventResumed, Screening: screening, TickAtMs: q.now().UnixMilli()})
+}
+
+// Close marks the screening sold out: registration is refused from now on, the waiting line is dropped, and
+// every instance is told (an EventSoldOut, numbered like the line's other events, so an instance that
+// missed it finds out from the epoch and reads the line closed) so it can tell its sockets at once.
+func (q *Queue) Close(ctx context.Context, screening string) error {
+	k := q.keys(screening)
+	res, err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns, k.epoch}).Int64Slice()
+	if err != nil {
+		return fmt.Errorf("queue: close %s: %w", screening, err)
+	}
+	return q.publish(ctx, screening, Event{Kind: EventSoldOut, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: res[1]})
+}
+
+// Closed reports whether the screening is sold out.
+func (q *Queue) Closed(ctx context.Context, screening string) (bool, error) {
+	n, err := q.rdb.Exists(ctx, q.keys(screening).closed).Result()
+	if err != nil {
+		return false, fmt.Errorf("queue: closed %s: %w", screening, err)
+	}
+	return n == 1, nil
+}
