@@ -1,5 +1,5 @@
 // Admission: one atomic admission of the earliest waiting, at a tick (Admit) or into the slots freed since
-// the last (Refill); what it did (TickResult) and why it admitted nobody (SkipReason).
+// the last (refill); what it did (TickResult) and why it admitted nobody (SkipReason).
 
 package queue
 
@@ -82,10 +82,10 @@ func (q *Queue) Admit(ctx context.Context, screening string, now time.Time, s Se
 	return q.admit(ctx, screening, now, s, "tick")
 }
 
-// Refill admits as many as slots were freed (by reservations and leaves) since the last admission, at most
+// refill admits as many as slots were freed (by reservations and leaves) since the last admission, at most
 // batch_size and never past max_active: the finishing are replaced at once, without waiting for a tick.
 // It needs no lock: the script is atomic and the freed count bounds it, however many instances call it.
-func (q *Queue) Refill(ctx context.Context, screening string, now time.Time, s Settings) (TickResult, error) {
+func (q *Queue) refill(ctx context.Context, screening string, now time.Time, s Settings) (TickResult, error) {
 	return q.admit(ctx, screening, now, s, "refill")
 }
 
@@ -93,7 +93,7 @@ func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Se
 	k := q.keys(screening)
 	res, err := admitScript.Run(ctx, q.rdb,
 		[]string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq, k.opened, k.paused, k.gone, k.stats, k.hold, k.admitAt},
-		now.UnixMilli(), s.BatchSize, s.MaxActive, ExpiryOf(now, s.ActiveTTL).UnixMilli(), mode, s.goneCutoff(now)).Slice()
+		now.UnixMilli(), s.BatchSize, s.MaxActive, expiryOf(now, s.ActiveTTL).UnixMilli(), mode, s.goneCutoff(now)).Slice()
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: admit %s: %w", screening, err)
 	}
@@ -125,7 +125,7 @@ func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Se
 	return r, nil
 }
 
-// ExpiryOf is when an admission at now lapses: now + ttl, to the millisecond (the active set's unit).
-func ExpiryOf(now time.Time, ttl time.Duration) time.Time {
+// expiryOf is when an admission at now lapses: now + ttl, to the millisecond (the active set's unit).
+func expiryOf(now time.Time, ttl time.Duration) time.Time {
 	return time.UnixMilli(now.Add(ttl).UnixMilli())
 }

@@ -21,9 +21,9 @@ var (
 	unlockScript = redis.NewScript(unlockLua)
 )
 
-// TryLock takes the screening's admission lock for tick number tick (the start of its interval, Unix ms). It fails when another
+// tryLock takes the screening's admission lock for tick number tick (the start of its interval, Unix ms). It fails when another
 // owner holds the lock, or when any owner already took this tick.
-func (q *Queue) TryLock(ctx context.Context, screening, owner string, tick int64, ttl time.Duration) (bool, error) {
+func (q *Queue) tryLock(ctx context.Context, screening, owner string, tick int64, ttl time.Duration) (bool, error) {
 	k := q.keys(screening)
 	n, err := lockScript.Run(ctx, q.rdb, []string{k.lock, k.lastTick}, owner, ttl.Milliseconds(), tick).Int()
 	if err != nil {
@@ -32,8 +32,8 @@ func (q *Queue) TryLock(ctx context.Context, screening, owner string, tick int64
 	return n == 1, nil
 }
 
-// Unlock releases the screening's admission lock if owner still holds it.
-func (q *Queue) Unlock(ctx context.Context, screening, owner string) (bool, error) {
+// unlock releases the screening's admission lock if owner still holds it.
+func (q *Queue) unlock(ctx context.Context, screening, owner string) (bool, error) {
 	n, err := unlockScript.Run(ctx, q.rdb, []string{q.keys(screening).lock}, owner).Int()
 	if err != nil {
 		return false, fmt.Errorf("queue: unlock %s: %w", screening, err)

@@ -48,7 +48,7 @@ func (s *Scheduler) loop(ctx context.Context, screening string, l *loopState) {
 			if !opened {
 				continue
 			}
-			if _, err := s.Refill(ctx, screening, time.Now()); err != nil && ctx.Err() == nil {
+			if _, err := s.refill(ctx, screening, time.Now()); err != nil && ctx.Err() == nil {
 				s.log.Error("admission: refill failed", "screening", screening, "err", err)
 			}
 		}
@@ -74,9 +74,9 @@ func (s *Scheduler) open(ctx context.Context, screening string, now time.Time, s
 	return true, o.Opened
 }
 
-// Refill admits into the slots freed since the last admission, now, and tells every instance.
-func (s *Scheduler) Refill(ctx context.Context, screening string, now time.Time) (TickResult, error) {
-	res, err := s.q.Refill(ctx, screening, now, s.Settings(screening))
+// refill admits into the slots freed since the last admission, now, and tells every instance.
+func (s *Scheduler) refill(ctx context.Context, screening string, now time.Time) (TickResult, error) {
+	res, err := s.q.refill(ctx, screening, now, s.settingsOf(screening))
 	if err != nil {
 		s.metrics.Failures.WithLabelValues(screening).Inc()
 		return res, err

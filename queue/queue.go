@@ -13,7 +13,7 @@
 //   - status.go: reading where tokens stand (Status, Seqs, Counts)
 //   - leave.go: a token taken out of the line (Leave)
 //   - sale.go: the sale's state: opened, paused, resumed, closed (Open, Pause, Resume, Close, Closed)
-//   - admission.go: one atomic admission at a tick or into freed slots (Admit, Refill, TickResult)
+//   - admission.go: one atomic admission at a tick or into freed slots (Admit, TickResult)
 //   - lock.go: the per-screening admission lock, so each tick runs once across instances
 //   - events.go: what instances tell each other over pub/sub (Event, Subscribe, Epoch)
 //   - line.go: an instance's copy of a line, which computes ranks without Redis (Line, Queue.Line)
@@ -116,9 +116,6 @@ func New(rdb redis.UniversalClient, prefix string) *Queue {
 // SetMetrics makes q count its count-offs' resends and losses in m (the scheduler's metrics). Call it
 // before q is used.
 func (q *Queue) SetMetrics(m *Metrics) { q.metrics = m }
-
-// Prefix is the key prefix this queue writes under.
-func (q *Queue) Prefix() string { return q.prefix }
 
 func (q *Queue) keys(screening string) keys {
 	k := func(name string) string { return Key(q.prefix, screening, name) }

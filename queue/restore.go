@@ -19,11 +19,11 @@ var (
 	restoreScript = redis.NewScript(restoreLua)
 )
 
-// RebuildHold is how long admission waits after the first instance rebuilds a line Redis lost, so the other
+// rebuildHold is how long admission waits after the first instance rebuilds a line Redis lost, so the other
 // instances' sockets are back before anyone is admitted: each instance finds the loss within a couple of
 // seconds (its subscription and its line read retry every second). Short enough that admission resumes
 // within 5 s of Redis's return (docs/reliability.md).
-const RebuildHold = 3 * time.Second
+const rebuildHold = 3 * time.Second
 
 // Standing is what an instance knows of one of its sockets' tokens: its sequence number while waiting, or
 // the expiry of its admission.
@@ -40,7 +40,7 @@ type Standing struct {
 func (q *Queue) Restore(ctx context.Context, screening string, standings []Standing) (Line, int64, error) {
 	k := q.keys(screening)
 	args := make([]any, 0, 2+3*len(standings))
-	args = append(args, q.now().UnixMilli(), RebuildHold.Milliseconds())
+	args = append(args, q.now().UnixMilli(), rebuildHold.Milliseconds())
 	for _, s := range standings {
 		exp := int64(0)
 		if !s.ExpiresAt.IsZero() {

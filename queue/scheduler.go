@@ -64,9 +64,9 @@ func (s *Scheduler) Refresh() {
 	}
 }
 
-// Settings returns the settings the screening's loop runs with on this instance, or the defaults when it
+// settingsOf returns the settings the screening's loop runs with on this instance, or the defaults when it
 // has no loop here.
-func (s *Scheduler) Settings(screening string) Settings {
+func (s *Scheduler) settingsOf(screening string) Settings {
 	s.mu.Lock()
 	l := s.loops[screening]
 	s.mu.Unlock()

@@ -89,30 +89,6 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 	return e, nil
 }
 
-// Ranks returns the zero-based rank of each token (-1 for one not waiting) and the line's length, in one
-// round trip: one ZRANK per token, so it is for checks and tools, never per tick (the hub computes ranks
-// from Line).
-func (q *Queue) Ranks(ctx context.Context, screening string, tokens []string) ([]int64, int64, error) {
-	k := q.keys(screening)
-	pipe := q.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, len(tokens))
-	for i, t := range tokens {
-		cmds[i] = pipe.ZRank(ctx, k.waiting, t)
-	}
-	total := pipe.ZCard(ctx, k.waiting)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, 0, fmt.Errorf("queue: ranks in %s: %w", screening, err)
-	}
-	ranks := make([]int64, len(tokens))
-	for i, c := range cmds {
-		ranks[i] = -1
-		if c.Err() == nil {
-			ranks[i] = c.Val()
-		}
-	}
-	return ranks, total.Val(), nil
-}
-
 // Counts returns the line's length and the number of admitted users holding a slot now.
 func (q *Queue) Counts(ctx context.Context, screening string) (waiting, active int64, err error) {
 	k := q.keys(screening)

@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// Tick runs one admission of screening at now with the settings its loop runs with (Settings): take the
+// Tick runs one admission of screening at now with the settings its loop runs with (settingsOf): take the
 // lock for this tick, admit, tell every instance, release the lock, count.
 func (s *Scheduler) Tick(ctx context.Context, screening string, now time.Time) (TickResult, error) {
-	return s.runTick(ctx, screening, now, s.Settings(screening))
+	return s.runTick(ctx, screening, now, s.settingsOf(screening))
 }
 
 func (s *Scheduler) runTick(ctx context.Context, screening string, now time.Time, settings Settings) (TickResult, error) {
@@ -58,7 +58,7 @@ func (s *Scheduler) tick(ctx context.Context, screening string, now time.Time, s
 	// A tick is numbered by the start of its interval, in Unix ms, not by now / interval: the numbers keep
 	// rising when an operator lengthens the interval (the lock refuses a number at or below the last one).
 	tickNo := now.Truncate(settings.Interval).UnixMilli()
-	got, err := s.q.TryLock(ctx, screening, s.owner, tickNo, settings.LockTTL)
+	got, err := s.q.tryLock(ctx, screening, s.owner, tickNo, settings.LockTTL)
 	if err != nil {
 		return TickResult{Screening: screening, TickAt: now}, err
 	}
@@ -67,7 +67,7 @@ func (s *Scheduler) tick(ctx context.Context, screening string, now time.Time, s
 	}
 	defer func() {
 		// Release even when ctx ended mid-tick, so a restarted instance does not wait out the TTL.
-		if _, err := s.q.Unlock(context.WithoutCancel(ctx), screening, s.owner); err != nil {
+		if _, err := s.q.unlock(context.WithoutCancel(ctx), screening, s.owner); err != nil {
 			s.log.Warn("admission: unlock", "screening", screening, "err", err)
 		}
 	}()
