@@ -1,3 +1,6 @@
+// Tests of admission ticks: batch size, order, capacity, the lock across schedulers, expiry, closed lines,
+// metrics and the tick clock.
+
 package queue_test
 
 import (

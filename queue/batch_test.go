@@ -1,3 +1,6 @@
+// Tests of batching: calls that arrive together share round trips, a count-off without an answer is sent
+// again and counts once, and a registration without an answer is undone.
+
 package queue_test
 
 import (

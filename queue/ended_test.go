@@ -1,3 +1,5 @@
+// Tests that the scheduler keeps the line of an ended sale closed.
+
 package queue_test
 
 import (

@@ -1,3 +1,6 @@
+// The operator's view: a screening's figures, read in one round trip (Figures), and each instance's last
+// report of its sockets (Report, Instances).
+
 package queue
 
 import (

@@ -1,3 +1,5 @@
+// Fuzz tests of the decoders of outside input: tokens, screening ids and passes.
+
 package queue_test
 
 import (

@@ -1,3 +1,5 @@
+// Helpers the queue tests share: settings, tick times, schedulers, registrations, reads of Redis and a clock.
+
 package queue_test
 
 import (

@@ -1,3 +1,5 @@
+// The scheduler's Prometheus metrics (Metrics, NewMetrics), with the queue's count-off counters among them.
+
 package queue
 
 import "github.com/prometheus/client_golang/prometheus"

@@ -1,3 +1,5 @@
+// Tests of passes: issued and verified, checked against their slot, spent by Finish, and fresh on readmission.
+
 package queue_test
 
 import (

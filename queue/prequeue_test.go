@@ -1,3 +1,6 @@
+// Tests of the pre-queue and the opening's shuffle (and that its order is uniform), of the grace given to
+// tokens whose sockets are gone, of pausing, and of the figures and sequence numbers.
+
 package queue_test
 
 import (

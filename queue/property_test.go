@@ -1,3 +1,5 @@
+// A property test of the line against a model: nobody is lost, and admission follows registration order.
+
 package queue_test
 
 import (

@@ -1,3 +1,5 @@
+// Tests of registration, status, counts and leave, and of the refusal of malformed tokens and screening ids.
+
 package queue_test
 
 import (

@@ -1,3 +1,6 @@
+// Tests that a freed slot is refilled at once by the loop a freed slot wakes, and that a refill never admits
+// more than was freed.
+
 package queue_test
 
 import (

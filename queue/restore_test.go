@@ -1,3 +1,5 @@
+// Tests of rebuilding a line Redis lost.
+
 package queue_test
 
 import (
