@@ -1,3 +1,6 @@
+// A screening's admission settings: the pace an operator sets, the server's defaults merged under it, and
+// what is allowed.
+
 package queue
 
 import (

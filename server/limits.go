@@ -1,3 +1,6 @@
+// Per-address limits: how many sockets one client address may hold on this instance, and how fast it may
+// open new ones.
+
 package server
 
 import (
