@@ -9,1355 +9,1349 @@
 // with backoff and jitter when it ends or falls silent. The charts are drawn on canvas from the last two
 // minutes of frames; each has its current value and a legend in text beside it and a text alternative.
 // Server data reaches the page through textContent only.
-'use strict';
 
-(function () {
-  const I = window.I18N;
-  const t = I.t;
+import { t, num, dateTime, locale, onChange } from './i18n.js';
 
-  const keyStoreName = 'waitroom:admin-key';
-  // windowMs is how much history the charts show.
-  const windowMs = 120000;
-  // gapMs: samples further apart than this (the stream was down) are not joined by a line, and give no rate.
-  const gapMs = 5000;
-  // staleMs: a stream that sent nothing for this long (frames come every second) is dropped and reopened.
-  const staleMs = 10000;
-  // Backoff after the stream ends: the n-th retry waits between half and all of min(cap, base × 2^n).
-  const backoffBaseMs = 1000;
-  const backoffCapMs = 30000;
-  // mergeHoldMs: how long a screening returned by an action stands in for the one in the frames (see merge).
-  const mergeHoldMs = 1200;
-  // tickMs refreshes the reconnect countdown.
-  const tickMs = 500;
-  const idPattern = /^[A-Za-z0-9_-]{1,64}$/;
-  // A Go duration as time.ParseDuration reads it (the server checks it is positive).
-  const durationPattern = /^(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))*$/;
-  // Line dashes, one per series, so no series is told apart by colour alone.
-  const dashes = [[], [7, 4], [2, 3], [10, 3, 2, 3], [4, 2, 4, 6], [1, 5]];
+const keyStoreName = 'waitroom:admin-key';
+// windowMs is how much history the charts show.
+const windowMs = 120000;
+// gapMs: samples further apart than this (the stream was down) are not joined by a line, and give no rate.
+const gapMs = 5000;
+// staleMs: a stream that sent nothing for this long (frames come every second) is dropped and reopened.
+const staleMs = 10000;
+// Backoff after the stream ends: the n-th retry waits between half and all of min(cap, base × 2^n).
+const backoffBaseMs = 1000;
+const backoffCapMs = 30000;
+// mergeHoldMs: how long a screening returned by an action stands in for the one in the frames (see merge).
+const mergeHoldMs = 1200;
+// tickMs refreshes the reconnect countdown.
+const tickMs = 500;
+const idPattern = /^[A-Za-z0-9_-]{1,64}$/;
+// A Go duration as time.ParseDuration reads it (the server checks it is positive).
+const durationPattern = /^(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))*$/;
+// Line dashes, one per series, so no series is told apart by colour alone.
+const dashes = [[], [7, 4], [2, 3], [10, 3, 2, 3], [4, 2, 4, 6], [1, 5]];
 
-  const $ = (sel) => document.querySelector(sel);
-  const el = {
-    main: $('#main'),
-    checking: $('#checking'),
-    signOut: $('#sign-out'),
-    problem: $('#view-problem'),
-    problemText: $('#problem-text'),
-    problemRetry: $('#problem-retry'),
-    login: $('#view-login'),
-    loginForm: $('#login-form'),
-    key: $('#admin-key'),
-    loginError: $('#login-error'),
-    loginSubmit: $('#login-submit'),
-    console: $('#view-console'),
-    stream: $('[data-testid="stream"]'),
-    streamText: $('#stream-text'),
-    streamError: $('#stream-error'),
-    noScreenings: $('#no-screenings'),
-    overviewRows: $('#overview-rows'),
-    select: $('#screening-select'),
-    selectedHeading: $('#selected-heading'),
-    state: $('[data-testid="state"]'),
-    seats: $('#sel-seats'),
-    times: $('#sel-times'),
-    current: {
-      interval: $('[data-testid="current-interval"]'),
-      batch_size: $('[data-testid="current-batch_size"]'),
-      max_active: $('[data-testid="current-max_active"]'),
-      active_ttl: $('[data-testid="current-active_ttl"]'),
-    },
-    pause: $('#pause'),
-    resume: $('#resume'),
-    close: $('#close'),
-    actionMessage: $('#action-message'),
-    admissionForm: $('#admission-form'),
-    adm: {
-      interval: $('#adm-interval'),
-      batch_size: $('#adm-batch'),
-      max_active: $('#adm-max'),
-      active_ttl: $('#adm-ttl'),
-    },
-    admissionMessage: $('#admission-message'),
-    admissionSubmit: $('#admission-submit'),
-    createForm: $('#create-form'),
-    newID: $('#new-id'),
-    newName: $('#new-name'),
-    newOpens: $('#new-opens'),
-    newStarts: $('#new-starts'),
-    layoutGrid: $('#layout-grid'),
-    layoutList: $('#layout-list'),
-    gridFields: $('#layout-grid-fields'),
-    listFields: $('#layout-list-fields'),
-    newRows: $('#new-rows'),
-    newPerRow: $('#new-per-row'),
-    newSeats: $('#new-seats'),
-    newAdm: {
-      interval: $('#new-interval'),
-      batch_size: $('#new-batch'),
-      max_active: $('#new-max'),
-      active_ttl: $('#new-ttl'),
-    },
-    createMessage: $('#create-message'),
-    createSubmit: $('#create-submit'),
-    dialog: $('#close-dialog'),
-    dialogText: $('#close-text'),
-    dialogCancel: $('#close-cancel'),
-    dialogConfirm: $('#close-confirm'),
-    charts: $('.charts'),
+const $ = (sel) => document.querySelector(sel);
+const el = {
+  main: $('#main'),
+  checking: $('#checking'),
+  signOut: $('#sign-out'),
+  problem: $('#view-problem'),
+  problemText: $('#problem-text'),
+  problemRetry: $('#problem-retry'),
+  login: $('#view-login'),
+  loginForm: $('#login-form'),
+  key: $('#admin-key'),
+  loginError: $('#login-error'),
+  loginSubmit: $('#login-submit'),
+  console: $('#view-console'),
+  stream: $('[data-testid="stream"]'),
+  streamText: $('#stream-text'),
+  streamError: $('#stream-error'),
+  noScreenings: $('#no-screenings'),
+  overviewRows: $('#overview-rows'),
+  select: $('#screening-select'),
+  selectedHeading: $('#selected-heading'),
+  state: $('[data-testid="state"]'),
+  seats: $('#sel-seats'),
+  times: $('#sel-times'),
+  current: {
+    interval: $('[data-testid="current-interval"]'),
+    batch_size: $('[data-testid="current-batch_size"]'),
+    max_active: $('[data-testid="current-max_active"]'),
+    active_ttl: $('[data-testid="current-active_ttl"]'),
+  },
+  pause: $('#pause'),
+  resume: $('#resume'),
+  close: $('#close'),
+  actionMessage: $('#action-message'),
+  admissionForm: $('#admission-form'),
+  adm: {
+    interval: $('#adm-interval'),
+    batch_size: $('#adm-batch'),
+    max_active: $('#adm-max'),
+    active_ttl: $('#adm-ttl'),
+  },
+  admissionMessage: $('#admission-message'),
+  admissionSubmit: $('#admission-submit'),
+  createForm: $('#create-form'),
+  newID: $('#new-id'),
+  newName: $('#new-name'),
+  newOpens: $('#new-opens'),
+  newStarts: $('#new-starts'),
+  layoutGrid: $('#layout-grid'),
+  layoutList: $('#layout-list'),
+  gridFields: $('#layout-grid-fields'),
+  listFields: $('#layout-list-fields'),
+  newRows: $('#new-rows'),
+  newPerRow: $('#new-per-row'),
+  newSeats: $('#new-seats'),
+  newAdm: {
+    interval: $('#new-interval'),
+    batch_size: $('#new-batch'),
+    max_active: $('#new-max'),
+    active_ttl: $('#new-ttl'),
+  },
+  createMessage: $('#create-message'),
+  createSubmit: $('#create-submit'),
+  dialog: $('#close-dialog'),
+  dialogText: $('#close-text'),
+  dialogCancel: $('#close-cancel'),
+  dialogConfirm: $('#close-confirm'),
+  charts: $('.charts'),
+};
+
+// --- The key ---------------------------------------------------------------------------------------------
+
+function readKey() {
+  try {
+    return sessionStorage.getItem(keyStoreName) || '';
+  } catch (_) {
+    return '';
+  }
+}
+function saveKey(k) {
+  try {
+    if (k) sessionStorage.setItem(keyStoreName, k);
+    else sessionStorage.removeItem(keyStoreName);
+  } catch (_) { /* storage off: the key lasts as long as this page */ }
+}
+
+// --- State -----------------------------------------------------------------------------------------------
+
+// A message on the page: a string key of i18n.js with its values (translated when drawn, so a change of
+// language applies), or a text from the server.
+const msg = (kind, k, v) => ({ kind, k, v });
+const serverMsg = (kind, text) => ({ kind, text });
+const msgText = (m) => (!m ? '' : m.k ? t(m.k, m.v) : m.text);
+
+const st = {
+  view: 'checking', // checking | problem | login | console
+  problem: '', // off | network
+  key: readKey(),
+  loginBusy: false,
+  loginMessage: null,
+  stream: 'connecting', // connecting | open | reconnecting
+  streamRetryAtMs: 0,
+  streamProblem: '',
+  screenings: [], // the latest list of S
+  instances: [],
+  lastAtMs: 0, // server time of the latest frame
+  selected: selectedFromHash(),
+  busy: false,
+  actionMessage: null,
+  admissionFor: '', // the screening the admission form was filled for
+  admissionBase: null, // the settings it was filled with
+  admissionDirty: false,
+  admissionBusy: false,
+  admissionMessage: null,
+  createBusy: false,
+  createMessage: null,
+};
+// recent holds the screenings the API just returned (see merge).
+const recent = new Map();
+// pastByID holds each screening's samples of the last windowMs (and one before, for the first rate).
+const pastByID = new Map();
+
+function selectedFromHash() {
+  try {
+    return decodeURIComponent(location.hash.slice(1));
+  } catch (_) {
+    return '';
+  }
+}
+
+function selectedScreening() {
+  return st.screenings.find((s) => s.id === st.selected) || null;
+}
+
+const count = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
+const enc = encodeURIComponent;
+
+// --- Calls -----------------------------------------------------------------------------------------------
+
+// api calls the admin API with the key. It returns {ok, status, data, code, message}; a 401 (wrong key)
+// and a 404 NOT_FOUND (admin API off) change the page before it returns.
+async function api(method, path, body) {
+  const headers = { Accept: 'application/json' };
+  const sentKey = st.key;
+  if (sentKey) headers.Authorization = 'Bearer ' + sentKey;
+  const init = { method, headers, cache: 'no-store' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(path, init);
+  } catch (_) {
+    return { ok: false, status: 0, data: null, code: '', message: t('admin.networkError') };
+  }
+  const data = await res.json().catch(() => null);
+  const err = data && typeof data.error === 'object' && data.error ? data.error : null;
+  const out = {
+    ok: res.ok,
+    status: res.status,
+    data,
+    code: err ? String(err.code || '') : '',
+    message: err ? String(err.message || '') : res.ok ? '' : t('admin.failed', { status: res.status }),
   };
+  if (res.status === 401 && st.key === sentKey) wrongKey(Boolean(sentKey));
+  else if (isAPIOff(res.status, out.code)) apiOff();
+  return out;
+}
 
-  // --- The key ---------------------------------------------------------------------------------------------
+// isAPIOff: the routes of /api/admin do not exist. (An unknown screening is a 404 too, with its own code.)
+function isAPIOff(status, code) {
+  return status === 404 && (code === '' || code === 'NOT_FOUND');
+}
 
-  function readKey() {
-    try {
-      return sessionStorage.getItem(keyStoreName) || '';
-    } catch (_) {
-      return '';
-    }
-  }
-  function saveKey(k) {
-    try {
-      if (k) sessionStorage.setItem(keyStoreName, k);
-      else sessionStorage.removeItem(keyStoreName);
-    } catch (_) { /* storage off: the key lasts as long as this page */ }
-  }
+function errorMessage(r) {
+  return serverMsg('bad', t('admin.error', { msg: r.message, code: r.code }));
+}
 
-  // --- State -----------------------------------------------------------------------------------------------
+// handled: the answer already changed the page (wrong key, API off).
+function handled(r) {
+  return r.status === 401 || isAPIOff(r.status, r.code);
+}
 
-  // A message on the page: a string key of i18n.js with its values (translated when drawn, so a change of
-  // language applies), or a text from the server.
-  const msg = (kind, k, v) => ({ kind, k, v });
-  const serverMsg = (kind, text) => ({ kind, text });
-  const msgText = (m) => (!m ? '' : m.k ? t(m.k, m.v) : m.text);
-
-  const st = {
-    view: 'checking', // checking | problem | login | console
-    problem: '', // off | network
-    key: readKey(),
-    loginBusy: false,
-    loginMessage: null,
-    stream: 'connecting', // connecting | open | reconnecting
-    streamRetryAtMs: 0,
-    streamProblem: '',
-    screenings: [], // the latest list of S
-    instances: [],
-    lastAtMs: 0, // server time of the latest frame
-    selected: selectedFromHash(),
-    busy: false,
-    actionMessage: null,
-    admissionFor: '', // the screening the admission form was filled for
-    admissionBase: null, // the settings it was filled with
-    admissionDirty: false,
-    admissionBusy: false,
-    admissionMessage: null,
-    createBusy: false,
-    createMessage: null,
-  };
-  // recent holds the screenings the API just returned (see merge).
-  const recent = new Map();
-  // pastByID holds each screening's samples of the last windowMs (and one before, for the first rate).
-  const pastByID = new Map();
-
-  function selectedFromHash() {
-    try {
-      return decodeURIComponent(location.hash.slice(1));
-    } catch (_) {
-      return '';
-    }
-  }
-
-  function selectedScreening() {
-    return st.screenings.find((s) => s.id === st.selected) || null;
-  }
-
-  const count = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
-  const enc = encodeURIComponent;
-
-  // --- Calls -----------------------------------------------------------------------------------------------
-
-  // api calls the admin API with the key. It returns {ok, status, data, code, message}; a 401 (wrong key)
-  // and a 404 NOT_FOUND (admin API off) change the page before it returns.
-  async function api(method, path, body) {
-    const headers = { Accept: 'application/json' };
-    const sentKey = st.key;
-    if (sentKey) headers.Authorization = 'Bearer ' + sentKey;
-    const init = { method, headers, cache: 'no-store' };
-    if (body !== undefined) {
-      headers['Content-Type'] = 'application/json';
-      init.body = JSON.stringify(body);
-    }
-    let res;
-    try {
-      res = await fetch(path, init);
-    } catch (_) {
-      return { ok: false, status: 0, data: null, code: '', message: t('admin.networkError') };
-    }
-    const data = await res.json().catch(() => null);
-    const err = data && typeof data.error === 'object' && data.error ? data.error : null;
-    const out = {
-      ok: res.ok,
-      status: res.status,
-      data,
-      code: err ? String(err.code || '') : '',
-      message: err ? String(err.message || '') : res.ok ? '' : t('admin.failed', { status: res.status }),
-    };
-    if (res.status === 401 && st.key === sentKey) wrongKey(Boolean(sentKey));
-    else if (isAPIOff(res.status, out.code)) apiOff();
-    return out;
-  }
-
-  // isAPIOff: the routes of /api/admin do not exist. (An unknown screening is a 404 too, with its own code.)
-  function isAPIOff(status, code) {
-    return status === 404 && (code === '' || code === 'NOT_FOUND');
-  }
-
-  function errorMessage(r) {
-    return serverMsg('bad', t('admin.error', { msg: r.message, code: r.code }));
-  }
-
-  // handled: the answer already changed the page (wrong key, API off).
-  function handled(r) {
-    return r.status === 401 || isAPIOff(r.status, r.code);
-  }
-
-  // check asks the server whether the admin API is on and the key (if any) is right.
-  async function check() {
-    setView('checking');
-    const r = await api('GET', '/api/admin/screenings');
-    if (r.ok) {
-      openConsole(r.data);
-    } else if (!handled(r)) {
-      st.problem = 'network';
-      st.problemMessage = r.status === 0 ? msg('warn', 'admin.networkError') : errorMessage(r);
-      setView('problem');
-    }
-  }
-
-  function wrongKey(hadKey) {
-    stopStream();
-    st.key = '';
-    saveKey('');
-    st.loginBusy = false;
-    st.loginMessage = hadKey ? msg('bad', 'admin.wrongKey') : null;
-    setView('login');
-    el.key.value = '';
-    el.key.focus();
-  }
-
-  function apiOff() {
-    stopStream();
-    st.problem = 'off';
-    st.problemMessage = msg('warn', 'admin.off');
+// check asks the server whether the admin API is on and the key (if any) is right.
+async function check() {
+  setView('checking');
+  const r = await api('GET', '/api/admin/screenings');
+  if (r.ok) {
+    openConsole(r.data);
+  } else if (!handled(r)) {
+    st.problem = 'network';
+    st.problemMessage = r.status === 0 ? msg('warn', 'admin.networkError') : errorMessage(r);
     setView('problem');
   }
+}
 
-  function openConsole(list) {
-    if (Array.isArray(list)) st.screenings = list.filter((s) => s && typeof s.id === 'string');
-    const was = st.view;
-    setView('console');
-    if (was !== 'console') {
-      requestAnimationFrame(() => el.selectedHeading.focus());
-      openStream();
-    }
+function wrongKey(hadKey) {
+  stopStream();
+  st.key = '';
+  saveKey('');
+  st.loginBusy = false;
+  st.loginMessage = hadKey ? msg('bad', 'admin.wrongKey') : null;
+  setView('login');
+  el.key.value = '';
+  el.key.focus();
+}
+
+function apiOff() {
+  stopStream();
+  st.problem = 'off';
+  st.problemMessage = msg('warn', 'admin.off');
+  setView('problem');
+}
+
+function openConsole(list) {
+  if (Array.isArray(list)) st.screenings = list.filter((s) => s && typeof s.id === 'string');
+  const was = st.view;
+  setView('console');
+  if (was !== 'console') {
+    requestAnimationFrame(() => el.selectedHeading.focus());
+    openStream();
   }
+}
 
-  function setView(v) {
-    st.view = v;
-    render();
-  }
+function setView(v) {
+  st.view = v;
+  render();
+}
 
-  // --- The stream ------------------------------------------------------------------------------------------
+// --- The stream ------------------------------------------------------------------------------------------
 
-  let streamCtl = null; // the AbortController of the open stream
-  let streamAttempt = 0; // reopenings since the last frame
-  let retryTimer = 0;
-  let watchdog = 0;
+let streamCtl = null; // the AbortController of the open stream
+let streamAttempt = 0; // reopenings since the last frame
+let retryTimer = 0;
+let watchdog = 0;
 
-  async function openStream() {
-    stopStream();
-    if (!st.key) return;
-    const ctl = new AbortController();
-    streamCtl = ctl;
-    setStream(streamAttempt > 0 ? 'reconnecting' : 'connecting');
-    let res;
-    try {
-      res = await fetch('/api/admin/stream', {
-        headers: { Authorization: 'Bearer ' + st.key, Accept: 'text/event-stream' },
-        cache: 'no-store',
-        signal: ctl.signal,
-      });
-    } catch (_) {
-      if (streamCtl === ctl) streamLater();
-      return;
-    }
-    if (streamCtl !== ctl) {
-      ctl.abort();
-      return;
-    }
-    if (res.status === 401) {
-      wrongKey(true);
-      return;
-    }
-    if (res.status === 404) {
-      apiOff();
-      return;
-    }
-    if (!res.ok || !res.body) {
-      streamLater();
-      return;
-    }
-    const reader = res.body.getReader();
-    const decoder = new TextDecoder();
-    const parser = sseParser((type, data) => {
-      if (streamCtl !== ctl) return;
-      armWatchdog(ctl);
-      onEvent(type, data);
+async function openStream() {
+  stopStream();
+  if (!st.key) return;
+  const ctl = new AbortController();
+  streamCtl = ctl;
+  setStream(streamAttempt > 0 ? 'reconnecting' : 'connecting');
+  let res;
+  try {
+    res = await fetch('/api/admin/stream', {
+      headers: { Authorization: 'Bearer ' + st.key, Accept: 'text/event-stream' },
+      cache: 'no-store',
+      signal: ctl.signal,
     });
+  } catch (_) {
+    if (streamCtl === ctl) streamLater();
+    return;
+  }
+  if (streamCtl !== ctl) {
+    ctl.abort();
+    return;
+  }
+  if (res.status === 401) {
+    wrongKey(true);
+    return;
+  }
+  if (res.status === 404) {
+    apiOff();
+    return;
+  }
+  if (!res.ok || !res.body) {
+    streamLater();
+    return;
+  }
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  const parser = sseParser((type, data) => {
+    if (streamCtl !== ctl) return;
     armWatchdog(ctl);
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done || streamCtl !== ctl) break;
-        parser.push(decoder.decode(value, { stream: true }));
-      }
-    } catch (_) { /* aborted (silent too long, or stopped) or the network went */ }
-    if (streamCtl === ctl) {
-      streamCtl = null;
-      streamLater();
+    onEvent(type, data);
+  });
+  armWatchdog(ctl);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || streamCtl !== ctl) break;
+      parser.push(decoder.decode(value, { stream: true }));
     }
+  } catch (_) { /* aborted (silent too long, or stopped) or the network went */ }
+  if (streamCtl === ctl) {
+    streamCtl = null;
+    streamLater();
   }
+}
 
-  function stopStream() {
-    clearTimeout(retryTimer);
-    clearTimeout(watchdog);
-    retryTimer = 0;
-    st.streamRetryAtMs = 0;
-    if (streamCtl) {
-      const ctl = streamCtl;
-      streamCtl = null;
-      ctl.abort();
+function stopStream() {
+  clearTimeout(retryTimer);
+  clearTimeout(watchdog);
+  retryTimer = 0;
+  st.streamRetryAtMs = 0;
+  if (streamCtl) {
+    const ctl = streamCtl;
+    streamCtl = null;
+    ctl.abort();
+  }
+}
+
+function armWatchdog(ctl) {
+  clearTimeout(watchdog);
+  watchdog = setTimeout(() => {
+    if (streamCtl === ctl) ctl.abort(); // the read fails, and the stream is reopened
+  }, staleMs);
+}
+
+function streamLater() {
+  clearTimeout(watchdog);
+  if (st.view !== 'console') return;
+  const ceil = Math.min(backoffCapMs, backoffBaseMs * 2 ** streamAttempt);
+  streamAttempt++;
+  const delay = ceil / 2 + Math.random() * (ceil / 2);
+  st.streamRetryAtMs = Date.now() + delay;
+  clearTimeout(retryTimer);
+  retryTimer = setTimeout(openStream, delay);
+  setStream('reconnecting');
+}
+
+function setStream(s) {
+  st.stream = s;
+  renderStream();
+}
+
+// sseParser reads text/event-stream: lines ending in LF, CRLF or CR; "field: value"; a blank line ends an
+// event. It calls dispatch(type, data) for each event that carried data.
+function sseParser(dispatch) {
+  let buf = '';
+  let skipLF = false; // the last chunk ended with CR: an LF that starts the next one belongs to it
+  let data = [];
+  let type = '';
+  function line(l) {
+    if (l === '') {
+      if (data.length) dispatch(type || 'message', data.join('\n'));
+      data = [];
+      type = '';
+      return;
     }
+    if (l[0] === ':') return; // a comment
+    const i = l.indexOf(':');
+    const field = i < 0 ? l : l.slice(0, i);
+    let value = i < 0 ? '' : l.slice(i + 1);
+    if (value[0] === ' ') value = value.slice(1);
+    if (field === 'data') data.push(value);
+    else if (field === 'event') type = value;
+    // id and retry are not used: the page keeps no event ids and chooses its own backoff.
   }
-
-  function armWatchdog(ctl) {
-    clearTimeout(watchdog);
-    watchdog = setTimeout(() => {
-      if (streamCtl === ctl) ctl.abort(); // the read fails, and the stream is reopened
-    }, staleMs);
-  }
-
-  function streamLater() {
-    clearTimeout(watchdog);
-    if (st.view !== 'console') return;
-    const ceil = Math.min(backoffCapMs, backoffBaseMs * 2 ** streamAttempt);
-    streamAttempt++;
-    const delay = ceil / 2 + Math.random() * (ceil / 2);
-    st.streamRetryAtMs = Date.now() + delay;
-    clearTimeout(retryTimer);
-    retryTimer = setTimeout(openStream, delay);
-    setStream('reconnecting');
-  }
-
-  function setStream(s) {
-    st.stream = s;
-    renderStream();
-  }
-
-  // sseParser reads text/event-stream: lines ending in LF, CRLF or CR; "field: value"; a blank line ends an
-  // event. It calls dispatch(type, data) for each event that carried data.
-  function sseParser(dispatch) {
-    let buf = '';
-    let skipLF = false; // the last chunk ended with CR: an LF that starts the next one belongs to it
-    let data = [];
-    let type = '';
-    function line(l) {
-      if (l === '') {
-        if (data.length) dispatch(type || 'message', data.join('\n'));
-        data = [];
-        type = '';
-        return;
-      }
-      if (l[0] === ':') return; // a comment
-      const i = l.indexOf(':');
-      const field = i < 0 ? l : l.slice(0, i);
-      let value = i < 0 ? '' : l.slice(i + 1);
-      if (value[0] === ' ') value = value.slice(1);
-      if (field === 'data') data.push(value);
-      else if (field === 'event') type = value;
-      // id and retry are not used: the page keeps no event ids and chooses its own backoff.
-    }
-    return {
-      push(chunk) {
-        if (skipLF && chunk[0] === '\n') chunk = chunk.slice(1);
-        skipLF = false;
-        buf += chunk;
-        let start = 0;
-        for (let i = 0; i < buf.length; i++) {
-          const c = buf[i];
-          if (c !== '\n' && c !== '\r') continue;
-          line(buf.slice(start, i));
-          if (c === '\r') {
-            if (i + 1 < buf.length) {
-              if (buf[i + 1] === '\n') i++;
-            } else {
-              skipLF = true;
-            }
+  return {
+    push(chunk) {
+      if (skipLF && chunk[0] === '\n') chunk = chunk.slice(1);
+      skipLF = false;
+      buf += chunk;
+      let start = 0;
+      for (let i = 0; i < buf.length; i++) {
+        const c = buf[i];
+        if (c !== '\n' && c !== '\r') continue;
+        line(buf.slice(start, i));
+        if (c === '\r') {
+          if (i + 1 < buf.length) {
+            if (buf[i + 1] === '\n') i++;
+          } else {
+            skipLF = true;
           }
-          start = i + 1;
         }
-        buf = buf.slice(start);
-      },
-    };
-  }
-
-  function onEvent(type, data) {
-    if (type === 'error') {
-      let text = data;
-      try {
-        const v = JSON.parse(data);
-        if (typeof v === 'string') text = v;
-      } catch (_) { /* not JSON: show it as it is */ }
-      st.streamProblem = text;
-      renderStream();
-      return;
-    }
-    if (type !== 'message') return;
-    let frame;
-    try {
-      frame = JSON.parse(data);
-    } catch (_) {
-      return;
-    }
-    onFrame(frame);
-  }
-
-  function onFrame(f) {
-    if (!f || typeof f !== 'object' || !Array.isArray(f.screenings)) return;
-    streamAttempt = 0;
-    st.streamProblem = '';
-    const atMs = Number(f.at) > 0 ? Number(f.at) : Date.now();
-    st.lastAtMs = atMs;
-    st.screenings = f.screenings.filter((s) => s && typeof s.id === 'string');
-    st.instances = (Array.isArray(f.instances) ? f.instances : []).filter((x) => x && typeof x.id === 'string');
-    for (const s of st.screenings) record(s, atMs);
-    holdMerged();
-    for (const id of [...pastByID.keys()]) {
-      if (!st.screenings.some((s) => s.id === id)) pastByID.delete(id);
-    }
-    st.stream = 'open';
-    render();
-  }
-
-  // record adds a frame's figures of screening s to its history.
-  function record(s, atMs) {
-    const line = s.line && typeof s.line === 'object' ? s.line : {};
-    const skips = {};
-    if (line.skips && typeof line.skips === 'object') {
-      for (const [reason, n] of Object.entries(line.skips)) skips[reason] = count(n);
-    }
-    const sockets = {};
-    for (const inst of st.instances) sockets[inst.id] = count(inst.sockets && inst.sockets[s.id]);
-    const sample = {
-      atMs,
-      waiting: count(line.waiting),
-      pre: count(line.pre_queue),
-      active: count(line.active),
-      admittedTotal: count(line.admitted_total),
-      sold: count(s.seats_sold),
-      seatsTotal: count(s.seats_total),
-      maxActive: count(s.admission && s.admission.max_active),
-      skips,
-      sockets,
-    };
-    let past = pastByID.get(s.id);
-    if (!past) pastByID.set(s.id, (past = []));
-    if (past.length && atMs <= past[past.length - 1].atMs) return; // a repeat, or from behind
-    past.push(sample);
-    while (past.length > 1 && past[1].atMs <= atMs - windowMs) past.shift();
-  }
-
-  // --- Actions ---------------------------------------------------------------------------------------------
-
-  // merge puts a screening the API returned into the list, so the page shows it before the next frame. For
-  // a moment it also stands in for the screening of the frames that arrive, as one of them may have been
-  // read before the change (a paused screening would seem to run again for a second, a new one to vanish).
-  function merge(s) {
-    if (!s || typeof s.id !== 'string') return;
-    const i = st.screenings.findIndex((x) => x.id === s.id);
-    if (i >= 0) st.screenings[i] = s;
-    else st.screenings.push(s);
-    recent.set(s.id, { s, untilMs: Date.now() + mergeHoldMs });
-  }
-
-  // holdMerged puts the screenings merged a moment ago into a frame's list.
-  function holdMerged() {
-    const now = Date.now();
-    for (const [id, r] of recent) {
-      if (now > r.untilMs) {
-        recent.delete(id);
-        continue;
+        start = i + 1;
       }
-      const i = st.screenings.findIndex((x) => x.id === id);
-      if (i >= 0) st.screenings[i] = r.s;
-      else st.screenings.push(r.s);
-    }
-  }
-
-  function select(id) {
-    if (st.selected === id) return;
-    st.selected = id;
-    st.actionMessage = null;
-    st.admissionMessage = null;
-    try {
-      history.replaceState(null, '', '#' + enc(id));
-    } catch (_) { /* a page without history: the choice lasts this page */ }
-    render();
-  }
-
-  async function act(what) {
-    const s = selectedScreening();
-    if (!s || st.busy) return;
-    st.busy = true;
-    st.actionMessage = msg('', 'admin.sending');
-    render();
-    const r = await api('POST', `/api/admin/screenings/${enc(s.id)}/${what}`);
-    st.busy = false;
-    if (r.ok && r.data) {
-      merge(r.data);
-      st.actionMessage = msg('ok', 'admin.done.' + what, { id: s.id });
-    } else if (!handled(r)) {
-      st.actionMessage = errorMessage(r);
-    } else {
-      st.actionMessage = null;
-    }
-    render();
-  }
-
-  function askClose() {
-    const s = selectedScreening();
-    if (!s || st.busy) return;
-    el.dialogText.textContent = t('admin.closeText', { name: String(s.name || s.id), id: s.id });
-    el.dialog.dataset.screening = s.id;
-    el.dialog.showModal();
-    el.dialogCancel.focus();
-  }
-
-  function fieldName(input) {
-    const label = document.querySelector(`label[for="${input.id}"]`);
-    return label ? label.textContent : input.name;
-  }
-
-  // readSettings reads admission fields into a body of PATCH or of a new screening. Empty fields, and with
-  // base those equal to it, are left out. It marks bad fields and returns {body, problems}.
-  function readSettings(fields, base) {
-    const body = {};
-    const problems = [];
-    for (const name of ['interval', 'active_ttl']) {
-      const input = fields[name];
-      const v = input.value.trim();
-      input.removeAttribute('aria-invalid');
-      if (v === '' || (base && v === String(base[name]))) continue;
-      if (!durationPattern.test(v)) {
-        input.setAttribute('aria-invalid', 'true');
-        problems.push({ input, text: t('admin.badDuration', { field: fieldName(input) }) });
-      } else {
-        body[name] = v;
-      }
-    }
-    for (const name of ['batch_size', 'max_active']) {
-      const input = fields[name];
-      const v = input.value.trim();
-      input.removeAttribute('aria-invalid');
-      if (v === '') continue;
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1) {
-        input.setAttribute('aria-invalid', 'true');
-        problems.push({ input, text: t('admin.badCount', { field: fieldName(input) }) });
-      } else if (!base || n !== Number(base[name])) {
-        body[name] = n;
-      }
-    }
-    return { body, problems };
-  }
-
-  async function saveAdmission(e) {
-    e.preventDefault();
-    const s = selectedScreening();
-    if (!s || st.admissionBusy) return;
-    const { body, problems } = readSettings(el.adm, st.admissionBase);
-    if (problems.length) {
-      st.admissionMessage = serverMsg('bad', problems.map((p) => p.text).join(' '));
-      render();
-      problems[0].input.focus();
-      return;
-    }
-    if (Object.keys(body).length === 0) {
-      st.admissionMessage = msg('warn', 'admin.noChange');
-      render();
-      return;
-    }
-    st.admissionBusy = true;
-    st.admissionMessage = msg('', 'admin.sending');
-    render();
-    const r = await api('PATCH', `/api/admin/screenings/${enc(s.id)}/admission`, body);
-    st.admissionBusy = false;
-    if (r.ok && r.data && typeof r.data === 'object') {
-      const now = selectedScreening();
-      if (now && now.id === s.id) merge(Object.assign({}, now, { admission: r.data }));
-      st.admissionDirty = false;
-      st.admissionFor = ''; // fill the form again from the effective settings
-      st.admissionMessage = msg('ok', 'admin.saved', {
-        interval: r.data.interval, batch: I.num(count(r.data.batch_size)),
-        max: I.num(count(r.data.max_active)), ttl: r.data.active_ttl,
-      });
-    } else if (!handled(r)) {
-      st.admissionMessage = errorMessage(r);
-    } else {
-      st.admissionMessage = null;
-    }
-    render();
-  }
-
-  async function create(e) {
-    e.preventDefault();
-    if (st.createBusy) return;
-    const problems = [];
-    const bad = (input, text) => {
-      input.setAttribute('aria-invalid', 'true');
-      problems.push({ input, text });
-    };
-    const all = [el.newID, el.newOpens, el.newStarts, el.newRows, el.newPerRow, el.newSeats];
-    all.forEach((i) => i.removeAttribute('aria-invalid'));
-    const id = el.newID.value.trim();
-    if (!idPattern.test(id)) bad(el.newID, t('admin.badId'));
-    const body = { id, name: el.newName.value.trim() };
-    for (const [field, input] of [['sale_opens_at', el.newOpens], ['starts_at', el.newStarts]]) {
-      const d = input.value ? new Date(input.value) : null; // datetime-local without an offset: local time
-      if (!d || Number.isNaN(d.getTime())) bad(input, t('admin.badTime', { field: fieldName(input) }));
-      else body[field] = d.toISOString();
-    }
-    if (el.layoutList.checked) {
-      body.seats = el.newSeats.value.split(/[\s,;]+/).filter(Boolean).map((x) => x.toUpperCase());
-    } else {
-      for (const [field, input] of [['rows', el.newRows], ['seats_per_row', el.newPerRow]]) {
-        const n = Number(input.value);
-        if (!Number.isInteger(n) || n < 1) bad(input, t('admin.badCount', { field: fieldName(input) }));
-        else body[field] = n;
-      }
-    }
-    const settings = readSettings(el.newAdm, null);
-    problems.push(...settings.problems);
-    if (Object.keys(settings.body).length) body.admission = settings.body;
-    if (problems.length) {
-      st.createMessage = serverMsg('bad', problems.map((p) => p.text).join(' '));
-      render();
-      problems[0].input.focus();
-      return;
-    }
-    st.createBusy = true;
-    st.createMessage = msg('', 'admin.sending');
-    render();
-    const r = await api('POST', '/api/admin/screenings', body);
-    st.createBusy = false;
-    if (r.status === 201 && r.data) {
-      merge(r.data);
-      select(r.data.id);
-      st.createMessage = msg('ok', 'admin.created', { id: r.data.id });
-      el.newID.value = '';
-      el.newName.value = '';
-      defaultTimes();
-    } else if (!handled(r)) {
-      st.createMessage = errorMessage(r);
-    } else {
-      st.createMessage = null;
-    }
-    render();
-  }
-
-  // defaultTimes suggests a sale that opens now and a screening two hours later.
-  function defaultTimes() {
-    const opens = new Date();
-    opens.setSeconds(0, 0);
-    el.newOpens.value = localInput(opens);
-    el.newStarts.value = localInput(new Date(opens.getTime() + 2 * 3600 * 1000));
-  }
-
-  function localInput(d) {
-    const p = (n) => String(n).padStart(2, '0');
-    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
-  }
-
-  // --- Drawing the page ------------------------------------------------------------------------------------
-
-  function render() {
-    const v = st.view;
-    el.main.dataset.view = v;
-    el.checking.hidden = v !== 'checking';
-    el.problem.hidden = v !== 'problem';
-    el.login.hidden = v !== 'login';
-    el.console.hidden = v !== 'console';
-    el.signOut.hidden = v !== 'console';
-    if (v === 'problem') {
-      el.problemText.dataset.kind = st.problem;
-      el.problemText.textContent = msgText(st.problemMessage);
-    }
-    if (v === 'login') {
-      el.loginError.textContent = msgText(st.loginMessage);
-      el.loginSubmit.disabled = st.loginBusy;
-      el.loginSubmit.textContent = st.loginBusy ? t('admin.checking') : t('admin.keySubmit');
-      if (st.loginMessage) el.key.setAttribute('aria-invalid', 'true');
-      else el.key.removeAttribute('aria-invalid');
-    }
-    if (v === 'console') renderConsole();
-  }
-
-  function renderStream() {
-    const s = st.stream;
-    el.stream.dataset.conn = s;
-    let text;
-    if (s === 'open') {
-      text = t('admin.stream.open', { time: clock(st.lastAtMs) });
-    } else if (s === 'reconnecting') {
-      const secs = st.streamRetryAtMs ? Math.max(0, Math.ceil((st.streamRetryAtMs - Date.now()) / 1000)) : 0;
-      text = t('admin.stream.reconnecting', { s: secs });
-    } else {
-      text = t('admin.stream.connecting');
-    }
-    if (el.streamText.textContent !== text) el.streamText.textContent = text;
-    el.streamError.textContent = st.streamProblem ? t('admin.stream.serverError', { msg: st.streamProblem }) : '';
-  }
-
-  function clock(ms) {
-    if (!ms) return '–';
-    return new Date(ms).toLocaleTimeString(locale(), { hour: '2-digit', minute: '2-digit', second: '2-digit' });
-  }
-
-  function locale() { return I.lang === 'ko' ? 'ko-KR' : 'en-US'; }
-
-  function stateOf(s) {
-    const known = ['upcoming', 'on_sale', 'sold_out', 'closed', 'paused'];
-    return known.includes(s.state) ? s.state : 'on_sale';
-  }
-
-  function renderConsole() {
-    renderStream();
-    if (!selectedScreening() && st.screenings.length) {
-      const first = st.screenings.find((s) => s.id === 'demo') || st.screenings[0];
-      st.selected = first.id;
-    }
-    renderOverview();
-    renderSelect();
-    renderSelected();
-    renderAdmissionForm();
-    setMessage(el.admissionMessage, st.admissionMessage);
-    setMessage(el.createMessage, st.createMessage);
-    el.admissionSubmit.disabled = st.admissionBusy || !selectedScreening();
-    el.createSubmit.disabled = st.createBusy;
-    drawCharts();
-  }
-
-  function setMessage(node, m) {
-    node.className = node.className.replace(/\b(ok|bad|warn)\b/g, '').trim();
-    if (m && m.kind) node.classList.add(m.kind);
-    const text = msgText(m);
-    if (node.textContent !== text) node.textContent = text;
-  }
-
-  const rows = new Map(); // id -> the overview row
-
-  function renderOverview() {
-    el.noScreenings.hidden = st.screenings.length > 0;
-    const focusedID = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.pick : undefined;
-    const ids = new Set(st.screenings.map((s) => s.id));
-    for (const [id, tr] of rows) {
-      if (!ids.has(id)) {
-        tr.remove();
-        rows.delete(id);
-      }
-    }
-    let order = false;
-    st.screenings.forEach((s, i) => {
-      let tr = rows.get(s.id);
-      if (!tr) {
-        tr = document.createElement('tr');
-        const th = document.createElement('th');
-        th.scope = 'row';
-        const b = document.createElement('button');
-        b.type = 'button';
-        b.className = 'pick';
-        b.dataset.pick = s.id;
-        th.append(b);
-        const state = document.createElement('td');
-        const badge = document.createElement('span');
-        state.append(badge);
-        tr.append(th, state, cell(), cell(), cell());
-        rows.set(s.id, tr);
-        order = true;
-      }
-      if (el.overviewRows.children[i] !== tr) order = true;
-      const line = s.line || {};
-      const state = stateOf(s);
-      const [th, stateCell, waiting, active, sold] = tr.children;
-      setText(th.firstChild, `${s.name || s.id} (${s.id})`);
-      const badge = stateCell.firstChild;
-      badge.className = 'badge ' + state;
-      setText(badge, t('state.' + state));
-      waiting.dataset.label = t('admin.col.waiting');
-      active.dataset.label = t('admin.col.active');
-      sold.dataset.label = t('admin.col.sold');
-      setText(waiting, I.num(count(line.waiting) + count(line.pre_queue)));
-      setText(active, I.num(count(line.active)));
-      setText(sold, `${I.num(count(s.seats_sold))} / ${I.num(count(s.seats_total))}`);
-      if (s.id === st.selected) tr.setAttribute('aria-current', 'true');
-      else tr.removeAttribute('aria-current');
-    });
-    if (order) {
-      el.overviewRows.replaceChildren(...st.screenings.map((s) => rows.get(s.id)));
-      if (focusedID !== undefined) {
-        const again = el.overviewRows.querySelector(`button[data-pick="${CSS.escape(focusedID)}"]`);
-        if (again) again.focus();
-      }
-    }
-  }
-
-  function cell() {
-    const td = document.createElement('td');
-    td.className = 'num';
-    return td;
-  }
-
-  function setText(node, text) {
-    if (node.textContent !== text) node.textContent = text;
-  }
-
-  let selectSignature = '';
-
-  function renderSelect() {
-    const labels = st.screenings.map((s) => [s.id, `${s.name || s.id} (${s.id}) · ${t('state.' + stateOf(s))}`]);
-    const sig = JSON.stringify(labels);
-    if (sig !== selectSignature) {
-      selectSignature = sig;
-      el.select.replaceChildren(...labels.map(([id, label]) => {
-        const o = document.createElement('option');
-        o.value = id;
-        o.textContent = label;
-        return o;
-      }));
-    }
-    if (el.select.value !== st.selected) el.select.value = st.selected;
-    el.select.disabled = st.screenings.length === 0;
-  }
-
-  function renderSelected() {
-    const s = selectedScreening();
-    const line = (s && s.line) || {};
-    const state = s ? stateOf(s) : '';
-    setText(el.selectedHeading, s ? `${s.name || s.id} (${s.id})` : '');
-    el.state.className = 'badge ' + state;
-    el.state.dataset.state = state;
-    setText(el.state, s ? t('state.' + state) : '');
-    setText(el.seats, s ? t('admin.seatsSold', { sold: I.num(count(s.seats_sold)), total: I.num(count(s.seats_total)) }) : '');
-    const times = [];
-    if (s) {
-      times.push(t('opensAt', { time: I.dateTime(s.sale_opens_at) }));
-      times.push(t('startsAt', { time: I.dateTime(s.starts_at) }));
-      if (s.closed_at) times.push(t('admin.closedAt', { time: I.dateTime(s.closed_at) }));
-    }
-    setText(el.times, times.join(' · '));
-    const a = (s && s.admission) || {};
-    setText(el.current.interval, s ? String(a.interval || '–') : '–');
-    setText(el.current.batch_size, s && a.batch_size !== undefined ? I.num(count(a.batch_size)) : '–');
-    setText(el.current.max_active, s && a.max_active !== undefined ? I.num(count(a.max_active)) : '–');
-    setText(el.current.active_ttl, s ? String(a.active_ttl || '–') : '–');
-    el.current.batch_size.dataset.value = s ? String(count(a.batch_size)) : '';
-    const closed = !s || state === 'closed' || Boolean(s.closed_at) || Boolean(line.closed);
-    el.pause.disabled = st.busy || closed || Boolean(line.paused);
-    el.resume.disabled = st.busy || closed || !line.paused;
-    el.close.disabled = st.busy || closed;
-    el.pause.setAttribute('aria-busy', st.busy ? 'true' : 'false');
-    setMessage(el.actionMessage, st.actionMessage);
-  }
-
-  // renderAdmissionForm fills the form from the selected screening's settings when it is shown for another
-  // screening, or when the settings changed and the operator is not editing.
-  function renderAdmissionForm() {
-    const s = selectedScreening();
-    if (!s) return;
-    const a = s.admission || {};
-    const base = st.admissionBase;
-    const changed = !base || ['interval', 'batch_size', 'max_active', 'active_ttl'].some((k) => String(base[k]) !== String(a[k]));
-    if (st.admissionFor === s.id && (st.admissionDirty || !changed)) return;
-    st.admissionFor = s.id;
-    st.admissionBase = { interval: a.interval, batch_size: a.batch_size, max_active: a.max_active, active_ttl: a.active_ttl };
-    st.admissionDirty = false;
-    for (const k of Object.keys(el.adm)) {
-      el.adm[k].value = a[k] === undefined || a[k] === null ? '' : String(a[k]);
-      el.adm[k].removeAttribute('aria-invalid');
-    }
-  }
-
-  // --- Charts ----------------------------------------------------------------------------------------------
-
-  const charts = {};
-  document.querySelectorAll('figure.chart').forEach((fig) => {
-    charts[fig.dataset.chart] = {
-      fig,
-      canvas: fig.querySelector('canvas'),
-      value: fig.querySelector('.chart-value'),
-      legend: fig.querySelector('.chart-legend'),
-      title: fig.querySelector('.chart-title'),
-    };
-  });
-
-  function palette() {
-    const css = getComputedStyle(document.documentElement);
-    const v = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
-    return {
-      series: [1, 2, 3, 4, 5, 6].map((i) => v('--chart-' + i, '#0a58a8')),
-      fill: v('--chart-fill', 'rgba(10,88,168,.12)'),
-      limit: v('--chart-limit', '#a61b1b'),
-      grid: v('--line', '#d5d9df'),
-      muted: v('--muted', '#4f5863'),
-      font: getComputedStyle(document.body).fontFamily || 'system-ui, sans-serif',
-    };
-  }
-
-  // rate turns a counter into a per-second series: the difference between samples over the time between
-  // them. A counter that went down (a restarted line) counts from zero.
-  function rate(past, read) {
-    const out = [];
-    for (let i = 1; i < past.length; i++) {
-      const dtMs = past[i].atMs - past[i - 1].atMs;
-      if (dtMs <= 0 || dtMs > gapMs) continue;
-      const d = read(past[i]) - read(past[i - 1]);
-      out.push([past[i].atMs, Math.max(0, d) / (dtMs / 1000)]);
-    }
-    return out;
-  }
-
-  function fmtNum(v, fraction) {
-    return new Intl.NumberFormat(locale(), { maximumFractionDigits: fraction, minimumFractionDigits: 0 }).format(v);
-  }
-  const fmtRate = (v) => fmtNum(v, v < 10 ? 1 : 0);
-  const fmtCount = (v) => fmtNum(Math.round(v), 0);
-
-  function lastOf(points) {
-    return points.length ? points[points.length - 1][1] : 0;
-  }
-
-  // specs describes the six charts of screening s from its samples.
-  function specs(s, past, pal) {
-    const last = past.length ? past[past.length - 1] : null;
-    const col = (i) => pal.series[i % pal.series.length];
-    const dash = (i) => dashes[i % dashes.length];
-    const pts = (read) => past.map((p) => [p.atMs, read(p)]);
-    const out = {};
-
-    const waiting = pts((p) => p.waiting);
-    const pre = pts((p) => p.pre);
-    out.waiting = {
-      series: [
-        { name: t('admin.s.waiting'), color: col(0), dash: dash(0), points: waiting, fill: true },
-        { name: t('admin.s.pre'), color: col(1), dash: dash(1), points: pre },
-      ],
-      value: last ? last.waiting : null,
-      valueText: last ? fmtCount(last.waiting) : '–',
-      fmt: fmtCount,
-    };
-
-    const admitted = rate(past, (p) => p.admittedTotal);
-    out.admitted = {
-      series: [{ name: t('admin.s.admitted'), color: col(0), dash: dash(0), points: admitted, fill: true }],
-      value: admitted.length ? lastOf(admitted) : null,
-      valueText: admitted.length ? t('admin.perSecond', { n: fmtRate(lastOf(admitted)) }) : '–',
-      extra: last ? [t('admin.inAll', { n: fmtCount(last.admittedTotal) })] : [],
-      fmt: fmtRate,
-      rate: true,
-    };
-
-    out.active = {
-      series: [{ name: t('admin.s.active'), color: col(0), dash: dash(0), points: pts((p) => p.active), fill: true }],
-      limits: last && last.maxActive ? [{ name: t('admin.s.maxActive'), value: last.maxActive }] : [],
-      value: last ? last.active : null,
-      valueText: last ? t('admin.ofMax', { n: fmtCount(last.active), max: fmtCount(last.maxActive) }) : '–',
-      fmt: fmtCount,
-    };
-
-    out.sold = {
-      series: [{ name: t('admin.s.sold'), color: col(0), dash: dash(0), points: pts((p) => p.sold), fill: true }],
-      limits: last && last.seatsTotal ? [{ name: t('admin.s.seats'), value: last.seatsTotal }] : [],
-      value: last ? last.sold : null,
-      valueText: last ? t('admin.ofMax', { n: fmtCount(last.sold), max: fmtCount(last.seatsTotal) }) : '–',
-      fmt: fmtCount,
-    };
-
-    const reasons = [...new Set(past.flatMap((p) => Object.keys(p.skips)))].sort();
-    const skipSeries = reasons.map((r, i) => ({
-      name: r,
-      color: col(i),
-      dash: dash(i),
-      points: rate(past, (p) => count(p.skips[r])),
-      total: last ? count(last.skips[r]) : 0,
-    }));
-    const skipNow = skipSeries.reduce((sum, x) => sum + lastOf(x.points), 0);
-    out.skips = {
-      series: skipSeries,
-      value: past.length > 1 ? skipNow : null,
-      valueText: past.length > 1 ? t('admin.perSecond', { n: fmtRate(skipNow) }) : '–',
-      empty: t('admin.noSkips'),
-      fmt: fmtRate,
-      rate: true,
-      legendText: (x) => `${t('admin.perSecond', { n: fmtRate(lastOf(x.points)) })} · ${t('admin.inAll', { n: fmtCount(x.total) })}`,
-    };
-
-    const instances = [...new Set(past.flatMap((p) => Object.keys(p.sockets)))].sort();
-    const socketSeries = [{
-      name: t('admin.s.allInstances'),
-      color: col(0),
-      dash: dash(0),
-      points: pts((p) => Object.values(p.sockets).reduce((a, b) => a + b, 0)),
-      fill: true,
-      wide: true,
-    }];
-    instances.forEach((id, i) => {
-      socketSeries.push({
-        name: id,
-        color: col(i + 1),
-        dash: dash(i + 1),
-        points: past.filter((p) => id in p.sockets).map((p) => [p.atMs, p.sockets[id]]),
-      });
-    });
-    const socketsNow = last ? Object.values(last.sockets).reduce((a, b) => a + b, 0) : null;
-    out.sockets = {
-      series: instances.length ? socketSeries : [],
-      value: socketsNow,
-      valueText: socketsNow === null ? '–' : fmtCount(socketsNow),
-      empty: t('admin.noInstances'),
-      fmt: fmtCount,
-    };
-    return out;
-  }
-
-  function drawCharts() {
-    if (st.view !== 'console') return;
-    const s = selectedScreening();
-    const past = (s && pastByID.get(s.id)) || [];
-    const pal = palette();
-    const t1 = past.length ? past[past.length - 1].atMs : st.lastAtMs || Date.now();
-    const all = specs(s, past, pal);
-    for (const [name, c] of Object.entries(charts)) {
-      const spec = all[name];
-      c.fig.dataset.points = String(past.length);
-      c.fig.dataset.at = past.length ? String(t1) : '';
-      c.fig.dataset.screening = s ? s.id : '';
-      setText(c.value, spec.valueText);
-      c.value.dataset.value = spec.value === null ? '' : String(spec.value);
-      draw(c.canvas, spec, t1, pal);
-      c.canvas.setAttribute('aria-label', altText(c.title.textContent, spec));
-      legend(c.legend, spec);
-    }
-  }
-
-  function altText(title, spec) {
-    if (!spec.series.length || spec.series.every((x) => !x.points.length)) {
-      return `${title}. ${spec.empty && spec.series.length === 0 && spec.value !== null ? spec.empty : t('admin.noData')}`;
-    }
-    const parts = spec.series.map((x) => {
-      const vs = x.points.map((p) => p[1]);
-      const f = spec.fmt;
-      return t('admin.seriesAlt', {
-        name: x.name,
-        now: vs.length ? f(vs[vs.length - 1]) : '–',
-        min: vs.length ? f(Math.min(...vs)) : '–',
-        max: vs.length ? f(Math.max(...vs)) : '–',
-      });
-    });
-    for (const l of spec.limits || []) parts.push(`${l.name}: ${spec.fmt(l.value)}`);
-    return t('admin.chartAlt', { title, secs: windowMs / 1000, series: parts.join('; ') });
-  }
-
-  function legend(ul, spec) {
-    const items = [];
-    if (!spec.series.length && spec.empty && spec.value !== null) {
-      const li = document.createElement('li');
-      li.textContent = spec.empty;
-      items.push(li);
-    }
-    for (const x of spec.series) {
-      const li = document.createElement('li');
-      li.append(swatch(x.color, x.dash, x.wide));
-      const name = document.createElement('span');
-      name.textContent = x.name + ':';
-      const b = document.createElement('b');
-      b.textContent = spec.legendText ? spec.legendText(x) : x.points.length ? (spec.rate ? t('admin.perSecond', { n: spec.fmt(lastOf(x.points)) }) : spec.fmt(lastOf(x.points))) : '–';
-      li.append(name, b);
-      items.push(li);
-    }
-    for (const l of spec.limits || []) {
-      const li = document.createElement('li');
-      li.append(swatch(palette().limit, [3, 3], false));
-      const name = document.createElement('span');
-      name.textContent = l.name + ':';
-      const b = document.createElement('b');
-      b.textContent = spec.fmt(l.value);
-      li.append(name, b);
-      items.push(li);
-    }
-    for (const text of spec.extra || []) {
-      const li = document.createElement('li');
-      li.textContent = text;
-      items.push(li);
-    }
-    ul.replaceChildren(...items);
-  }
-
-  function swatch(color, dash, wide) {
-    const c = document.createElement('canvas');
-    c.className = 'swatch';
-    c.setAttribute('aria-hidden', 'true');
-    const dpr = window.devicePixelRatio || 1;
-    c.width = Math.round(22 * dpr);
-    c.height = Math.round(10 * dpr);
-    const g = c.getContext('2d');
-    if (g) {
-      g.scale(dpr, dpr);
-      g.strokeStyle = color;
-      g.lineWidth = wide ? 3 : 2;
-      g.setLineDash(dash);
-      g.beginPath();
-      g.moveTo(1, 5);
-      g.lineTo(21, 5);
-      g.stroke();
-    }
-    return c;
-  }
-
-  // axisTop is the top of a y axis that shows v: a round number whose half, the middle grid line, is a whole
-  // number too when the chart counts things.
-  function axisTop(v, whole) {
-    if (whole && v <= 10) return Math.max(2, Math.ceil(v / 2) * 2);
-    if (!(v > 0)) return 1;
-    const p = 10 ** Math.floor(Math.log10(v));
-    for (const m of whole ? [1, 2, 4, 5, 6, 8, 10] : [1, 2, 2.5, 4, 5, 6, 8, 10]) {
-      if (m * p >= v - 1e-9) return m * p;
-    }
-    return 10 * p;
-  }
-
-  // draw paints one chart: the last windowMs up to t1 along x, from 0 to a round maximum up y, a line per
-  // series (broken where the stream was down), and the limits as dashed lines.
-  function draw(canvas, spec, t1, pal) {
-    const rect = canvas.getBoundingClientRect();
-    const w = Math.round(rect.width);
-    const h = Math.round(rect.height);
-    if (w < 10 || h < 10) return; // not laid out (hidden)
-    const dpr = window.devicePixelRatio || 1;
-    if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
-      canvas.width = Math.round(w * dpr);
-      canvas.height = Math.round(h * dpr);
-    }
-    const g = canvas.getContext('2d');
-    if (!g) return;
-    g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    g.clearRect(0, 0, w, h);
-    g.font = `11px ${pal.font}`;
-
-    let max = 0;
-    for (const x of spec.series) for (const p of x.points) max = Math.max(max, p[1]);
-    for (const l of spec.limits || []) max = Math.max(max, l.value);
-    const top = axisTop(max, !spec.rate);
-    const labelFmt = (v) => (spec.rate ? fmtNum(v, top < 5 ? 1 : 0) : fmtCount(v));
-    const yLabels = [top, top / 2, 0].map(labelFmt);
-    const padL = Math.ceil(Math.max(...yLabels.map((s) => g.measureText(s).width))) + 8;
-    const padR = 6;
-    const padT = 8;
-    const padB = 18;
-    const pw = Math.max(1, w - padL - padR);
-    const ph = Math.max(1, h - padT - padB);
-    const t0 = t1 - windowMs;
-    const X = (tMs) => padL + ((tMs - t0) / windowMs) * pw;
-    const Y = (v) => padT + ph - (v / top) * ph;
-
-    // Grid and labels.
-    g.lineWidth = 1;
-    g.setLineDash([]);
-    g.strokeStyle = pal.grid;
-    g.fillStyle = pal.muted;
-    g.textBaseline = 'middle';
-    g.textAlign = 'right';
-    [top, top / 2, 0].forEach((v, i) => {
-      const y = Math.round(Y(v)) + 0.5;
-      g.beginPath();
-      g.moveTo(padL, y);
-      g.lineTo(padL + pw, y);
-      g.stroke();
-      g.fillText(yLabels[i], padL - 4, y);
-    });
-    g.textBaseline = 'alphabetic';
-    const xTicks = [[t0, t('admin.ago', { n: windowMs / 1000 }), 'left'], [t1 - windowMs / 2, t('admin.ago', { n: windowMs / 2000 }), 'center'], [t1, t('admin.now'), 'right']];
-    for (const [tMs, label, align] of xTicks) {
-      g.textAlign = align;
-      g.fillText(label, align === 'left' ? padL : align === 'right' ? padL + pw : X(tMs), h - 4);
-    }
-
-    g.save();
-    g.beginPath();
-    g.rect(padL, padT - 2, pw, ph + 4);
-    g.clip();
-
-    // Limits.
-    for (const l of spec.limits || []) {
-      g.strokeStyle = pal.limit;
-      g.lineWidth = 1.5;
-      g.setLineDash([3, 3]);
-      const y = Y(l.value);
-      g.beginPath();
-      g.moveTo(padL, y);
-      g.lineTo(padL + pw, y);
-      g.stroke();
-    }
-
-    // Series, in runs without gaps; the first may be filled.
-    for (const x of spec.series) {
-      const runs = [];
-      let run = [];
-      for (const p of x.points) {
-        if (run.length && p[0] - run[run.length - 1][0] > gapMs) {
-          runs.push(run);
-          run = [];
-        }
-        run.push(p);
-      }
-      if (run.length) runs.push(run);
-      for (const r of runs) {
-        if (x.fill && r.length > 1) {
-          g.fillStyle = pal.fill;
-          g.beginPath();
-          g.moveTo(X(r[0][0]), Y(0));
-          for (const p of r) g.lineTo(X(p[0]), Y(p[1]));
-          g.lineTo(X(r[r.length - 1][0]), Y(0));
-          g.closePath();
-          g.fill();
-        }
-        g.strokeStyle = x.color;
-        g.lineWidth = x.wide ? 2.5 : 2;
-        g.lineJoin = 'round';
-        g.setLineDash(x.dash);
-        g.beginPath();
-        r.forEach((p, i) => (i ? g.lineTo(X(p[0]), Y(p[1])) : g.moveTo(X(p[0]), Y(p[1]))));
-        if (r.length === 1) {
-          // A lone sample: a dot, so it shows.
-          g.arc(X(r[0][0]), Y(r[0][1]), 2, 0, 2 * Math.PI);
-        }
-        g.stroke();
-      }
-    }
-    g.restore();
-  }
-
-  // --- Wiring ----------------------------------------------------------------------------------------------
-
-  el.loginForm.addEventListener('submit', async (e) => {
-    e.preventDefault();
-    if (st.loginBusy) return;
-    const k = el.key.value.trim();
-    if (!k) {
-      st.loginMessage = msg('bad', 'admin.keyEmpty');
-      render();
-      el.key.focus();
-      return;
-    }
-    st.key = k;
-    st.loginBusy = true;
-    st.loginMessage = null;
-    render();
-    const r = await api('GET', '/api/admin/screenings');
-    st.loginBusy = false;
-    if (r.ok) {
-      saveKey(k);
-      el.key.value = '';
-      openConsole(r.data);
-    } else if (!handled(r)) {
-      st.key = '';
-      st.loginMessage = r.status === 0 ? msg('bad', 'admin.networkError') : errorMessage(r);
-      render();
-    }
-  });
-
-  el.problemRetry.addEventListener('click', check);
-
-  el.signOut.addEventListener('click', () => {
-    stopStream();
-    st.key = '';
-    saveKey('');
-    st.loginMessage = null;
-    setView('login');
-    el.key.focus();
-  });
-
-  el.select.addEventListener('change', () => select(el.select.value));
-  el.overviewRows.addEventListener('click', (e) => {
-    const b = e.target.closest && e.target.closest('button[data-pick]');
-    if (b) {
-      select(b.dataset.pick);
-      el.selectedHeading.focus();
-    }
-  });
-
-  el.pause.addEventListener('click', () => act('pause'));
-  el.resume.addEventListener('click', () => act('resume'));
-  el.close.addEventListener('click', askClose);
-  el.dialogCancel.addEventListener('click', () => el.dialog.close());
-  el.dialogConfirm.addEventListener('click', () => {
-    const id = el.dialog.dataset.screening;
-    el.dialog.close();
-    if (id && id === st.selected) act('close');
-  });
-  el.dialog.addEventListener('close', () => {
-    if (st.view === 'console') el.close.focus();
-  });
-
-  el.admissionForm.addEventListener('input', () => { st.admissionDirty = true; });
-  el.admissionForm.addEventListener('submit', saveAdmission);
-  el.createForm.addEventListener('submit', create);
-  const layout = () => {
-    el.gridFields.hidden = el.layoutList.checked;
-    el.listFields.hidden = !el.layoutList.checked;
+      buf = buf.slice(start);
+    },
   };
-  el.layoutGrid.addEventListener('change', layout);
-  el.layoutList.addEventListener('change', layout);
+}
 
-  if (typeof ResizeObserver === 'function') {
-    let pending = 0;
-    new ResizeObserver(() => {
-      cancelAnimationFrame(pending);
-      pending = requestAnimationFrame(drawCharts);
-    }).observe(el.charts);
+function onEvent(type, data) {
+  if (type === 'error') {
+    let text = data;
+    try {
+      const v = JSON.parse(data);
+      if (typeof v === 'string') text = v;
+    } catch (_) { /* not JSON: show it as it is */ }
+    st.streamProblem = text;
+    renderStream();
+    return;
   }
-  if (window.matchMedia) {
-    const dark = window.matchMedia('(prefers-color-scheme: dark)');
-    if (dark.addEventListener) dark.addEventListener('change', drawCharts);
+  if (type !== 'message') return;
+  let frame;
+  try {
+    frame = JSON.parse(data);
+  } catch (_) {
+    return;
   }
-  window.addEventListener('hashchange', () => {
-    const id = selectedFromHash();
-    if (id) select(id);
-  });
-  // A page restored from the back-forward cache has lost its stream.
-  window.addEventListener('pageshow', (e) => {
-    if (e.persisted && st.view === 'console' && !streamCtl) openStream();
-  });
+  onFrame(frame);
+}
 
-  I.onChange(() => {
-    selectSignature = ''; // the state names in the options
+function onFrame(f) {
+  if (!f || typeof f !== 'object' || !Array.isArray(f.screenings)) return;
+  streamAttempt = 0;
+  st.streamProblem = '';
+  const atMs = Number(f.at) > 0 ? Number(f.at) : Date.now();
+  st.lastAtMs = atMs;
+  st.screenings = f.screenings.filter((s) => s && typeof s.id === 'string');
+  st.instances = (Array.isArray(f.instances) ? f.instances : []).filter((x) => x && typeof x.id === 'string');
+  for (const s of st.screenings) record(s, atMs);
+  holdMerged();
+  for (const id of [...pastByID.keys()]) {
+    if (!st.screenings.some((s) => s.id === id)) pastByID.delete(id);
+  }
+  st.stream = 'open';
+  render();
+}
+
+// record adds a frame's figures of screening s to its history.
+function record(s, atMs) {
+  const line = s.line && typeof s.line === 'object' ? s.line : {};
+  const skips = {};
+  if (line.skips && typeof line.skips === 'object') {
+    for (const [reason, n] of Object.entries(line.skips)) skips[reason] = count(n);
+  }
+  const sockets = {};
+  for (const inst of st.instances) sockets[inst.id] = count(inst.sockets && inst.sockets[s.id]);
+  const sample = {
+    atMs,
+    waiting: count(line.waiting),
+    pre: count(line.pre_queue),
+    active: count(line.active),
+    admittedTotal: count(line.admitted_total),
+    sold: count(s.seats_sold),
+    seatsTotal: count(s.seats_total),
+    maxActive: count(s.admission && s.admission.max_active),
+    skips,
+    sockets,
+  };
+  let past = pastByID.get(s.id);
+  if (!past) pastByID.set(s.id, (past = []));
+  if (past.length && atMs <= past[past.length - 1].atMs) return; // a repeat, or from behind
+  past.push(sample);
+  while (past.length > 1 && past[1].atMs <= atMs - windowMs) past.shift();
+}
+
+// --- Actions ---------------------------------------------------------------------------------------------
+
+// merge puts a screening the API returned into the list, so the page shows it before the next frame. For
+// a moment it also stands in for the screening of the frames that arrive, as one of them may have been
+// read before the change (a paused screening would seem to run again for a second, a new one to vanish).
+function merge(s) {
+  if (!s || typeof s.id !== 'string') return;
+  const i = st.screenings.findIndex((x) => x.id === s.id);
+  if (i >= 0) st.screenings[i] = s;
+  else st.screenings.push(s);
+  recent.set(s.id, { s, untilMs: Date.now() + mergeHoldMs });
+}
+
+// holdMerged puts the screenings merged a moment ago into a frame's list.
+function holdMerged() {
+  const now = Date.now();
+  for (const [id, r] of recent) {
+    if (now > r.untilMs) {
+      recent.delete(id);
+      continue;
+    }
+    const i = st.screenings.findIndex((x) => x.id === id);
+    if (i >= 0) st.screenings[i] = r.s;
+    else st.screenings.push(r.s);
+  }
+}
+
+function select(id) {
+  if (st.selected === id) return;
+  st.selected = id;
+  st.actionMessage = null;
+  st.admissionMessage = null;
+  try {
+    history.replaceState(null, '', '#' + enc(id));
+  } catch (_) { /* a page without history: the choice lasts this page */ }
+  render();
+}
+
+async function act(what) {
+  const s = selectedScreening();
+  if (!s || st.busy) return;
+  st.busy = true;
+  st.actionMessage = msg('', 'admin.sending');
+  render();
+  const r = await api('POST', `/api/admin/screenings/${enc(s.id)}/${what}`);
+  st.busy = false;
+  if (r.ok && r.data) {
+    merge(r.data);
+    st.actionMessage = msg('ok', 'admin.done.' + what, { id: s.id });
+  } else if (!handled(r)) {
+    st.actionMessage = errorMessage(r);
+  } else {
+    st.actionMessage = null;
+  }
+  render();
+}
+
+function askClose() {
+  const s = selectedScreening();
+  if (!s || st.busy) return;
+  el.dialogText.textContent = t('admin.closeText', { name: String(s.name || s.id), id: s.id });
+  el.dialog.dataset.screening = s.id;
+  el.dialog.showModal();
+  el.dialogCancel.focus();
+}
+
+function fieldName(input) {
+  const label = document.querySelector(`label[for="${input.id}"]`);
+  return label ? label.textContent : input.name;
+}
+
+// readSettings reads admission fields into a body of PATCH or of a new screening. Empty fields, and with
+// base those equal to it, are left out. It marks bad fields and returns {body, problems}.
+function readSettings(fields, base) {
+  const body = {};
+  const problems = [];
+  for (const name of ['interval', 'active_ttl']) {
+    const input = fields[name];
+    const v = input.value.trim();
+    input.removeAttribute('aria-invalid');
+    if (v === '' || (base && v === String(base[name]))) continue;
+    if (!durationPattern.test(v)) {
+      input.setAttribute('aria-invalid', 'true');
+      problems.push({ input, text: t('admin.badDuration', { field: fieldName(input) }) });
+    } else {
+      body[name] = v;
+    }
+  }
+  for (const name of ['batch_size', 'max_active']) {
+    const input = fields[name];
+    const v = input.value.trim();
+    input.removeAttribute('aria-invalid');
+    if (v === '') continue;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) {
+      input.setAttribute('aria-invalid', 'true');
+      problems.push({ input, text: t('admin.badCount', { field: fieldName(input) }) });
+    } else if (!base || n !== Number(base[name])) {
+      body[name] = n;
+    }
+  }
+  return { body, problems };
+}
+
+async function saveAdmission(e) {
+  e.preventDefault();
+  const s = selectedScreening();
+  if (!s || st.admissionBusy) return;
+  const { body, problems } = readSettings(el.adm, st.admissionBase);
+  if (problems.length) {
+    st.admissionMessage = serverMsg('bad', problems.map((p) => p.text).join(' '));
     render();
+    problems[0].input.focus();
+    return;
+  }
+  if (Object.keys(body).length === 0) {
+    st.admissionMessage = msg('warn', 'admin.noChange');
+    render();
+    return;
+  }
+  st.admissionBusy = true;
+  st.admissionMessage = msg('', 'admin.sending');
+  render();
+  const r = await api('PATCH', `/api/admin/screenings/${enc(s.id)}/admission`, body);
+  st.admissionBusy = false;
+  if (r.ok && r.data && typeof r.data === 'object') {
+    const now = selectedScreening();
+    if (now && now.id === s.id) merge(Object.assign({}, now, { admission: r.data }));
+    st.admissionDirty = false;
+    st.admissionFor = ''; // fill the form again from the effective settings
+    st.admissionMessage = msg('ok', 'admin.saved', {
+      interval: r.data.interval, batch: num(count(r.data.batch_size)),
+      max: num(count(r.data.max_active)), ttl: r.data.active_ttl,
+    });
+  } else if (!handled(r)) {
+    st.admissionMessage = errorMessage(r);
+  } else {
+    st.admissionMessage = null;
+  }
+  render();
+}
+
+async function create(e) {
+  e.preventDefault();
+  if (st.createBusy) return;
+  const problems = [];
+  const bad = (input, text) => {
+    input.setAttribute('aria-invalid', 'true');
+    problems.push({ input, text });
+  };
+  const all = [el.newID, el.newOpens, el.newStarts, el.newRows, el.newPerRow, el.newSeats];
+  all.forEach((i) => i.removeAttribute('aria-invalid'));
+  const id = el.newID.value.trim();
+  if (!idPattern.test(id)) bad(el.newID, t('admin.badId'));
+  const body = { id, name: el.newName.value.trim() };
+  for (const [field, input] of [['sale_opens_at', el.newOpens], ['starts_at', el.newStarts]]) {
+    const d = input.value ? new Date(input.value) : null; // datetime-local without an offset: local time
+    if (!d || Number.isNaN(d.getTime())) bad(input, t('admin.badTime', { field: fieldName(input) }));
+    else body[field] = d.toISOString();
+  }
+  if (el.layoutList.checked) {
+    body.seats = el.newSeats.value.split(/[\s,;]+/).filter(Boolean).map((x) => x.toUpperCase());
+  } else {
+    for (const [field, input] of [['rows', el.newRows], ['seats_per_row', el.newPerRow]]) {
+      const n = Number(input.value);
+      if (!Number.isInteger(n) || n < 1) bad(input, t('admin.badCount', { field: fieldName(input) }));
+      else body[field] = n;
+    }
+  }
+  const settings = readSettings(el.newAdm, null);
+  problems.push(...settings.problems);
+  if (Object.keys(settings.body).length) body.admission = settings.body;
+  if (problems.length) {
+    st.createMessage = serverMsg('bad', problems.map((p) => p.text).join(' '));
+    render();
+    problems[0].input.focus();
+    return;
+  }
+  st.createBusy = true;
+  st.createMessage = msg('', 'admin.sending');
+  render();
+  const r = await api('POST', '/api/admin/screenings', body);
+  st.createBusy = false;
+  if (r.status === 201 && r.data) {
+    merge(r.data);
+    select(r.data.id);
+    st.createMessage = msg('ok', 'admin.created', { id: r.data.id });
+    el.newID.value = '';
+    el.newName.value = '';
+    defaultTimes();
+  } else if (!handled(r)) {
+    st.createMessage = errorMessage(r);
+  } else {
+    st.createMessage = null;
+  }
+  render();
+}
+
+// defaultTimes suggests a sale that opens now and a screening two hours later.
+function defaultTimes() {
+  const opens = new Date();
+  opens.setSeconds(0, 0);
+  el.newOpens.value = localInput(opens);
+  el.newStarts.value = localInput(new Date(opens.getTime() + 2 * 3600 * 1000));
+}
+
+function localInput(d) {
+  const p = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+// --- Drawing the page ------------------------------------------------------------------------------------
+
+function render() {
+  const v = st.view;
+  el.main.dataset.view = v;
+  el.checking.hidden = v !== 'checking';
+  el.problem.hidden = v !== 'problem';
+  el.login.hidden = v !== 'login';
+  el.console.hidden = v !== 'console';
+  el.signOut.hidden = v !== 'console';
+  if (v === 'problem') {
+    el.problemText.dataset.kind = st.problem;
+    el.problemText.textContent = msgText(st.problemMessage);
+  }
+  if (v === 'login') {
+    el.loginError.textContent = msgText(st.loginMessage);
+    el.loginSubmit.disabled = st.loginBusy;
+    el.loginSubmit.textContent = st.loginBusy ? t('admin.checking') : t('admin.keySubmit');
+    if (st.loginMessage) el.key.setAttribute('aria-invalid', 'true');
+    else el.key.removeAttribute('aria-invalid');
+  }
+  if (v === 'console') renderConsole();
+}
+
+function renderStream() {
+  const s = st.stream;
+  el.stream.dataset.conn = s;
+  let text;
+  if (s === 'open') {
+    text = t('admin.stream.open', { time: clock(st.lastAtMs) });
+  } else if (s === 'reconnecting') {
+    const secs = st.streamRetryAtMs ? Math.max(0, Math.ceil((st.streamRetryAtMs - Date.now()) / 1000)) : 0;
+    text = t('admin.stream.reconnecting', { s: secs });
+  } else {
+    text = t('admin.stream.connecting');
+  }
+  if (el.streamText.textContent !== text) el.streamText.textContent = text;
+  el.streamError.textContent = st.streamProblem ? t('admin.stream.serverError', { msg: st.streamProblem }) : '';
+}
+
+function clock(ms) {
+  if (!ms) return '–';
+  return new Date(ms).toLocaleTimeString(locale(), { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+function stateOf(s) {
+  const known = ['upcoming', 'on_sale', 'sold_out', 'closed', 'paused'];
+  return known.includes(s.state) ? s.state : 'on_sale';
+}
+
+function renderConsole() {
+  renderStream();
+  if (!selectedScreening() && st.screenings.length) {
+    const first = st.screenings.find((s) => s.id === 'demo') || st.screenings[0];
+    st.selected = first.id;
+  }
+  renderOverview();
+  renderSelect();
+  renderSelected();
+  renderAdmissionForm();
+  setMessage(el.admissionMessage, st.admissionMessage);
+  setMessage(el.createMessage, st.createMessage);
+  el.admissionSubmit.disabled = st.admissionBusy || !selectedScreening();
+  el.createSubmit.disabled = st.createBusy;
+  drawCharts();
+}
+
+function setMessage(node, m) {
+  node.className = node.className.replace(/\b(ok|bad|warn)\b/g, '').trim();
+  if (m && m.kind) node.classList.add(m.kind);
+  const text = msgText(m);
+  if (node.textContent !== text) node.textContent = text;
+}
+
+const rows = new Map(); // id -> the overview row
+
+function renderOverview() {
+  el.noScreenings.hidden = st.screenings.length > 0;
+  const focusedID = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.pick : undefined;
+  const ids = new Set(st.screenings.map((s) => s.id));
+  for (const [id, tr] of rows) {
+    if (!ids.has(id)) {
+      tr.remove();
+      rows.delete(id);
+    }
+  }
+  let order = false;
+  st.screenings.forEach((s, i) => {
+    let tr = rows.get(s.id);
+    if (!tr) {
+      tr = document.createElement('tr');
+      const th = document.createElement('th');
+      th.scope = 'row';
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'pick';
+      b.dataset.pick = s.id;
+      th.append(b);
+      const state = document.createElement('td');
+      const badge = document.createElement('span');
+      state.append(badge);
+      tr.append(th, state, cell(), cell(), cell());
+      rows.set(s.id, tr);
+      order = true;
+    }
+    if (el.overviewRows.children[i] !== tr) order = true;
+    const line = s.line || {};
+    const state = stateOf(s);
+    const [th, stateCell, waiting, active, sold] = tr.children;
+    setText(th.firstChild, `${s.name || s.id} (${s.id})`);
+    const badge = stateCell.firstChild;
+    badge.className = 'badge ' + state;
+    setText(badge, t('state.' + state));
+    waiting.dataset.label = t('admin.col.waiting');
+    active.dataset.label = t('admin.col.active');
+    sold.dataset.label = t('admin.col.sold');
+    setText(waiting, num(count(line.waiting) + count(line.pre_queue)));
+    setText(active, num(count(line.active)));
+    setText(sold, `${num(count(s.seats_sold))} / ${num(count(s.seats_total))}`);
+    if (s.id === st.selected) tr.setAttribute('aria-current', 'true');
+    else tr.removeAttribute('aria-current');
   });
+  if (order) {
+    el.overviewRows.replaceChildren(...st.screenings.map((s) => rows.get(s.id)));
+    if (focusedID !== undefined) {
+      const again = el.overviewRows.querySelector(`button[data-pick="${CSS.escape(focusedID)}"]`);
+      if (again) again.focus();
+    }
+  }
+}
 
-  setInterval(() => {
-    if (st.view === 'console' && st.stream === 'reconnecting') renderStream();
-  }, tickMs);
+function cell() {
+  const td = document.createElement('td');
+  td.className = 'num';
+  return td;
+}
 
-  // --- Start -----------------------------------------------------------------------------------------------
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
 
-  layout();
-  defaultTimes();
-  check();
-})();
+let selectSignature = '';
+
+function renderSelect() {
+  const labels = st.screenings.map((s) => [s.id, `${s.name || s.id} (${s.id}) · ${t('state.' + stateOf(s))}`]);
+  const sig = JSON.stringify(labels);
+  if (sig !== selectSignature) {
+    selectSignature = sig;
+    el.select.replaceChildren(...labels.map(([id, label]) => {
+      const o = document.createElement('option');
+      o.value = id;
+      o.textContent = label;
+      return o;
+    }));
+  }
+  if (el.select.value !== st.selected) el.select.value = st.selected;
+  el.select.disabled = st.screenings.length === 0;
+}
+
+function renderSelected() {
+  const s = selectedScreening();
+  const line = (s && s.line) || {};
+  const state = s ? stateOf(s) : '';
+  setText(el.selectedHeading, s ? `${s.name || s.id} (${s.id})` : '');
+  el.state.className = 'badge ' + state;
+  el.state.dataset.state = state;
+  setText(el.state, s ? t('state.' + state) : '');
+  setText(el.seats, s ? t('admin.seatsSold', { sold: num(count(s.seats_sold)), total: num(count(s.seats_total)) }) : '');
+  const times = [];
+  if (s) {
+    times.push(t('opensAt', { time: dateTime(s.sale_opens_at) }));
+    times.push(t('startsAt', { time: dateTime(s.starts_at) }));
+    if (s.closed_at) times.push(t('admin.closedAt', { time: dateTime(s.closed_at) }));
+  }
+  setText(el.times, times.join(' · '));
+  const a = (s && s.admission) || {};
+  setText(el.current.interval, s ? String(a.interval || '–') : '–');
+  setText(el.current.batch_size, s && a.batch_size !== undefined ? num(count(a.batch_size)) : '–');
+  setText(el.current.max_active, s && a.max_active !== undefined ? num(count(a.max_active)) : '–');
+  setText(el.current.active_ttl, s ? String(a.active_ttl || '–') : '–');
+  el.current.batch_size.dataset.value = s ? String(count(a.batch_size)) : '';
+  const closed = !s || state === 'closed' || Boolean(s.closed_at) || Boolean(line.closed);
+  el.pause.disabled = st.busy || closed || Boolean(line.paused);
+  el.resume.disabled = st.busy || closed || !line.paused;
+  el.close.disabled = st.busy || closed;
+  el.pause.setAttribute('aria-busy', st.busy ? 'true' : 'false');
+  setMessage(el.actionMessage, st.actionMessage);
+}
+
+// renderAdmissionForm fills the form from the selected screening's settings when it is shown for another
+// screening, or when the settings changed and the operator is not editing.
+function renderAdmissionForm() {
+  const s = selectedScreening();
+  if (!s) return;
+  const a = s.admission || {};
+  const base = st.admissionBase;
+  const changed = !base || ['interval', 'batch_size', 'max_active', 'active_ttl'].some((k) => String(base[k]) !== String(a[k]));
+  if (st.admissionFor === s.id && (st.admissionDirty || !changed)) return;
+  st.admissionFor = s.id;
+  st.admissionBase = { interval: a.interval, batch_size: a.batch_size, max_active: a.max_active, active_ttl: a.active_ttl };
+  st.admissionDirty = false;
+  for (const k of Object.keys(el.adm)) {
+    el.adm[k].value = a[k] === undefined || a[k] === null ? '' : String(a[k]);
+    el.adm[k].removeAttribute('aria-invalid');
+  }
+}
+
+// --- Charts ----------------------------------------------------------------------------------------------
+
+const charts = {};
+document.querySelectorAll('figure.chart').forEach((fig) => {
+  charts[fig.dataset.chart] = {
+    fig,
+    canvas: fig.querySelector('canvas'),
+    value: fig.querySelector('.chart-value'),
+    legend: fig.querySelector('.chart-legend'),
+    title: fig.querySelector('.chart-title'),
+  };
+});
+
+function palette() {
+  const css = getComputedStyle(document.documentElement);
+  const v = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
+  return {
+    series: [1, 2, 3, 4, 5, 6].map((i) => v('--chart-' + i, '#0a58a8')),
+    fill: v('--chart-fill', 'rgba(10,88,168,.12)'),
+    limit: v('--chart-limit', '#a61b1b'),
+    grid: v('--line', '#d5d9df'),
+    muted: v('--muted', '#4f5863'),
+    font: getComputedStyle(document.body).fontFamily || 'system-ui, sans-serif',
+  };
+}
+
+// rate turns a counter into a per-second series: the difference between samples over the time between
+// them. A counter that went down (a restarted line) counts from zero.
+function rate(past, read) {
+  const out = [];
+  for (let i = 1; i < past.length; i++) {
+    const dtMs = past[i].atMs - past[i - 1].atMs;
+    if (dtMs <= 0 || dtMs > gapMs) continue;
+    const d = read(past[i]) - read(past[i - 1]);
+    out.push([past[i].atMs, Math.max(0, d) / (dtMs / 1000)]);
+  }
+  return out;
+}
+
+function fmtNum(v, fraction) {
+  return new Intl.NumberFormat(locale(), { maximumFractionDigits: fraction, minimumFractionDigits: 0 }).format(v);
+}
+const fmtRate = (v) => fmtNum(v, v < 10 ? 1 : 0);
+const fmtCount = (v) => fmtNum(Math.round(v), 0);
+
+function lastOf(points) {
+  return points.length ? points[points.length - 1][1] : 0;
+}
+
+// specs describes the six charts of screening s from its samples.
+function specs(s, past, pal) {
+  const last = past.length ? past[past.length - 1] : null;
+  const col = (i) => pal.series[i % pal.series.length];
+  const dash = (i) => dashes[i % dashes.length];
+  const pts = (read) => past.map((p) => [p.atMs, read(p)]);
+  const out = {};
+
+  const waiting = pts((p) => p.waiting);
+  const pre = pts((p) => p.pre);
+  out.waiting = {
+    series: [
+      { name: t('admin.s.waiting'), color: col(0), dash: dash(0), points: waiting, fill: true },
+      { name: t('admin.s.pre'), color: col(1), dash: dash(1), points: pre },
+    ],
+    value: last ? last.waiting : null,
+    valueText: last ? fmtCount(last.waiting) : '–',
+    fmt: fmtCount,
+  };
+
+  const admitted = rate(past, (p) => p.admittedTotal);
+  out.admitted = {
+    series: [{ name: t('admin.s.admitted'), color: col(0), dash: dash(0), points: admitted, fill: true }],
+    value: admitted.length ? lastOf(admitted) : null,
+    valueText: admitted.length ? t('admin.perSecond', { n: fmtRate(lastOf(admitted)) }) : '–',
+    extra: last ? [t('admin.inAll', { n: fmtCount(last.admittedTotal) })] : [],
+    fmt: fmtRate,
+    rate: true,
+  };
+
+  out.active = {
+    series: [{ name: t('admin.s.active'), color: col(0), dash: dash(0), points: pts((p) => p.active), fill: true }],
+    limits: last && last.maxActive ? [{ name: t('admin.s.maxActive'), value: last.maxActive }] : [],
+    value: last ? last.active : null,
+    valueText: last ? t('admin.ofMax', { n: fmtCount(last.active), max: fmtCount(last.maxActive) }) : '–',
+    fmt: fmtCount,
+  };
+
+  out.sold = {
+    series: [{ name: t('admin.s.sold'), color: col(0), dash: dash(0), points: pts((p) => p.sold), fill: true }],
+    limits: last && last.seatsTotal ? [{ name: t('admin.s.seats'), value: last.seatsTotal }] : [],
+    value: last ? last.sold : null,
+    valueText: last ? t('admin.ofMax', { n: fmtCount(last.sold), max: fmtCount(last.seatsTotal) }) : '–',
+    fmt: fmtCount,
+  };
+
+  const reasons = [...new Set(past.flatMap((p) => Object.keys(p.skips)))].sort();
+  const skipSeries = reasons.map((r, i) => ({
+    name: r,
+    color: col(i),
+    dash: dash(i),
+    points: rate(past, (p) => count(p.skips[r])),
+    total: last ? count(last.skips[r]) : 0,
+  }));
+  const skipNow = skipSeries.reduce((sum, x) => sum + lastOf(x.points), 0);
+  out.skips = {
+    series: skipSeries,
+    value: past.length > 1 ? skipNow : null,
+    valueText: past.length > 1 ? t('admin.perSecond', { n: fmtRate(skipNow) }) : '–',
+    empty: t('admin.noSkips'),
+    fmt: fmtRate,
+    rate: true,
+    legendText: (x) => `${t('admin.perSecond', { n: fmtRate(lastOf(x.points)) })} · ${t('admin.inAll', { n: fmtCount(x.total) })}`,
+  };
+
+  const instances = [...new Set(past.flatMap((p) => Object.keys(p.sockets)))].sort();
+  const socketSeries = [{
+    name: t('admin.s.allInstances'),
+    color: col(0),
+    dash: dash(0),
+    points: pts((p) => Object.values(p.sockets).reduce((a, b) => a + b, 0)),
+    fill: true,
+    wide: true,
+  }];
+  instances.forEach((id, i) => {
+    socketSeries.push({
+      name: id,
+      color: col(i + 1),
+      dash: dash(i + 1),
+      points: past.filter((p) => id in p.sockets).map((p) => [p.atMs, p.sockets[id]]),
+    });
+  });
+  const socketsNow = last ? Object.values(last.sockets).reduce((a, b) => a + b, 0) : null;
+  out.sockets = {
+    series: instances.length ? socketSeries : [],
+    value: socketsNow,
+    valueText: socketsNow === null ? '–' : fmtCount(socketsNow),
+    empty: t('admin.noInstances'),
+    fmt: fmtCount,
+  };
+  return out;
+}
+
+function drawCharts() {
+  if (st.view !== 'console') return;
+  const s = selectedScreening();
+  const past = (s && pastByID.get(s.id)) || [];
+  const pal = palette();
+  const t1 = past.length ? past[past.length - 1].atMs : st.lastAtMs || Date.now();
+  const all = specs(s, past, pal);
+  for (const [name, c] of Object.entries(charts)) {
+    const spec = all[name];
+    c.fig.dataset.points = String(past.length);
+    c.fig.dataset.at = past.length ? String(t1) : '';
+    c.fig.dataset.screening = s ? s.id : '';
+    setText(c.value, spec.valueText);
+    c.value.dataset.value = spec.value === null ? '' : String(spec.value);
+    draw(c.canvas, spec, t1, pal);
+    c.canvas.setAttribute('aria-label', altText(c.title.textContent, spec));
+    legend(c.legend, spec);
+  }
+}
+
+function altText(title, spec) {
+  if (!spec.series.length || spec.series.every((x) => !x.points.length)) {
+    return `${title}. ${spec.empty && spec.series.length === 0 && spec.value !== null ? spec.empty : t('admin.noData')}`;
+  }
+  const parts = spec.series.map((x) => {
+    const vs = x.points.map((p) => p[1]);
+    const f = spec.fmt;
+    return t('admin.seriesAlt', {
+      name: x.name,
+      now: vs.length ? f(vs[vs.length - 1]) : '–',
+      min: vs.length ? f(Math.min(...vs)) : '–',
+      max: vs.length ? f(Math.max(...vs)) : '–',
+    });
+  });
+  for (const l of spec.limits || []) parts.push(`${l.name}: ${spec.fmt(l.value)}`);
+  return t('admin.chartAlt', { title, secs: windowMs / 1000, series: parts.join('; ') });
+}
+
+function legend(ul, spec) {
+  const items = [];
+  if (!spec.series.length && spec.empty && spec.value !== null) {
+    const li = document.createElement('li');
+    li.textContent = spec.empty;
+    items.push(li);
+  }
+  for (const x of spec.series) {
+    const li = document.createElement('li');
+    li.append(swatch(x.color, x.dash, x.wide));
+    const name = document.createElement('span');
+    name.textContent = x.name + ':';
+    const b = document.createElement('b');
+    b.textContent = spec.legendText ? spec.legendText(x) : x.points.length ? (spec.rate ? t('admin.perSecond', { n: spec.fmt(lastOf(x.points)) }) : spec.fmt(lastOf(x.points))) : '–';
+    li.append(name, b);
+    items.push(li);
+  }
+  for (const l of spec.limits || []) {
+    const li = document.createElement('li');
+    li.append(swatch(palette().limit, [3, 3], false));
+    const name = document.createElement('span');
+    name.textContent = l.name + ':';
+    const b = document.createElement('b');
+    b.textContent = spec.fmt(l.value);
+    li.append(name, b);
+    items.push(li);
+  }
+  for (const text of spec.extra || []) {
+    const li = document.createElement('li');
+    li.textContent = text;
+    items.push(li);
+  }
+  ul.replaceChildren(...items);
+}
+
+function swatch(color, dash, wide) {
+  const c = document.createElement('canvas');
+  c.className = 'swatch';
+  c.setAttribute('aria-hidden', 'true');
+  const dpr = window.devicePixelRatio || 1;
+  c.width = Math.round(22 * dpr);
+  c.height = Math.round(10 * dpr);
+  const g = c.getContext('2d');
+  if (g) {
+    g.scale(dpr, dpr);
+    g.strokeStyle = color;
+    g.lineWidth = wide ? 3 : 2;
+    g.setLineDash(dash);
+    g.beginPath();
+    g.moveTo(1, 5);
+    g.lineTo(21, 5);
+    g.stroke();
+  }
+  return c;
+}
+
+// axisTop is the top of a y axis that shows v: a round number whose half, the middle grid line, is a whole
+// number too when the chart counts things.
+function axisTop(v, whole) {
+  if (whole && v <= 10) return Math.max(2, Math.ceil(v / 2) * 2);
+  if (!(v > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of whole ? [1, 2, 4, 5, 6, 8, 10] : [1, 2, 2.5, 4, 5, 6, 8, 10]) {
+    if (m * p >= v - 1e-9) return m * p;
+  }
+  return 10 * p;
+}
+
+// draw paints one chart: the last windowMs up to t1 along x, from 0 to a round maximum up y, a line per
+// series (broken where the stream was down), and the limits as dashed lines.
+function draw(canvas, spec, t1, pal) {
+  const rect = canvas.getBoundingClientRect();
+  const w = Math.round(rect.width);
+  const h = Math.round(rect.height);
+  if (w < 10 || h < 10) return; // not laid out (hidden)
+  const dpr = window.devicePixelRatio || 1;
+  if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+    canvas.width = Math.round(w * dpr);
+    canvas.height = Math.round(h * dpr);
+  }
+  const g = canvas.getContext('2d');
+  if (!g) return;
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, w, h);
+  g.font = `11px ${pal.font}`;
+
+  let max = 0;
+  for (const x of spec.series) for (const p of x.points) max = Math.max(max, p[1]);
+  for (const l of spec.limits || []) max = Math.max(max, l.value);
+  const top = axisTop(max, !spec.rate);
+  const labelFmt = (v) => (spec.rate ? fmtNum(v, top < 5 ? 1 : 0) : fmtCount(v));
+  const yLabels = [top, top / 2, 0].map(labelFmt);
+  const padL = Math.ceil(Math.max(...yLabels.map((s) => g.measureText(s).width))) + 8;
+  const padR = 6;
+  const padT = 8;
+  const padB = 18;
+  const pw = Math.max(1, w - padL - padR);
+  const ph = Math.max(1, h - padT - padB);
+  const t0 = t1 - windowMs;
+  const X = (tMs) => padL + ((tMs - t0) / windowMs) * pw;
+  const Y = (v) => padT + ph - (v / top) * ph;
+
+  // Grid and labels.
+  g.lineWidth = 1;
+  g.setLineDash([]);
+  g.strokeStyle = pal.grid;
+  g.fillStyle = pal.muted;
+  g.textBaseline = 'middle';
+  g.textAlign = 'right';
+  [top, top / 2, 0].forEach((v, i) => {
+    const y = Math.round(Y(v)) + 0.5;
+    g.beginPath();
+    g.moveTo(padL, y);
+    g.lineTo(padL + pw, y);
+    g.stroke();
+    g.fillText(yLabels[i], padL - 4, y);
+  });
+  g.textBaseline = 'alphabetic';
+  const xTicks = [[t0, t('admin.ago', { n: windowMs / 1000 }), 'left'], [t1 - windowMs / 2, t('admin.ago', { n: windowMs / 2000 }), 'center'], [t1, t('admin.now'), 'right']];
+  for (const [tMs, label, align] of xTicks) {
+    g.textAlign = align;
+    g.fillText(label, align === 'left' ? padL : align === 'right' ? padL + pw : X(tMs), h - 4);
+  }
+
+  g.save();
+  g.beginPath();
+  g.rect(padL, padT - 2, pw, ph + 4);
+  g.clip();
+
+  // Limits.
+  for (const l of spec.limits || []) {
+    g.strokeStyle = pal.limit;
+    g.lineWidth = 1.5;
+    g.setLineDash([3, 3]);
+    const y = Y(l.value);
+    g.beginPath();
+    g.moveTo(padL, y);
+    g.lineTo(padL + pw, y);
+    g.stroke();
+  }
+
+  // Series, in runs without gaps; the first may be filled.
+  for (const x of spec.series) {
+    const runs = [];
+    let run = [];
+    for (const p of x.points) {
+      if (run.length && p[0] - run[run.length - 1][0] > gapMs) {
+        runs.push(run);
+        run = [];
+      }
+      run.push(p);
+    }
+    if (run.length) runs.push(run);
+    for (const r of runs) {
+      if (x.fill && r.length > 1) {
+        g.fillStyle = pal.fill;
+        g.beginPath();
+        g.moveTo(X(r[0][0]), Y(0));
+        for (const p of r) g.lineTo(X(p[0]), Y(p[1]));
+        g.lineTo(X(r[r.length - 1][0]), Y(0));
+        g.closePath();
+        g.fill();
+      }
+      g.strokeStyle = x.color;
+      g.lineWidth = x.wide ? 2.5 : 2;
+      g.lineJoin = 'round';
+      g.setLineDash(x.dash);
+      g.beginPath();
+      r.forEach((p, i) => (i ? g.lineTo(X(p[0]), Y(p[1])) : g.moveTo(X(p[0]), Y(p[1]))));
+      if (r.length === 1) {
+        // A lone sample: a dot, so it shows.
+        g.arc(X(r[0][0]), Y(r[0][1]), 2, 0, 2 * Math.PI);
+      }
+      g.stroke();
+    }
+  }
+  g.restore();
+}
+
+// --- Wiring ----------------------------------------------------------------------------------------------
+
+el.loginForm.addEventListener('submit', async (e) => {
+  e.preventDefault();
+  if (st.loginBusy) return;
+  const k = el.key.value.trim();
+  if (!k) {
+    st.loginMessage = msg('bad', 'admin.keyEmpty');
+    render();
+    el.key.focus();
+    return;
+  }
+  st.key = k;
+  st.loginBusy = true;
+  st.loginMessage = null;
+  render();
+  const r = await api('GET', '/api/admin/screenings');
+  st.loginBusy = false;
+  if (r.ok) {
+    saveKey(k);
+    el.key.value = '';
+    openConsole(r.data);
+  } else if (!handled(r)) {
+    st.key = '';
+    st.loginMessage = r.status === 0 ? msg('bad', 'admin.networkError') : errorMessage(r);
+    render();
+  }
+});
+
+el.problemRetry.addEventListener('click', check);
+
+el.signOut.addEventListener('click', () => {
+  stopStream();
+  st.key = '';
+  saveKey('');
+  st.loginMessage = null;
+  setView('login');
+  el.key.focus();
+});
+
+el.select.addEventListener('change', () => select(el.select.value));
+el.overviewRows.addEventListener('click', (e) => {
+  const b = e.target.closest && e.target.closest('button[data-pick]');
+  if (b) {
+    select(b.dataset.pick);
+    el.selectedHeading.focus();
+  }
+});
+
+el.pause.addEventListener('click', () => act('pause'));
+el.resume.addEventListener('click', () => act('resume'));
+el.close.addEventListener('click', askClose);
+el.dialogCancel.addEventListener('click', () => el.dialog.close());
+el.dialogConfirm.addEventListener('click', () => {
+  const id = el.dialog.dataset.screening;
+  el.dialog.close();
+  if (id && id === st.selected) act('close');
+});
+el.dialog.addEventListener('close', () => {
+  if (st.view === 'console') el.close.focus();
+});
+
+el.admissionForm.addEventListener('input', () => { st.admissionDirty = true; });
+el.admissionForm.addEventListener('submit', saveAdmission);
+el.createForm.addEventListener('submit', create);
+const layout = () => {
+  el.gridFields.hidden = el.layoutList.checked;
+  el.listFields.hidden = !el.layoutList.checked;
+};
+el.layoutGrid.addEventListener('change', layout);
+el.layoutList.addEventListener('change', layout);
+
+if (typeof ResizeObserver === 'function') {
+  let pending = 0;
+  new ResizeObserver(() => {
+    cancelAnimationFrame(pending);
+    pending = requestAnimationFrame(drawCharts);
+  }).observe(el.charts);
+}
+if (window.matchMedia) {
+  const dark = window.matchMedia('(prefers-color-scheme: dark)');
+  if (dark.addEventListener) dark.addEventListener('change', drawCharts);
+}
+window.addEventListener('hashchange', () => {
+  const id = selectedFromHash();
+  if (id) select(id);
+});
+// A page restored from the back-forward cache has lost its stream.
+window.addEventListener('pageshow', (e) => {
+  if (e.persisted && st.view === 'console' && !streamCtl) openStream();
+});
+
+onChange(() => {
+  selectSignature = ''; // the state names in the options
+  render();
+});
+
+setInterval(() => {
+  if (st.view === 'console' && st.stream === 'reconnecting') renderStream();
+}, tickMs);
+
+// --- Start -----------------------------------------------------------------------------------------------
+
+layout();
+defaultTimes();
+check();

@@ -9,1041 +9,1037 @@
 // Before the sale opens the server answers "prequeue": the page counts down to opens_at (by its estimate of
 // the server clock) until the first "position" gives the place drawn at the opening. "position" may carry a
 // wait estimate (eta_seconds); "paused" and "resumed" show and hide the operator's pause.
-'use strict';
 
-(function () {
-  const I = window.I18N;
-  const t = I.t;
+import { t, num, ordinal, dateTime, onChange } from './i18n.js';
 
-  // defaultMaxSeats is the most seats one reservation may hold when the screening does not say
-  // (max_seats in GET /api/screenings/{id}); the server enforces it either way.
-  const defaultMaxSeats = 4;
-  // Backoff after a lost connection: the n-th retry waits between half and all of min(cap, base × 2^n).
-  const backoffBaseMs = 1000;
-  const backoffCapMs = 30000;
-  // After 1012 (server restarting) come back soon, spread over a couple of seconds so a whole line of
-  // sockets does not return at the same instant.
-  const restartMinMs = 250;
-  const restartSpreadMs = 2000;
-  // After 1013 (too slow, try later) wait at least this many backoff steps.
-  const tryLaterSteps = 2;
-  // announceGapMs spaces out the polite announcements of a moving rank, so a screen reader is not flooded.
-  const announceGapMs = 10000;
-  // lowTimeMs is when the countdown of the pass turns to a warning.
-  const lowTimeMs = 60000;
-  // tickMs drives the countdowns on screen.
-  const tickMs = 500;
-  // expiryGraceMs: expires_at is the server's expiry to the millisecond; the grace covers the error of the
-  // page's estimate of the server clock, so the page ends a turn only once the server has surely ended it.
-  const expiryGraceMs = 250;
-  // leaveWaitMs is how long a leaving socket may take to be closed by the server before the page closes it.
-  const leaveWaitMs = 3000;
-  // dateSkewMinMs: the HTTP Date header tells the server's time to the second only, so an offset it shows
-  // is used (before any tick_at) only when larger than that uncertainty: a client clock that is clearly off.
-  const dateSkewMinMs = 1000;
+// defaultMaxSeats is the most seats one reservation may hold when the screening does not say
+// (max_seats in GET /api/screenings/{id}); the server enforces it either way.
+const defaultMaxSeats = 4;
+// Backoff after a lost connection: the n-th retry waits between half and all of min(cap, base × 2^n).
+const backoffBaseMs = 1000;
+const backoffCapMs = 30000;
+// After 1012 (server restarting) come back soon, spread over a couple of seconds so a whole line of
+// sockets does not return at the same instant.
+const restartMinMs = 250;
+const restartSpreadMs = 2000;
+// After 1013 (too slow, try later) wait at least this many backoff steps.
+const tryLaterSteps = 2;
+// announceGapMs spaces out the polite announcements of a moving rank, so a screen reader is not flooded.
+const announceGapMs = 10000;
+// lowTimeMs is when the countdown of the pass turns to a warning.
+const lowTimeMs = 60000;
+// tickMs drives the countdowns on screen.
+const tickMs = 500;
+// expiryGraceMs: expires_at is the server's expiry to the millisecond; the grace covers the error of the
+// page's estimate of the server clock, so the page ends a turn only once the server has surely ended it.
+const expiryGraceMs = 250;
+// leaveWaitMs is how long a leaving socket may take to be closed by the server before the page closes it.
+const leaveWaitMs = 3000;
+// dateSkewMinMs: the HTTP Date header tells the server's time to the second only, so an offset it shows
+// is used (before any tick_at) only when larger than that uncertainty: a client clock that is clearly off.
+const dateSkewMinMs = 1000;
 
-  const screening = screeningFromPath();
-  const storeKey = 'waitroom:room:' + screening;
-  const enc = encodeURIComponent(screening);
+const screening = screeningFromPath();
+const storeKey = 'waitroom:room:' + screening;
+const enc = encodeURIComponent(screening);
 
-  const $ = (sel) => document.querySelector(sel);
-  const el = {
-    main: $('#main'),
-    name: $('#screening-name'),
-    when: $('#screening-when'),
-    conn: $('[data-testid="status"]'),
-    connText: $('#conn-text'),
-    retryNow: $('#retry-now'),
-    waiting: $('#view-waiting'),
-    waitingHeading: $('#waiting-heading'),
-    placePre: $('#place-pre'),
-    placeMid: $('#place-mid'),
-    placePost: $('#place-post'),
-    rank: $('[data-testid="rank"]'),
-    total: $('[data-testid="total"]'),
-    progress: $('#progress'),
-    progressText: $('#progress-text'),
-    waitingNote: $('#waiting-note'),
-    eta: $('[data-testid="eta"]'),
-    leave: $('#leave'),
-    pausedNotice: $('[data-testid="paused-notice"]'),
-    prequeue: $('#view-prequeue'),
-    prequeueHeading: $('#prequeue-heading'),
-    countdownLabel: $('#countdown-label'),
-    countdown: $('[data-testid="countdown"]'),
-    opensAt: $('#opens-at'),
-    preTotal: $('[data-testid="prequeue-total"]'),
-    leavePre: $('#leave-pre'),
-    admitted: $('#view-admitted'),
-    admittedHeading: $('#admitted-heading'),
-    timerBox: $('#timer-box'),
-    timer: $('#timer'),
-    seatmap: $('#seatmap'),
-    seatsStatus: $('#seats-status'),
-    selectedText: $('#selected-text'),
-    message: $('#message'),
-    reserve: $('[data-testid="reserve"]'),
-    confirmed: $('#view-confirmed'),
-    confirmedHeading: $('#confirmed-heading'),
-    confirmedFor: $('#confirmed-for'),
-    confirmedSeats: $('#confirmed-seats'),
-    confirmedID: $('#confirmed-id'),
-    bookAgain: $('#book-again'),
-    final: $('#view-final'),
-    finalHeading: $('#final-heading'),
-    finalText: $('#final-text'),
-    rejoin: $('#rejoin'),
-    live: $('#announcer'),
+const $ = (sel) => document.querySelector(sel);
+const el = {
+  main: $('#main'),
+  name: $('#screening-name'),
+  when: $('#screening-when'),
+  conn: $('[data-testid="status"]'),
+  connText: $('#conn-text'),
+  retryNow: $('#retry-now'),
+  waiting: $('#view-waiting'),
+  waitingHeading: $('#waiting-heading'),
+  placePre: $('#place-pre'),
+  placeMid: $('#place-mid'),
+  placePost: $('#place-post'),
+  rank: $('[data-testid="rank"]'),
+  total: $('[data-testid="total"]'),
+  progress: $('#progress'),
+  progressText: $('#progress-text'),
+  waitingNote: $('#waiting-note'),
+  eta: $('[data-testid="eta"]'),
+  leave: $('#leave'),
+  pausedNotice: $('[data-testid="paused-notice"]'),
+  prequeue: $('#view-prequeue'),
+  prequeueHeading: $('#prequeue-heading'),
+  countdownLabel: $('#countdown-label'),
+  countdown: $('[data-testid="countdown"]'),
+  opensAt: $('#opens-at'),
+  preTotal: $('[data-testid="prequeue-total"]'),
+  leavePre: $('#leave-pre'),
+  admitted: $('#view-admitted'),
+  admittedHeading: $('#admitted-heading'),
+  timerBox: $('#timer-box'),
+  timer: $('#timer'),
+  seatmap: $('#seatmap'),
+  seatsStatus: $('#seats-status'),
+  selectedText: $('#selected-text'),
+  message: $('#message'),
+  reserve: $('[data-testid="reserve"]'),
+  confirmed: $('#view-confirmed'),
+  confirmedHeading: $('#confirmed-heading'),
+  confirmedFor: $('#confirmed-for'),
+  confirmedSeats: $('#confirmed-seats'),
+  confirmedID: $('#confirmed-id'),
+  bookAgain: $('#book-again'),
+  final: $('#view-final'),
+  finalHeading: $('#final-heading'),
+  finalText: $('#final-text'),
+  rejoin: $('#rejoin'),
+  live: $('#announcer'),
+};
+
+function screeningFromPath() {
+  const part = location.pathname.split('/')[2] || '';
+  try {
+    return decodeURIComponent(part);
+  } catch (_) {
+    return '';
+  }
+}
+
+// --- What this browser remembers about the screening ---------------------------------------------------
+
+// store: {token, startRank, pass, expiresAtMs, reservation: {id, seats, createdAt}, ended}
+function readStore() {
+  try {
+    const v = JSON.parse(localStorage.getItem(storeKey) || '{}');
+    return v && typeof v === 'object' ? v : {};
+  } catch (_) {
+    return {};
+  }
+}
+let store = readStore();
+function save() {
+  try {
+    localStorage.setItem(storeKey, JSON.stringify(store));
+  } catch (_) { /* storage off: the place lasts as long as this page */ }
+}
+
+// --- What the page shows ---------------------------------------------------------------------------------
+
+const st = {
+  phase: 'connecting', // connecting | prequeue | waiting | admitted | confirmed | final
+  finalKind: '', // sold_out | expired | left | spent | unknown
+  conn: 'connecting', // connecting | open | reconnecting | offline | closed
+  retryAtMs: 0,
+  rank: 0,
+  total: 0,
+  note: '', // a string key shown while waiting (backInLine)
+  info: null, // GET /api/screenings/{id}
+  seats: null, // GET /api/screenings/{id}/seats
+  seatsState: 'idle', // idle | loading | ok | failed
+  selected: new Set(),
+  focusSeat: '',
+  busy: false,
+  message: null, // {kind: 'warn' | 'bad', text}
+  warnedLow: false,
+  skewMs: 0, // server clock minus this clock, from the tick_at of position messages (or the Date header)
+  skewFromTick: false, // skewMs came from a tick_at, the finer estimate
+  opensAtMs: 0, // the opening of the sale, while in the pre-queue
+  preTotal: 0, // the pre-queue's size at the last prequeue message
+  paused: false, // the operator paused admission
+  etaSeconds: null, // the wait estimate of the last position message, null when unknown
+};
+
+function serverNow() { return Date.now() + st.skewMs; }
+
+function maxSeats() {
+  const n = st.info && st.info.max_seats;
+  return Number.isInteger(n) && n > 0 ? n : defaultMaxSeats;
+}
+
+// --- The socket ------------------------------------------------------------------------------------------
+
+let ws = null;
+let attempt = 0; // retries since the last message from the server
+let retryTimer = 0;
+let stopped = false; // a final state: no more reconnects
+let lostAnnounced = false;
+
+function socketURL() {
+  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  let u = `${proto}//${location.host}/ws/screenings/${enc}`;
+  if (store.token) u += '?token=' + encodeURIComponent(store.token);
+  return u;
+}
+
+function connect() {
+  clearTimeout(retryTimer);
+  retryTimer = 0;
+  st.retryAtMs = 0;
+  if (stopped) return;
+  dropSocket();
+  if (navigator.onLine === false) {
+    setConn('offline');
+    return; // the online event connects again
+  }
+  setConn(attempt > 0 || lostAnnounced ? 'reconnecting' : 'connecting');
+  let sock;
+  try {
+    sock = new WebSocket(socketURL());
+  } catch (_) {
+    retryLater(backoff());
+    return;
+  }
+  ws = sock;
+  sock.onopen = () => {
+    if (ws === sock) setConn('open');
   };
-
-  function screeningFromPath() {
-    const part = location.pathname.split('/')[2] || '';
+  sock.onmessage = (ev) => {
+    if (ws !== sock) return;
+    let m;
     try {
-      return decodeURIComponent(part);
+      m = JSON.parse(ev.data);
     } catch (_) {
-      return '';
-    }
-  }
-
-  // --- What this browser remembers about the screening ---------------------------------------------------
-
-  // store: {token, startRank, pass, expiresAtMs, reservation: {id, seats, createdAt}, ended}
-  function readStore() {
-    try {
-      const v = JSON.parse(localStorage.getItem(storeKey) || '{}');
-      return v && typeof v === 'object' ? v : {};
-    } catch (_) {
-      return {};
-    }
-  }
-  let store = readStore();
-  function save() {
-    try {
-      localStorage.setItem(storeKey, JSON.stringify(store));
-    } catch (_) { /* storage off: the place lasts as long as this page */ }
-  }
-
-  // --- What the page shows ---------------------------------------------------------------------------------
-
-  const st = {
-    phase: 'connecting', // connecting | prequeue | waiting | admitted | confirmed | final
-    finalKind: '', // sold_out | expired | left | spent | unknown
-    conn: 'connecting', // connecting | open | reconnecting | offline | closed
-    retryAtMs: 0,
-    rank: 0,
-    total: 0,
-    note: '', // a string key shown while waiting (backInLine)
-    info: null, // GET /api/screenings/{id}
-    seats: null, // GET /api/screenings/{id}/seats
-    seatsState: 'idle', // idle | loading | ok | failed
-    selected: new Set(),
-    focusSeat: '',
-    busy: false,
-    message: null, // {kind: 'warn' | 'bad', text}
-    warnedLow: false,
-    skewMs: 0, // server clock minus this clock, from the tick_at of position messages (or the Date header)
-    skewFromTick: false, // skewMs came from a tick_at, the finer estimate
-    opensAtMs: 0, // the opening of the sale, while in the pre-queue
-    preTotal: 0, // the pre-queue's size at the last prequeue message
-    paused: false, // the operator paused admission
-    etaSeconds: null, // the wait estimate of the last position message, null when unknown
-  };
-
-  function serverNow() { return Date.now() + st.skewMs; }
-
-  function maxSeats() {
-    const n = st.info && st.info.max_seats;
-    return Number.isInteger(n) && n > 0 ? n : defaultMaxSeats;
-  }
-
-  // --- The socket ------------------------------------------------------------------------------------------
-
-  let ws = null;
-  let attempt = 0; // retries since the last message from the server
-  let retryTimer = 0;
-  let stopped = false; // a final state: no more reconnects
-  let lostAnnounced = false;
-
-  function socketURL() {
-    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    let u = `${proto}//${location.host}/ws/screenings/${enc}`;
-    if (store.token) u += '?token=' + encodeURIComponent(store.token);
-    return u;
-  }
-
-  function connect() {
-    clearTimeout(retryTimer);
-    retryTimer = 0;
-    st.retryAtMs = 0;
-    if (stopped) return;
-    dropSocket();
-    if (navigator.onLine === false) {
-      setConn('offline');
-      return; // the online event connects again
-    }
-    setConn(attempt > 0 || lostAnnounced ? 'reconnecting' : 'connecting');
-    let sock;
-    try {
-      sock = new WebSocket(socketURL());
-    } catch (_) {
-      retryLater(backoff());
       return;
     }
-    ws = sock;
-    sock.onopen = () => {
-      if (ws === sock) setConn('open');
-    };
-    sock.onmessage = (ev) => {
-      if (ws !== sock) return;
-      let m;
-      try {
-        m = JSON.parse(ev.data);
-      } catch (_) {
-        return;
-      }
-      // A refusal ("error", then a close) does not count as being back: the backoff keeps growing.
-      if (!m || m.type !== 'error') attempt = 0;
-      if (lostAnnounced && m && m.type !== 'error') {
-        lostAnnounced = false;
-        announce(t('announce.back'));
-      }
-      handle(m);
-    };
-    sock.onclose = (ev) => {
-      if (ws !== sock) return;
-      ws = null;
-      onClosed(ev);
-    };
-  }
-
-  // dropSocket forgets the current socket without reacting to its close.
-  function dropSocket() {
-    if (!ws) return;
-    const old = ws;
+    // A refusal ("error", then a close) does not count as being back: the backoff keeps growing.
+    if (!m || m.type !== 'error') attempt = 0;
+    if (lostAnnounced && m && m.type !== 'error') {
+      lostAnnounced = false;
+      announce(t('announce.back'));
+    }
+    handle(m);
+  };
+  sock.onclose = (ev) => {
+    if (ws !== sock) return;
     ws = null;
-    try {
-      old.close(1000);
-    } catch (_) { /* already closing */ }
-  }
+    onClosed(ev);
+  };
+}
 
-  function backoff() {
-    const ceil = Math.min(backoffCapMs, backoffBaseMs * 2 ** attempt);
-    attempt++;
-    return ceil / 2 + Math.random() * (ceil / 2);
-  }
+// dropSocket forgets the current socket without reacting to its close.
+function dropSocket() {
+  if (!ws) return;
+  const old = ws;
+  ws = null;
+  try {
+    old.close(1000);
+  } catch (_) { /* already closing */ }
+}
 
-  function onClosed(ev) {
-    if (stopped) {
-      setConn('closed');
+function backoff() {
+  const ceil = Math.min(backoffCapMs, backoffBaseMs * 2 ** attempt);
+  attempt++;
+  return ceil / 2 + Math.random() * (ceil / 2);
+}
+
+function onClosed(ev) {
+  if (stopped) {
+    setConn('closed');
+    return;
+  }
+  let delay;
+  if (ev.code === 1012) {
+    delay = restartMinMs + Math.random() * restartSpreadMs;
+  } else if (ev.code === 1013) {
+    attempt = Math.max(attempt, tryLaterSteps);
+    delay = backoff();
+  } else {
+    delay = backoff();
+  }
+  if (!lostAnnounced) {
+    lostAnnounced = true;
+    announce(t('announce.lost'));
+  }
+  retryLater(delay);
+}
+
+function retryLater(delayMs) {
+  clearTimeout(retryTimer);
+  st.retryAtMs = Date.now() + delayMs;
+  retryTimer = setTimeout(connect, delayMs);
+  setConn('reconnecting');
+}
+
+function setConn(c) {
+  st.conn = c;
+  render();
+}
+
+function handle(m) {
+  // After a final state only a leaving socket is still open; what it hears no longer changes the page.
+  if (stopped && !(m && m.type === 'error')) return;
+  switch (m && m.type) {
+    case 'queued': onQueued(m); break;
+    case 'prequeue': onPrequeue(m); break;
+    case 'position': onPosition(m); break;
+    case 'paused': onPaused(true); break;
+    case 'resumed': onPaused(false); break;
+    case 'admitted': onAdmitted(m); break;
+    case 'sold_out': finish('sold_out'); break;
+    case 'error': onError(m); break;
+    default: break; // a message of a later protocol version
+  }
+}
+
+function onQueued(m) {
+  if (typeof m.token === 'string' && m.token) store.token = m.token;
+  if (store.pass) {
+    // A turn was given and has lapsed: the server put this token at the end of the line.
+    delete store.pass;
+    delete store.expiresAtMs;
+    st.note = 'backInLine';
+    st.selected.clear();
+  }
+  if (m.inserted || !store.startRank) store.startRank = m.rank;
+  delete store.ended;
+  save();
+  const opened = st.phase === 'prequeue';
+  st.paused = m.paused === true;
+  st.etaSeconds = null;
+  setPhase('waiting');
+  setRank(m.rank, m.total);
+  if (opened) onOpened();
+}
+
+// onPrequeue: the sale has not opened; every token that arrives before it gets a random place at the
+// opening, so there is no rank yet, only a countdown. The token is kept as for "queued".
+function onPrequeue(m) {
+  if (typeof m.token === 'string' && m.token) store.token = m.token;
+  if (store.pass) {
+    delete store.pass;
+    delete store.expiresAtMs;
+    st.selected.clear();
+  }
+  delete store.startRank; // the place is drawn at the opening; the first rank after it is the start
+  delete store.ended;
+  save();
+  const opens = Date.parse(m.opens_at);
+  st.opensAtMs = Number.isNaN(opens) ? 0 : opens;
+  st.preTotal = Math.max(1, m.total | 0);
+  st.paused = m.paused === true;
+  st.etaSeconds = null;
+  st.note = '';
+  setPhase('prequeue');
+}
+
+// onOpened: the line opened and this page left the pre-queue for its drawn place.
+function onOpened() {
+  focusHeading(el.waitingHeading);
+  announce(t('announce.opened', { rank: ordinal(st.rank), total: num(st.total) }));
+}
+
+function onPaused(paused) {
+  if (st.paused === paused) return;
+  st.paused = paused;
+  if (paused) st.etaSeconds = null; // no estimate holds while nobody is admitted
+  render();
+  if (st.phase === 'waiting' || st.phase === 'prequeue') announce(t(paused ? 'announce.paused' : 'announce.resumed'));
+}
+
+function onPosition(m) {
+  if (typeof m.tick_at === 'number' && m.tick_at > 0) {
+    // The tick happened before the message arrived, so this errs towards a server clock that is behind,
+    // which makes the countdown end late rather than early.
+    st.skewMs = m.tick_at - Date.now();
+    st.skewFromTick = true;
+  }
+  if (st.phase !== 'waiting' && st.phase !== 'connecting' && st.phase !== 'prequeue') return;
+  const opened = st.phase === 'prequeue';
+  st.etaSeconds = typeof m.eta_seconds === 'number' && Number.isFinite(m.eta_seconds) && m.eta_seconds >= 0 ? m.eta_seconds : null;
+  setPhase('waiting');
+  setRank(m.rank, m.total);
+  if (opened) onOpened();
+}
+
+function setRank(rank, total) {
+  st.rank = Math.max(1, rank | 0);
+  st.total = Math.max(st.rank, total | 0);
+  if (!store.startRank || st.rank > store.startRank) {
+    store.startRank = st.rank;
+    save();
+  }
+  render();
+  announceRank();
+}
+
+function onAdmitted(m) {
+  if (typeof m.token === 'string' && m.token) store.token = m.token;
+  const expires = Date.parse(m.expires_at);
+  store.pass = String(m.pass || '');
+  store.expiresAtMs = Number.isNaN(expires) ? serverNow() + 5 * 60000 : expires;
+  delete store.ended;
+  save();
+  st.note = '';
+  const first = st.phase !== 'admitted';
+  setPhase('admitted');
+  loadSeats();
+  if (first) {
+    st.warnedLow = false;
+    const min = Math.max(1, Math.round((store.expiresAtMs - serverNow()) / 60000));
+    announce(t('announce.admitted', { min }));
+  }
+}
+
+function onError(m) {
+  switch (m.code) {
+    case 'UNKNOWN_SCREENING':
+      finish('unknown');
+      break;
+    case 'BAD_TOKEN':
+      // The stored token is not one the server hands out: start over with a new one (the close that
+      // follows reconnects without it).
+      delete store.token;
+      delete store.startRank;
+      delete store.pass;
+      delete store.expiresAtMs;
+      save();
+      break;
+    case 'INTERNAL':
+      // The pass could not be signed; the socket stays open. A reconnect with the token asks again.
+      dropSocket();
+      retryLater(backoff());
+      break;
+    case 'UNAVAILABLE':
+      // After a leave the socket stays open and the leave may be sent again; on connect a close
+      // (1013) follows and is retried with backoff.
+      if (st.phase === 'final' && st.finalKind === 'left' && ws && ws.readyState === WebSocket.OPEN) {
+        ws.send(JSON.stringify({ type: 'leave' }));
+      }
+      break;
+    default:
+      break; // BAD_MESSAGE and codes of later versions
+  }
+}
+
+// finish moves to a final state; no reconnects follow until the user asks for them.
+function finish(kind) {
+  stopped = true;
+  clearTimeout(retryTimer);
+  st.phase = 'final';
+  st.finalKind = kind;
+  st.busy = false;
+  delete store.pass;
+  delete store.expiresAtMs;
+  if (kind !== 'expired') {
+    // Expired keeps its token: joining again puts the same token at the end of the line.
+    delete store.token;
+    delete store.startRank;
+  }
+  if (kind === 'left' || kind === 'sold_out') store.ended = kind;
+  save();
+  if (kind !== 'left') dropSocket(); // a leaving socket is closed by the server once it has left
+  setConn('closed');
+  render();
+  focusHeading(el.finalHeading);
+  announce(t(`final.${kind}.h`) + '. ' + t(`final.${kind}.p`));
+}
+
+function setPhase(p) {
+  const was = st.phase;
+  st.phase = p;
+  render();
+  if (was !== p && p === 'admitted') focusHeading(el.admittedHeading);
+}
+
+// focusHeading moves focus to the heading of a new view, so keyboard and screen-reader users start there.
+function focusHeading(h) {
+  requestAnimationFrame(() => h.focus({ preventScroll: false }));
+}
+
+function rejoin(fresh) {
+  if (fresh) {
+    delete store.token;
+    delete store.startRank;
+  }
+  delete store.reservation;
+  delete store.pass;
+  delete store.expiresAtMs;
+  delete store.ended;
+  save();
+  stopped = false;
+  attempt = 0;
+  st.note = '';
+  st.message = null;
+  st.paused = false;
+  st.etaSeconds = null;
+  st.selected.clear();
+  st.seats = null;
+  st.seatsState = 'idle';
+  st.phase = 'connecting';
+  connect();
+}
+
+// leave gives the place up. The server answers {"type":"leave"} by closing the socket.
+function leave() {
+  const sock = ws && ws.readyState === WebSocket.OPEN ? ws : null;
+  if (sock) {
+    sock.send(JSON.stringify({ type: 'leave' }));
+    setTimeout(() => sock.close(1000), leaveWaitMs);
+  } else if (store.token) {
+    // Not connected just now: connect once to say so, so the place does not hold up the line.
+    const once = new WebSocket(socketURL());
+    once.onmessage = () => {
+      once.onmessage = null;
+      try {
+        once.send(JSON.stringify({ type: 'leave' }));
+      } catch (_) { /* closed already */ }
+      setTimeout(() => once.close(1000), leaveWaitMs);
+    };
+  }
+  finish('left');
+}
+
+// --- The booking -----------------------------------------------------------------------------------------
+
+async function loadInfo() {
+  try {
+    const sentMs = Date.now();
+    const res = await fetch(`/api/screenings/${enc}`, { cache: 'no-store' });
+    noteServerDate(res.headers.get('Date'), sentMs, Date.now());
+    if (res.status === 404) {
+      if (!store.reservation) finish('unknown');
       return;
     }
-    let delay;
-    if (ev.code === 1012) {
-      delay = restartMinMs + Math.random() * restartSpreadMs;
-    } else if (ev.code === 1013) {
-      attempt = Math.max(attempt, tryLaterSteps);
-      delay = backoff();
-    } else {
-      delay = backoff();
-    }
-    if (!lostAnnounced) {
-      lostAnnounced = true;
-      announce(t('announce.lost'));
-    }
-    retryLater(delay);
-  }
-
-  function retryLater(delayMs) {
-    clearTimeout(retryTimer);
-    st.retryAtMs = Date.now() + delayMs;
-    retryTimer = setTimeout(connect, delayMs);
-    setConn('reconnecting');
-  }
-
-  function setConn(c) {
-    st.conn = c;
+    if (!res.ok) return;
+    st.info = await res.json();
     render();
-  }
+  } catch (_) { /* the name is a nicety; the socket says what matters */ }
+}
 
-  function handle(m) {
-    // After a final state only a leaving socket is still open; what it hears no longer changes the page.
-    if (stopped && !(m && m.type === 'error')) return;
-    switch (m && m.type) {
-      case 'queued': onQueued(m); break;
-      case 'prequeue': onPrequeue(m); break;
-      case 'position': onPosition(m); break;
-      case 'paused': onPaused(true); break;
-      case 'resumed': onPaused(false); break;
-      case 'admitted': onAdmitted(m); break;
-      case 'sold_out': finish('sold_out'); break;
-      case 'error': onError(m); break;
-      default: break; // a message of a later protocol version
+// noteServerDate estimates the server clock from a response's Date header, for the countdown to the
+// opening before any tick_at arrives. The header is truncated to the second: the middle of that second,
+// against the middle of the request.
+function noteServerDate(header, sentMs, receivedMs) {
+  const d = Date.parse(header || '');
+  if (Number.isNaN(d) || st.skewFromTick) return;
+  const skew = d + 500 - (sentMs + receivedMs) / 2;
+  if (Math.abs(skew) > dateSkewMinMs) {
+    st.skewMs = skew;
+    if (st.phase === 'prequeue') renderCountdown();
+  }
+}
+
+async function loadSeats() {
+  st.seatsState = 'loading';
+  render();
+  try {
+    const res = await fetch(`/api/screenings/${enc}/seats`, { cache: 'no-store' });
+    if (!res.ok) throw new Error('status ' + res.status);
+    const list = await res.json();
+    if (!Array.isArray(list)) throw new Error('not a list');
+    st.seats = list;
+    st.seatsState = 'ok';
+    const available = new Set(list.filter((s) => s.status === 'available').map((s) => s.id));
+    for (const id of [...st.selected]) {
+      if (!available.has(id)) st.selected.delete(id);
     }
+  } catch (_) {
+    st.seatsState = 'failed';
   }
+  renderSeats();
+  render();
+}
 
-  function onQueued(m) {
-    if (typeof m.token === 'string' && m.token) store.token = m.token;
-    if (store.pass) {
-      // A turn was given and has lapsed: the server put this token at the end of the line.
-      delete store.pass;
-      delete store.expiresAtMs;
-      st.note = 'backInLine';
-      st.selected.clear();
-    }
-    if (m.inserted || !store.startRank) store.startRank = m.rank;
-    delete store.ended;
-    save();
-    const opened = st.phase === 'prequeue';
-    st.paused = m.paused === true;
-    st.etaSeconds = null;
-    setPhase('waiting');
-    setRank(m.rank, m.total);
-    if (opened) onOpened();
-  }
+function seatOrder(a, b) {
+  const ra = a.replace(/\d+$/, '');
+  const rb = b.replace(/\d+$/, '');
+  if (ra !== rb) return ra.length - rb.length || (ra < rb ? -1 : 1);
+  return parseInt(a.slice(ra.length), 10) - parseInt(b.slice(rb.length), 10);
+}
 
-  // onPrequeue: the sale has not opened; every token that arrives before it gets a random place at the
-  // opening, so there is no rank yet, only a countdown. The token is kept as for "queued".
-  function onPrequeue(m) {
-    if (typeof m.token === 'string' && m.token) store.token = m.token;
-    if (store.pass) {
-      delete store.pass;
-      delete store.expiresAtMs;
-      st.selected.clear();
-    }
-    delete store.startRank; // the place is drawn at the opening; the first rank after it is the start
-    delete store.ended;
-    save();
-    const opens = Date.parse(m.opens_at);
-    st.opensAtMs = Number.isNaN(opens) ? 0 : opens;
-    st.preTotal = Math.max(1, m.total | 0);
-    st.paused = m.paused === true;
-    st.etaSeconds = null;
-    st.note = '';
-    setPhase('prequeue');
-  }
-
-  // onOpened: the line opened and this page left the pre-queue for its drawn place.
-  function onOpened() {
-    focusHeading(el.waitingHeading);
-    announce(t('announce.opened', { rank: I.ordinal(st.rank), total: I.num(st.total) }));
-  }
-
-  function onPaused(paused) {
-    if (st.paused === paused) return;
-    st.paused = paused;
-    if (paused) st.etaSeconds = null; // no estimate holds while nobody is admitted
-    render();
-    if (st.phase === 'waiting' || st.phase === 'prequeue') announce(t(paused ? 'announce.paused' : 'announce.resumed'));
-  }
-
-  function onPosition(m) {
-    if (typeof m.tick_at === 'number' && m.tick_at > 0) {
-      // The tick happened before the message arrived, so this errs towards a server clock that is behind,
-      // which makes the countdown end late rather than early.
-      st.skewMs = m.tick_at - Date.now();
-      st.skewFromTick = true;
-    }
-    if (st.phase !== 'waiting' && st.phase !== 'connecting' && st.phase !== 'prequeue') return;
-    const opened = st.phase === 'prequeue';
-    st.etaSeconds = typeof m.eta_seconds === 'number' && Number.isFinite(m.eta_seconds) && m.eta_seconds >= 0 ? m.eta_seconds : null;
-    setPhase('waiting');
-    setRank(m.rank, m.total);
-    if (opened) onOpened();
-  }
-
-  function setRank(rank, total) {
-    st.rank = Math.max(1, rank | 0);
-    st.total = Math.max(st.rank, total | 0);
-    if (!store.startRank || st.rank > store.startRank) {
-      store.startRank = st.rank;
-      save();
-    }
-    render();
-    announceRank();
-  }
-
-  function onAdmitted(m) {
-    if (typeof m.token === 'string' && m.token) store.token = m.token;
-    const expires = Date.parse(m.expires_at);
-    store.pass = String(m.pass || '');
-    store.expiresAtMs = Number.isNaN(expires) ? serverNow() + 5 * 60000 : expires;
-    delete store.ended;
-    save();
-    st.note = '';
-    const first = st.phase !== 'admitted';
-    setPhase('admitted');
-    loadSeats();
-    if (first) {
-      st.warnedLow = false;
-      const min = Math.max(1, Math.round((store.expiresAtMs - serverNow()) / 60000));
-      announce(t('announce.admitted', { min }));
-    }
-  }
-
-  function onError(m) {
-    switch (m.code) {
-      case 'UNKNOWN_SCREENING':
-        finish('unknown');
-        break;
-      case 'BAD_TOKEN':
-        // The stored token is not one the server hands out: start over with a new one (the close that
-        // follows reconnects without it).
-        delete store.token;
-        delete store.startRank;
-        delete store.pass;
-        delete store.expiresAtMs;
-        save();
-        break;
-      case 'INTERNAL':
-        // The pass could not be signed; the socket stays open. A reconnect with the token asks again.
-        dropSocket();
-        retryLater(backoff());
-        break;
-      case 'UNAVAILABLE':
-        // After a leave the socket stays open and the leave may be sent again; on connect a close
-        // (1013) follows and is retried with backoff.
-        if (st.phase === 'final' && st.finalKind === 'left' && ws && ws.readyState === WebSocket.OPEN) {
-          ws.send(JSON.stringify({ type: 'leave' }));
-        }
-        break;
-      default:
-        break; // BAD_MESSAGE and codes of later versions
-    }
-  }
-
-  // finish moves to a final state; no reconnects follow until the user asks for them.
-  function finish(kind) {
-    stopped = true;
-    clearTimeout(retryTimer);
-    st.phase = 'final';
-    st.finalKind = kind;
+async function reserve() {
+  if (st.busy || st.selected.size === 0 || !store.pass || st.phase !== 'admitted') return;
+  const seats = [...st.selected].sort(seatOrder);
+  st.busy = true;
+  st.message = null;
+  render();
+  let res;
+  let body = {};
+  try {
+    res = await fetch(`/api/screenings/${enc}/reservations`, {
+      method: 'POST',
+      cache: 'no-store',
+      headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + store.pass },
+      body: JSON.stringify({ seats }),
+    });
+    body = await res.json().catch(() => ({}));
+  } catch (_) {
     st.busy = false;
-    delete store.pass;
-    delete store.expiresAtMs;
-    if (kind !== 'expired') {
-      // Expired keeps its token: joining again puts the same token at the end of the line.
-      delete store.token;
-      delete store.startRank;
-    }
-    if (kind === 'left' || kind === 'sold_out') store.ended = kind;
-    save();
-    if (kind !== 'left') dropSocket(); // a leaving socket is closed by the server once it has left
-    setConn('closed');
+    st.message = { kind: 'bad', text: t('networkError') };
     render();
-    focusHeading(el.finalHeading);
-    announce(t(`final.${kind}.h`) + '. ' + t(`final.${kind}.p`));
+    return;
   }
-
-  function setPhase(p) {
-    const was = st.phase;
-    st.phase = p;
-    render();
-    if (was !== p && p === 'admitted') focusHeading(el.admittedHeading);
+  st.busy = false;
+  if (res.status === 201) {
+    confirm({ id: body.id, seats: Array.isArray(body.seats) ? body.seats : seats, createdAt: body.created_at });
+    return;
   }
-
-  // focusHeading moves focus to the heading of a new view, so keyboard and screen-reader users start there.
-  function focusHeading(h) {
-    requestAnimationFrame(() => h.focus({ preventScroll: false }));
-  }
-
-  function rejoin(fresh) {
-    if (fresh) {
-      delete store.token;
-      delete store.startRank;
+  const err = (body && body.error) || {};
+  switch (err.code) {
+    case 'SEAT_TAKEN':
+    case 'SEAT_LOCKED': {
+      const bad = Array.isArray(err.seats) ? err.seats.map(String) : [];
+      bad.forEach((s) => st.selected.delete(s));
+      st.message = {
+        kind: 'warn',
+        text: t(err.code === 'SEAT_TAKEN' ? 'seatTaken' : 'seatLocked', { seats: bad.join(', '), n: bad.length || 1 }),
+      };
+      loadSeats();
+      break;
     }
-    delete store.reservation;
-    delete store.pass;
-    delete store.expiresAtMs;
-    delete store.ended;
-    save();
-    stopped = false;
-    attempt = 0;
-    st.note = '';
+    case 'SOLD_OUT':
+      finish('sold_out');
+      return;
+    case 'PASS_SPENT':
+      store = readStore(); // another tab may have booked with this turn
+      if (store.reservation) showConfirmed();
+      else finish('spent');
+      return;
+    case 'INVALID_PASS':
+      finish('expired');
+      return;
+    case 'BAD_REQUEST':
+      st.message = { kind: 'bad', text: t('badRequest', { msg: String(err.message || '') }) };
+      break;
+    default:
+      st.message = { kind: 'bad', text: t('serverError') };
+  }
+  render();
+}
+
+function confirm(reservation) {
+  store = { reservation };
+  save();
+  showConfirmed();
+  announce(t('confirmedHeading') + '. ' + t('confirmedSeats') + ': ' + reservation.seats.join(', '));
+}
+
+function showConfirmed() {
+  stopped = true;
+  clearTimeout(retryTimer);
+  dropSocket();
+  st.phase = 'confirmed';
+  st.conn = 'closed';
+  render();
+  focusHeading(el.confirmedHeading);
+}
+
+function toggleSeat(id) {
+  if (st.phase !== 'admitted' || st.busy) return;
+  const seat = (st.seats || []).find((s) => s.id === id);
+  if (!seat || seat.status !== 'available') return;
+  if (st.selected.has(id)) {
+    st.selected.delete(id);
     st.message = null;
-    st.paused = false;
-    st.etaSeconds = null;
-    st.selected.clear();
-    st.seats = null;
-    st.seatsState = 'idle';
-    st.phase = 'connecting';
+  } else if (st.selected.size >= maxSeats()) {
+    st.message = { kind: 'warn', text: t('maxSeats', { max: maxSeats() }) };
+  } else {
+    st.selected.add(id);
+    st.message = null;
+  }
+  updateSeatButtons();
+  render();
+}
+
+// --- Announcements for screen readers --------------------------------------------------------------------
+
+let lastAnnounceMs = 0;
+let rankTimer = 0;
+
+function announce(text) {
+  lastAnnounceMs = Date.now();
+  el.live.textContent = '';
+  // A fresh node of text makes screen readers speak a repeated message too.
+  setTimeout(() => { el.live.textContent = text; }, 60);
+}
+
+function announceRank() {
+  if (rankTimer) return; // the pending announcement reads the newest rank when it fires
+  const say = () => {
+    rankTimer = 0;
+    if (st.phase === 'waiting') announce(t('announce.rank', { rank: ordinal(st.rank), total: num(st.total) }));
+  };
+  const waitMs = lastAnnounceMs + announceGapMs - Date.now();
+  if (waitMs <= 0) say();
+  else rankTimer = setTimeout(say, waitMs);
+}
+
+// --- Drawing ---------------------------------------------------------------------------------------------
+
+function render() {
+  const p = st.phase;
+  el.main.dataset.phase = p;
+  el.prequeue.hidden = p !== 'prequeue';
+  el.waiting.hidden = p !== 'waiting';
+  el.admitted.hidden = p !== 'admitted';
+  el.confirmed.hidden = p !== 'confirmed';
+  el.final.hidden = p !== 'final';
+
+  const name = st.info && st.info.name ? st.info.name : t('roomTitle');
+  el.name.textContent = name;
+  el.when.textContent = st.info ? t('startsAt', { time: dateTime(st.info.starts_at) }) : '';
+
+  renderConn();
+  const showPaused = st.paused && (p === 'waiting' || p === 'prequeue');
+  el.pausedNotice.hidden = !showPaused;
+  el.pausedNotice.textContent = showPaused ? t('pausedNotice') : '';
+  if (p === 'prequeue') renderPrequeue();
+  if (p === 'waiting') renderWaiting();
+  if (p === 'admitted') renderAdmitted();
+  if (p === 'confirmed') renderConfirmed();
+  if (p === 'final') renderFinal();
+
+  if (p === 'waiting' && st.rank) document.title = t('title.waiting', { rank: ordinal(st.rank), name });
+  else if (p === 'prequeue') document.title = t('title.prequeue', { name });
+  else if (p === 'admitted') document.title = t('title.admitted', { name });
+  else document.title = name + ' · waitroom';
+}
+
+function renderConn() {
+  const c = st.conn;
+  el.conn.hidden = st.phase === 'confirmed' || st.phase === 'final';
+  el.conn.dataset.conn = c;
+  let text;
+  if (c === 'reconnecting') {
+    const s = st.retryAtMs ? Math.max(0, Math.ceil((st.retryAtMs - Date.now()) / 1000)) : 0;
+    text = t('conn.reconnecting', { s });
+  } else {
+    text = t('conn.' + c);
+  }
+  if (el.connText.textContent !== text) el.connText.textContent = text;
+  el.retryNow.hidden = !((c === 'reconnecting' && st.retryAtMs) || c === 'offline');
+}
+
+function renderWaiting() {
+  el.placePre.textContent = t('placePre');
+  el.placeMid.textContent = t('placeMid');
+  el.placePost.textContent = t('placePost');
+  if (st.rank) {
+    el.rank.textContent = ordinal(st.rank);
+    el.rank.dataset.rank = String(st.rank);
+    el.total.textContent = num(st.total);
+    el.total.dataset.total = String(st.total);
+  }
+  // How far the line has moved: the share of the people ahead at arrival who have gone through.
+  const start = store.startRank || st.rank || 1;
+  const aheadThen = start - 1;
+  const aheadNow = Math.max(0, st.rank - 1);
+  const pct = aheadThen <= 0 ? 100 : Math.round(((aheadThen - Math.min(aheadNow, aheadThen)) / aheadThen) * 100);
+  el.progress.value = pct;
+  el.progressText.textContent = st.rank === 1 ? t('progressNext') : t('progress', { p: num(pct) });
+  el.waitingNote.textContent = st.note ? t(st.note) : '';
+  const eta = st.etaSeconds !== null && !st.paused ? etaText(st.etaSeconds) : '';
+  el.eta.textContent = eta;
+  el.eta.hidden = eta === '';
+  el.eta.dataset.etaSeconds = eta === '' ? '' : String(st.etaSeconds);
+}
+
+// etaText is the wait estimate in words: under a minute, whole minutes, or hours and minutes.
+function etaText(seconds) {
+  if (seconds < 60) return t('eta.soon');
+  const min = Math.round(seconds / 60);
+  if (min < 120) return t('eta.minutes', { min });
+  return t('eta.hours', { h: num(Math.floor(min / 60)), min: min % 60 });
+}
+
+function renderPrequeue() {
+  renderCountdown();
+  el.opensAt.textContent = st.opensAtMs ? t('opensAt', { time: dateTime(st.opensAtMs) }) : '';
+  el.preTotal.textContent = t('prequeueTotal', { n: st.preTotal, total: num(st.preTotal) });
+  el.preTotal.dataset.total = String(st.preTotal);
+}
+
+// renderCountdown shows the time to the opening by the server's clock: h:mm:ss, or mm:ss within the hour.
+function renderCountdown() {
+  const leftMs = st.opensAtMs - serverNow();
+  const total = Math.max(0, Math.ceil(leftMs / 1000));
+  const h = Math.floor(total / 3600);
+  const mm = String(Math.floor((total % 3600) / 60)).padStart(2, '0');
+  const ss = String(total % 60).padStart(2, '0');
+  const text = total > 0 ? (h > 0 ? `${h}:${mm}:${ss}` : `${mm}:${ss}`) : t('prequeueOpening');
+  if (el.countdown.textContent !== text) el.countdown.textContent = text;
+  el.countdown.dateTime = `PT${h}H${Math.floor((total % 3600) / 60)}M${total % 60}S`;
+  el.countdown.dataset.opensAt = st.opensAtMs ? String(st.opensAtMs) : '';
+  el.countdown.dataset.left = String(total);
+  el.countdownLabel.hidden = total === 0;
+}
+
+function renderAdmitted() {
+  renderTimer();
+  if (st.seatsState === 'loading' && !st.seats) el.seatsStatus.textContent = t('seatsLoading');
+  else if (st.seatsState === 'failed') el.seatsStatus.textContent = t('seatsFailed');
+  else el.seatsStatus.textContent = '';
+  el.seatsStatus.className = st.seatsState === 'failed' ? 'notice bad' : 'muted small';
+
+  const list = [...st.selected].sort(seatOrder);
+  el.selectedText.textContent = list.length
+    ? t('selectedList', { list: list.join(', '), n: list.length, max: maxSeats() })
+    : t('selectedNone', { max: maxSeats() });
+  el.reserve.textContent = st.busy ? t('reserving') : t('reserve', { n: list.length });
+  el.reserve.disabled = st.busy || list.length === 0;
+  el.reserve.setAttribute('aria-busy', st.busy ? 'true' : 'false');
+  el.message.className = 'notice' + (st.message ? ' ' + st.message.kind : '');
+  el.message.textContent = st.message ? st.message.text : '';
+}
+
+function renderTimer() {
+  const leftMs = Math.max(0, (store.expiresAtMs || 0) - serverNow());
+  const total = Math.ceil(leftMs / 1000);
+  const mm = String(Math.floor(total / 60)).padStart(2, '0');
+  const ss = String(total % 60).padStart(2, '0');
+  const text = total > 0 ? `${mm}:${ss}` : t('timeUp');
+  if (el.timer.textContent !== text) el.timer.textContent = text;
+  el.timer.dateTime = `PT${Math.floor(total / 60)}M${total % 60}S`;
+  el.timerBox.classList.toggle('low', leftMs < lowTimeMs);
+}
+
+function renderConfirmed() {
+  const r = store.reservation || {};
+  const seats = Array.isArray(r.seats) ? r.seats : [];
+  el.confirmedSeats.replaceChildren(...seats.map((s) => {
+    const li = document.createElement('li');
+    li.textContent = String(s);
+    return li;
+  }));
+  el.confirmedID.textContent = r.id !== undefined && r.id !== null ? t('bookingNo', { id: String(r.id) }) : '';
+  el.confirmedFor.textContent = st.info ? t('bookedFor', { name: st.info.name, time: dateTime(st.info.starts_at) }) : '';
+}
+
+function renderFinal() {
+  const k = st.finalKind;
+  el.final.dataset.kind = k;
+  el.finalHeading.textContent = t(`final.${k}.h`);
+  el.finalText.textContent = t(`final.${k}.p`);
+  el.rejoin.hidden = !(k === 'expired' || k === 'left' || k === 'spent');
+}
+
+// renderSeats builds the grid of seat buttons: rows in order, each seat in the column of its number.
+function renderSeats() {
+  const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.seat : '';
+  const map = el.seatmap;
+  map.setAttribute('aria-label', t('seatMap'));
+  if (!st.seats) {
+    map.replaceChildren();
+    return;
+  }
+  const rows = new Map();
+  for (const s of st.seats) {
+    const row = String(s.row);
+    if (!rows.has(row)) rows.set(row, []);
+    rows.get(row).push(s);
+  }
+  const labels = [...rows.keys()].sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0));
+  let cols = 0;
+  for (const list of rows.values()) {
+    list.sort((a, b) => a.number - b.number);
+    cols = Math.max(cols, ...list.map((s) => s.number | 0));
+  }
+  map.style.setProperty('--cols', String(cols));
+  const out = labels.map((label, r) => {
+    const row = document.createElement('div');
+    row.className = 'seat-row';
+    row.setAttribute('role', 'group');
+    row.setAttribute('aria-label', t('rowLabel', { row: label }));
+    row.append(rowLabel(label, 1, ''));
+    rows.get(label).forEach((s, i) => {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'seat';
+      b.dataset.seat = String(s.id);
+      b.dataset.r = String(r);
+      b.dataset.i = String(i);
+      b.textContent = String(s.number);
+      b.style.gridColumn = String((s.number | 0) + 1);
+      b.disabled = s.status !== 'available';
+      row.append(b);
+    });
+    row.append(rowLabel(label, cols + 2, 'end'));
+    return row;
+  });
+  map.replaceChildren(...out);
+  updateSeatButtons();
+  if (focused) {
+    const again = map.querySelector(`button[data-seat="${CSS.escape(focused)}"]`);
+    if (again && !again.disabled) again.focus();
+    else focusableSeat()?.focus();
+  }
+}
+
+function rowLabel(text, column, extra) {
+  const s = document.createElement('span');
+  s.className = 'row-label' + (extra ? ' ' + extra : '');
+  s.setAttribute('aria-hidden', 'true');
+  s.textContent = text;
+  s.style.gridColumn = String(column);
+  return s;
+}
+
+// updateSeatButtons sets each button's pressed state, name and place in the Tab order (one seat only:
+// the arrow keys move within the map).
+function updateSeatButtons() {
+  const buttons = [...el.seatmap.querySelectorAll('button[data-seat]')];
+  let tabSeat = buttons.find((b) => b.dataset.seat === st.focusSeat && !b.disabled) ||
+    buttons.find((b) => st.selected.has(b.dataset.seat)) ||
+    buttons.find((b) => !b.disabled);
+  for (const b of buttons) {
+    const id = b.dataset.seat;
+    let state;
+    if (b.disabled) {
+      b.removeAttribute('aria-pressed');
+      state = 'sold';
+    } else {
+      const on = st.selected.has(id);
+      b.setAttribute('aria-pressed', on ? 'true' : 'false');
+      state = on ? 'selected' : 'available';
+    }
+    b.setAttribute('aria-label', t('seatName', { id, state: t('seat.' + state) }));
+    b.title = b.getAttribute('aria-label');
+    b.tabIndex = b === tabSeat ? 0 : -1;
+  }
+}
+
+function focusableSeat() {
+  return el.seatmap.querySelector('button[data-seat][tabindex="0"]');
+}
+
+// Arrow keys move between available seats; Home and End go to the ends of the row.
+function onSeatKey(e) {
+  const b = e.target.closest && e.target.closest('button[data-seat]');
+  if (!b) return;
+  const rows = [...el.seatmap.querySelectorAll('.seat-row')].map((row) => [...row.querySelectorAll('button[data-seat]')]);
+  const r = Number(b.dataset.r);
+  const i = Number(b.dataset.i);
+  const open = (x) => x && !x.disabled;
+  let next = null;
+  switch (e.key) {
+    case 'ArrowLeft':
+      for (let j = i - 1; j >= 0 && !next; j--) if (open(rows[r][j])) next = rows[r][j];
+      break;
+    case 'ArrowRight':
+      for (let j = i + 1; j < rows[r].length && !next; j++) if (open(rows[r][j])) next = rows[r][j];
+      break;
+    case 'ArrowUp':
+    case 'ArrowDown': {
+      const step = e.key === 'ArrowUp' ? -1 : 1;
+      const number = Number(b.textContent);
+      for (let q = r + step; q >= 0 && q < rows.length && !next; q += step) {
+        let best = null;
+        for (const c of rows[q]) {
+          if (open(c) && (!best || Math.abs(Number(c.textContent) - number) < Math.abs(Number(best.textContent) - number))) best = c;
+        }
+        next = best;
+      }
+      break;
+    }
+    case 'Home':
+      next = rows[r].find(open) || null;
+      break;
+    case 'End':
+      next = [...rows[r]].reverse().find(open) || null;
+      break;
+    default:
+      return;
+  }
+  e.preventDefault();
+  if (next) {
+    st.focusSeat = next.dataset.seat;
+    updateSeatButtons();
+    next.focus();
+  }
+}
+
+// --- Wiring ----------------------------------------------------------------------------------------------
+
+el.seatmap.addEventListener('click', (e) => {
+  const b = e.target.closest && e.target.closest('button[data-seat]');
+  if (b && !b.disabled) toggleSeat(b.dataset.seat);
+});
+el.seatmap.addEventListener('keydown', onSeatKey);
+el.seatmap.addEventListener('focusin', (e) => {
+  const b = e.target.closest && e.target.closest('button[data-seat]');
+  if (b && st.focusSeat !== b.dataset.seat) {
+    st.focusSeat = b.dataset.seat;
+    updateSeatButtons();
+  }
+});
+el.reserve.addEventListener('click', reserve);
+el.leave.addEventListener('click', leave);
+el.leavePre.addEventListener('click', leave);
+el.rejoin.addEventListener('click', () => rejoin(st.finalKind !== 'expired'));
+el.bookAgain.addEventListener('click', () => rejoin(true));
+el.retryNow.addEventListener('click', () => {
+  if (!stopped) connect();
+});
+
+window.addEventListener('online', () => {
+  if (!stopped && !ws) {
+    attempt = 0;
     connect();
   }
-
-  // leave gives the place up. The server answers {"type":"leave"} by closing the socket.
-  function leave() {
-    const sock = ws && ws.readyState === WebSocket.OPEN ? ws : null;
-    if (sock) {
-      sock.send(JSON.stringify({ type: 'leave' }));
-      setTimeout(() => sock.close(1000), leaveWaitMs);
-    } else if (store.token) {
-      // Not connected just now: connect once to say so, so the place does not hold up the line.
-      const once = new WebSocket(socketURL());
-      once.onmessage = () => {
-        once.onmessage = null;
-        try {
-          once.send(JSON.stringify({ type: 'leave' }));
-        } catch (_) { /* closed already */ }
-        setTimeout(() => once.close(1000), leaveWaitMs);
-      };
-    }
-    finish('left');
-  }
-
-  // --- The booking -----------------------------------------------------------------------------------------
-
-  async function loadInfo() {
-    try {
-      const sentMs = Date.now();
-      const res = await fetch(`/api/screenings/${enc}`, { cache: 'no-store' });
-      noteServerDate(res.headers.get('Date'), sentMs, Date.now());
-      if (res.status === 404) {
-        if (!store.reservation) finish('unknown');
-        return;
-      }
-      if (!res.ok) return;
-      st.info = await res.json();
-      render();
-    } catch (_) { /* the name is a nicety; the socket says what matters */ }
-  }
-
-  // noteServerDate estimates the server clock from a response's Date header, for the countdown to the
-  // opening before any tick_at arrives. The header is truncated to the second: the middle of that second,
-  // against the middle of the request.
-  function noteServerDate(header, sentMs, receivedMs) {
-    const d = Date.parse(header || '');
-    if (Number.isNaN(d) || st.skewFromTick) return;
-    const skew = d + 500 - (sentMs + receivedMs) / 2;
-    if (Math.abs(skew) > dateSkewMinMs) {
-      st.skewMs = skew;
-      if (st.phase === 'prequeue') renderCountdown();
-    }
-  }
-
-  async function loadSeats() {
-    st.seatsState = 'loading';
-    render();
-    try {
-      const res = await fetch(`/api/screenings/${enc}/seats`, { cache: 'no-store' });
-      if (!res.ok) throw new Error('status ' + res.status);
-      const list = await res.json();
-      if (!Array.isArray(list)) throw new Error('not a list');
-      st.seats = list;
-      st.seatsState = 'ok';
-      const available = new Set(list.filter((s) => s.status === 'available').map((s) => s.id));
-      for (const id of [...st.selected]) {
-        if (!available.has(id)) st.selected.delete(id);
-      }
-    } catch (_) {
-      st.seatsState = 'failed';
-    }
-    renderSeats();
-    render();
-  }
-
-  function seatOrder(a, b) {
-    const ra = a.replace(/\d+$/, '');
-    const rb = b.replace(/\d+$/, '');
-    if (ra !== rb) return ra.length - rb.length || (ra < rb ? -1 : 1);
-    return parseInt(a.slice(ra.length), 10) - parseInt(b.slice(rb.length), 10);
-  }
-
-  async function reserve() {
-    if (st.busy || st.selected.size === 0 || !store.pass || st.phase !== 'admitted') return;
-    const seats = [...st.selected].sort(seatOrder);
-    st.busy = true;
-    st.message = null;
-    render();
-    let res;
-    let body = {};
-    try {
-      res = await fetch(`/api/screenings/${enc}/reservations`, {
-        method: 'POST',
-        cache: 'no-store',
-        headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + store.pass },
-        body: JSON.stringify({ seats }),
-      });
-      body = await res.json().catch(() => ({}));
-    } catch (_) {
-      st.busy = false;
-      st.message = { kind: 'bad', text: t('networkError') };
-      render();
-      return;
-    }
-    st.busy = false;
-    if (res.status === 201) {
-      confirm({ id: body.id, seats: Array.isArray(body.seats) ? body.seats : seats, createdAt: body.created_at });
-      return;
-    }
-    const err = (body && body.error) || {};
-    switch (err.code) {
-      case 'SEAT_TAKEN':
-      case 'SEAT_LOCKED': {
-        const bad = Array.isArray(err.seats) ? err.seats.map(String) : [];
-        bad.forEach((s) => st.selected.delete(s));
-        st.message = {
-          kind: 'warn',
-          text: t(err.code === 'SEAT_TAKEN' ? 'seatTaken' : 'seatLocked', { seats: bad.join(', '), n: bad.length || 1 }),
-        };
-        loadSeats();
-        break;
-      }
-      case 'SOLD_OUT':
-        finish('sold_out');
-        return;
-      case 'PASS_SPENT':
-        store = readStore(); // another tab may have booked with this turn
-        if (store.reservation) showConfirmed();
-        else finish('spent');
-        return;
-      case 'INVALID_PASS':
-        finish('expired');
-        return;
-      case 'BAD_REQUEST':
-        st.message = { kind: 'bad', text: t('badRequest', { msg: String(err.message || '') }) };
-        break;
-      default:
-        st.message = { kind: 'bad', text: t('serverError') };
-    }
-    render();
-  }
-
-  function confirm(reservation) {
-    store = { reservation };
-    save();
-    showConfirmed();
-    announce(t('confirmedHeading') + '. ' + t('confirmedSeats') + ': ' + reservation.seats.join(', '));
-  }
-
-  function showConfirmed() {
-    stopped = true;
+});
+window.addEventListener('offline', () => {
+  if (!stopped && !ws) {
     clearTimeout(retryTimer);
-    dropSocket();
-    st.phase = 'confirmed';
-    st.conn = 'closed';
-    render();
-    focusHeading(el.confirmedHeading);
+    st.retryAtMs = 0;
+    setConn('offline');
   }
+});
+// A page restored from the back-forward cache has lost its socket.
+window.addEventListener('pageshow', (e) => {
+  if (e.persisted && !stopped && !ws) connect();
+});
 
-  function toggleSeat(id) {
-    if (st.phase !== 'admitted' || st.busy) return;
-    const seat = (st.seats || []).find((s) => s.id === id);
-    if (!seat || seat.status !== 'available') return;
-    if (st.selected.has(id)) {
-      st.selected.delete(id);
-      st.message = null;
-    } else if (st.selected.size >= maxSeats()) {
-      st.message = { kind: 'warn', text: t('maxSeats', { max: maxSeats() }) };
-    } else {
-      st.selected.add(id);
-      st.message = null;
+// Another tab of the same screening: a booking made there, a leave, or a new token.
+window.addEventListener('storage', (e) => {
+  if (e.key !== storeKey) return;
+  const next = readStore();
+  if (next.reservation && st.phase !== 'confirmed') {
+    store = next;
+    showConfirmed();
+  } else if (next.ended && !store.ended && (st.phase === 'waiting' || st.phase === 'prequeue' || st.phase === 'admitted')) {
+    store = next;
+    finish(next.ended);
+  } else if (next.token && next.token !== store.token && !stopped) {
+    store = next;
+    connect();
+  }
+});
+
+onChange(() => {
+  render();
+  updateSeatButtons();
+  el.seatmap.setAttribute('aria-label', t('seatMap'));
+});
+
+setInterval(() => {
+  if (st.phase === 'admitted') {
+    const leftMs = (store.expiresAtMs || 0) - serverNow();
+    if (leftMs < lowTimeMs && leftMs > 0 && !st.warnedLow) {
+      st.warnedLow = true;
+      announce(t('announce.oneMinute'));
     }
-    updateSeatButtons();
-    render();
-  }
-
-  // --- Announcements for screen readers --------------------------------------------------------------------
-
-  let lastAnnounceMs = 0;
-  let rankTimer = 0;
-
-  function announce(text) {
-    lastAnnounceMs = Date.now();
-    el.live.textContent = '';
-    // A fresh node of text makes screen readers speak a repeated message too.
-    setTimeout(() => { el.live.textContent = text; }, 60);
-  }
-
-  function announceRank() {
-    if (rankTimer) return; // the pending announcement reads the newest rank when it fires
-    const say = () => {
-      rankTimer = 0;
-      if (st.phase === 'waiting') announce(t('announce.rank', { rank: I.ordinal(st.rank), total: I.num(st.total) }));
-    };
-    const waitMs = lastAnnounceMs + announceGapMs - Date.now();
-    if (waitMs <= 0) say();
-    else rankTimer = setTimeout(say, waitMs);
-  }
-
-  // --- Drawing ---------------------------------------------------------------------------------------------
-
-  function render() {
-    const p = st.phase;
-    el.main.dataset.phase = p;
-    el.prequeue.hidden = p !== 'prequeue';
-    el.waiting.hidden = p !== 'waiting';
-    el.admitted.hidden = p !== 'admitted';
-    el.confirmed.hidden = p !== 'confirmed';
-    el.final.hidden = p !== 'final';
-
-    const name = st.info && st.info.name ? st.info.name : t('roomTitle');
-    el.name.textContent = name;
-    el.when.textContent = st.info ? t('startsAt', { time: I.dateTime(st.info.starts_at) }) : '';
-
-    renderConn();
-    const showPaused = st.paused && (p === 'waiting' || p === 'prequeue');
-    el.pausedNotice.hidden = !showPaused;
-    el.pausedNotice.textContent = showPaused ? t('pausedNotice') : '';
-    if (p === 'prequeue') renderPrequeue();
-    if (p === 'waiting') renderWaiting();
-    if (p === 'admitted') renderAdmitted();
-    if (p === 'confirmed') renderConfirmed();
-    if (p === 'final') renderFinal();
-
-    if (p === 'waiting' && st.rank) document.title = t('title.waiting', { rank: I.ordinal(st.rank), name });
-    else if (p === 'prequeue') document.title = t('title.prequeue', { name });
-    else if (p === 'admitted') document.title = t('title.admitted', { name });
-    else document.title = name + ' · waitroom';
-  }
-
-  function renderConn() {
-    const c = st.conn;
-    el.conn.hidden = st.phase === 'confirmed' || st.phase === 'final';
-    el.conn.dataset.conn = c;
-    let text;
-    if (c === 'reconnecting') {
-      const s = st.retryAtMs ? Math.max(0, Math.ceil((st.retryAtMs - Date.now()) / 1000)) : 0;
-      text = t('conn.reconnecting', { s });
-    } else {
-      text = t('conn.' + c);
-    }
-    if (el.connText.textContent !== text) el.connText.textContent = text;
-    el.retryNow.hidden = !((c === 'reconnecting' && st.retryAtMs) || c === 'offline');
-  }
-
-  function renderWaiting() {
-    el.placePre.textContent = t('placePre');
-    el.placeMid.textContent = t('placeMid');
-    el.placePost.textContent = t('placePost');
-    if (st.rank) {
-      el.rank.textContent = I.ordinal(st.rank);
-      el.rank.dataset.rank = String(st.rank);
-      el.total.textContent = I.num(st.total);
-      el.total.dataset.total = String(st.total);
-    }
-    // How far the line has moved: the share of the people ahead at arrival who have gone through.
-    const start = store.startRank || st.rank || 1;
-    const aheadThen = start - 1;
-    const aheadNow = Math.max(0, st.rank - 1);
-    const pct = aheadThen <= 0 ? 100 : Math.round(((aheadThen - Math.min(aheadNow, aheadThen)) / aheadThen) * 100);
-    el.progress.value = pct;
-    el.progressText.textContent = st.rank === 1 ? t('progressNext') : t('progress', { p: I.num(pct) });
-    el.waitingNote.textContent = st.note ? t(st.note) : '';
-    const eta = st.etaSeconds !== null && !st.paused ? etaText(st.etaSeconds) : '';
-    el.eta.textContent = eta;
-    el.eta.hidden = eta === '';
-    el.eta.dataset.etaSeconds = eta === '' ? '' : String(st.etaSeconds);
-  }
-
-  // etaText is the wait estimate in words: under a minute, whole minutes, or hours and minutes.
-  function etaText(seconds) {
-    if (seconds < 60) return t('eta.soon');
-    const min = Math.round(seconds / 60);
-    if (min < 120) return t('eta.minutes', { min });
-    return t('eta.hours', { h: I.num(Math.floor(min / 60)), min: min % 60 });
-  }
-
-  function renderPrequeue() {
-    renderCountdown();
-    el.opensAt.textContent = st.opensAtMs ? t('opensAt', { time: I.dateTime(st.opensAtMs) }) : '';
-    el.preTotal.textContent = t('prequeueTotal', { n: st.preTotal, total: I.num(st.preTotal) });
-    el.preTotal.dataset.total = String(st.preTotal);
-  }
-
-  // renderCountdown shows the time to the opening by the server's clock: h:mm:ss, or mm:ss within the hour.
-  function renderCountdown() {
-    const leftMs = st.opensAtMs - serverNow();
-    const total = Math.max(0, Math.ceil(leftMs / 1000));
-    const h = Math.floor(total / 3600);
-    const mm = String(Math.floor((total % 3600) / 60)).padStart(2, '0');
-    const ss = String(total % 60).padStart(2, '0');
-    const text = total > 0 ? (h > 0 ? `${h}:${mm}:${ss}` : `${mm}:${ss}`) : t('prequeueOpening');
-    if (el.countdown.textContent !== text) el.countdown.textContent = text;
-    el.countdown.dateTime = `PT${h}H${Math.floor((total % 3600) / 60)}M${total % 60}S`;
-    el.countdown.dataset.opensAt = st.opensAtMs ? String(st.opensAtMs) : '';
-    el.countdown.dataset.left = String(total);
-    el.countdownLabel.hidden = total === 0;
-  }
-
-  function renderAdmitted() {
-    renderTimer();
-    if (st.seatsState === 'loading' && !st.seats) el.seatsStatus.textContent = t('seatsLoading');
-    else if (st.seatsState === 'failed') el.seatsStatus.textContent = t('seatsFailed');
-    else el.seatsStatus.textContent = '';
-    el.seatsStatus.className = st.seatsState === 'failed' ? 'notice bad' : 'muted small';
-
-    const list = [...st.selected].sort(seatOrder);
-    el.selectedText.textContent = list.length
-      ? t('selectedList', { list: list.join(', '), n: list.length, max: maxSeats() })
-      : t('selectedNone', { max: maxSeats() });
-    el.reserve.textContent = st.busy ? t('reserving') : t('reserve', { n: list.length });
-    el.reserve.disabled = st.busy || list.length === 0;
-    el.reserve.setAttribute('aria-busy', st.busy ? 'true' : 'false');
-    el.message.className = 'notice' + (st.message ? ' ' + st.message.kind : '');
-    el.message.textContent = st.message ? st.message.text : '';
-  }
-
-  function renderTimer() {
-    const leftMs = Math.max(0, (store.expiresAtMs || 0) - serverNow());
-    const total = Math.ceil(leftMs / 1000);
-    const mm = String(Math.floor(total / 60)).padStart(2, '0');
-    const ss = String(total % 60).padStart(2, '0');
-    const text = total > 0 ? `${mm}:${ss}` : t('timeUp');
-    if (el.timer.textContent !== text) el.timer.textContent = text;
-    el.timer.dateTime = `PT${Math.floor(total / 60)}M${total % 60}S`;
-    el.timerBox.classList.toggle('low', leftMs < lowTimeMs);
-  }
-
-  function renderConfirmed() {
-    const r = store.reservation || {};
-    const seats = Array.isArray(r.seats) ? r.seats : [];
-    el.confirmedSeats.replaceChildren(...seats.map((s) => {
-      const li = document.createElement('li');
-      li.textContent = String(s);
-      return li;
-    }));
-    el.confirmedID.textContent = r.id !== undefined && r.id !== null ? t('bookingNo', { id: String(r.id) }) : '';
-    el.confirmedFor.textContent = st.info ? t('bookedFor', { name: st.info.name, time: I.dateTime(st.info.starts_at) }) : '';
-  }
-
-  function renderFinal() {
-    const k = st.finalKind;
-    el.final.dataset.kind = k;
-    el.finalHeading.textContent = t(`final.${k}.h`);
-    el.finalText.textContent = t(`final.${k}.p`);
-    el.rejoin.hidden = !(k === 'expired' || k === 'left' || k === 'spent');
-  }
-
-  // renderSeats builds the grid of seat buttons: rows in order, each seat in the column of its number.
-  function renderSeats() {
-    const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.seat : '';
-    const map = el.seatmap;
-    map.setAttribute('aria-label', t('seatMap'));
-    if (!st.seats) {
-      map.replaceChildren();
+    if (leftMs <= -expiryGraceMs && !st.busy) {
+      finish('expired');
       return;
     }
-    const rows = new Map();
-    for (const s of st.seats) {
-      const row = String(s.row);
-      if (!rows.has(row)) rows.set(row, []);
-      rows.get(row).push(s);
-    }
-    const labels = [...rows.keys()].sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0));
-    let cols = 0;
-    for (const list of rows.values()) {
-      list.sort((a, b) => a.number - b.number);
-      cols = Math.max(cols, ...list.map((s) => s.number | 0));
-    }
-    map.style.setProperty('--cols', String(cols));
-    const out = labels.map((label, r) => {
-      const row = document.createElement('div');
-      row.className = 'seat-row';
-      row.setAttribute('role', 'group');
-      row.setAttribute('aria-label', t('rowLabel', { row: label }));
-      row.append(rowLabel(label, 1, ''));
-      rows.get(label).forEach((s, i) => {
-        const b = document.createElement('button');
-        b.type = 'button';
-        b.className = 'seat';
-        b.dataset.seat = String(s.id);
-        b.dataset.r = String(r);
-        b.dataset.i = String(i);
-        b.textContent = String(s.number);
-        b.style.gridColumn = String((s.number | 0) + 1);
-        b.disabled = s.status !== 'available';
-        row.append(b);
-      });
-      row.append(rowLabel(label, cols + 2, 'end'));
-      return row;
-    });
-    map.replaceChildren(...out);
-    updateSeatButtons();
-    if (focused) {
-      const again = map.querySelector(`button[data-seat="${CSS.escape(focused)}"]`);
-      if (again && !again.disabled) again.focus();
-      else focusableSeat()?.focus();
-    }
+    renderTimer();
   }
+  if (st.phase === 'prequeue') renderCountdown();
+  if (st.conn === 'reconnecting') renderConn();
+}, tickMs);
 
-  function rowLabel(text, column, extra) {
-    const s = document.createElement('span');
-    s.className = 'row-label' + (extra ? ' ' + extra : '');
-    s.setAttribute('aria-hidden', 'true');
-    s.textContent = text;
-    s.style.gridColumn = String(column);
-    return s;
-  }
+// --- Start -----------------------------------------------------------------------------------------------
 
-  // updateSeatButtons sets each button's pressed state, name and place in the Tab order (one seat only:
-  // the arrow keys move within the map).
-  function updateSeatButtons() {
-    const buttons = [...el.seatmap.querySelectorAll('button[data-seat]')];
-    let tabSeat = buttons.find((b) => b.dataset.seat === st.focusSeat && !b.disabled) ||
-      buttons.find((b) => st.selected.has(b.dataset.seat)) ||
-      buttons.find((b) => !b.disabled);
-    for (const b of buttons) {
-      const id = b.dataset.seat;
-      let state;
-      if (b.disabled) {
-        b.removeAttribute('aria-pressed');
-        state = 'sold';
-      } else {
-        const on = st.selected.has(id);
-        b.setAttribute('aria-pressed', on ? 'true' : 'false');
-        state = on ? 'selected' : 'available';
-      }
-      b.setAttribute('aria-label', t('seatName', { id, state: t('seat.' + state) }));
-      b.title = b.getAttribute('aria-label');
-      b.tabIndex = b === tabSeat ? 0 : -1;
-    }
-  }
-
-  function focusableSeat() {
-    return el.seatmap.querySelector('button[data-seat][tabindex="0"]');
-  }
-
-  // Arrow keys move between available seats; Home and End go to the ends of the row.
-  function onSeatKey(e) {
-    const b = e.target.closest && e.target.closest('button[data-seat]');
-    if (!b) return;
-    const rows = [...el.seatmap.querySelectorAll('.seat-row')].map((row) => [...row.querySelectorAll('button[data-seat]')]);
-    const r = Number(b.dataset.r);
-    const i = Number(b.dataset.i);
-    const open = (x) => x && !x.disabled;
-    let next = null;
-    switch (e.key) {
-      case 'ArrowLeft':
-        for (let j = i - 1; j >= 0 && !next; j--) if (open(rows[r][j])) next = rows[r][j];
-        break;
-      case 'ArrowRight':
-        for (let j = i + 1; j < rows[r].length && !next; j++) if (open(rows[r][j])) next = rows[r][j];
-        break;
-      case 'ArrowUp':
-      case 'ArrowDown': {
-        const step = e.key === 'ArrowUp' ? -1 : 1;
-        const number = Number(b.textContent);
-        for (let q = r + step; q >= 0 && q < rows.length && !next; q += step) {
-          let best = null;
-          for (const c of rows[q]) {
-            if (open(c) && (!best || Math.abs(Number(c.textContent) - number) < Math.abs(Number(best.textContent) - number))) best = c;
-          }
-          next = best;
-        }
-        break;
-      }
-      case 'Home':
-        next = rows[r].find(open) || null;
-        break;
-      case 'End':
-        next = [...rows[r]].reverse().find(open) || null;
-        break;
-      default:
-        return;
-    }
-    e.preventDefault();
-    if (next) {
-      st.focusSeat = next.dataset.seat;
-      updateSeatButtons();
-      next.focus();
-    }
-  }
-
-  // --- Wiring ----------------------------------------------------------------------------------------------
-
-  el.seatmap.addEventListener('click', (e) => {
-    const b = e.target.closest && e.target.closest('button[data-seat]');
-    if (b && !b.disabled) toggleSeat(b.dataset.seat);
-  });
-  el.seatmap.addEventListener('keydown', onSeatKey);
-  el.seatmap.addEventListener('focusin', (e) => {
-    const b = e.target.closest && e.target.closest('button[data-seat]');
-    if (b && st.focusSeat !== b.dataset.seat) {
-      st.focusSeat = b.dataset.seat;
-      updateSeatButtons();
-    }
-  });
-  el.reserve.addEventListener('click', reserve);
-  el.leave.addEventListener('click', leave);
-  el.leavePre.addEventListener('click', leave);
-  el.rejoin.addEventListener('click', () => rejoin(st.finalKind !== 'expired'));
-  el.bookAgain.addEventListener('click', () => rejoin(true));
-  el.retryNow.addEventListener('click', () => {
-    if (!stopped) connect();
-  });
-
-  window.addEventListener('online', () => {
-    if (!stopped && !ws) {
-      attempt = 0;
-      connect();
-    }
-  });
-  window.addEventListener('offline', () => {
-    if (!stopped && !ws) {
-      clearTimeout(retryTimer);
-      st.retryAtMs = 0;
-      setConn('offline');
-    }
-  });
-  // A page restored from the back-forward cache has lost its socket.
-  window.addEventListener('pageshow', (e) => {
-    if (e.persisted && !stopped && !ws) connect();
-  });
-
-  // Another tab of the same screening: a booking made there, a leave, or a new token.
-  window.addEventListener('storage', (e) => {
-    if (e.key !== storeKey) return;
-    const next = readStore();
-    if (next.reservation && st.phase !== 'confirmed') {
-      store = next;
-      showConfirmed();
-    } else if (next.ended && !store.ended && (st.phase === 'waiting' || st.phase === 'prequeue' || st.phase === 'admitted')) {
-      store = next;
-      finish(next.ended);
-    } else if (next.token && next.token !== store.token && !stopped) {
-      store = next;
-      connect();
-    }
-  });
-
-  I.onChange(() => {
-    render();
-    updateSeatButtons();
-    el.seatmap.setAttribute('aria-label', t('seatMap'));
-  });
-
-  setInterval(() => {
-    if (st.phase === 'admitted') {
-      const leftMs = (store.expiresAtMs || 0) - serverNow();
-      if (leftMs < lowTimeMs && leftMs > 0 && !st.warnedLow) {
-        st.warnedLow = true;
-        announce(t('announce.oneMinute'));
-      }
-      if (leftMs <= -expiryGraceMs && !st.busy) {
-        finish('expired');
-        return;
-      }
-      renderTimer();
-    }
-    if (st.phase === 'prequeue') renderCountdown();
-    if (st.conn === 'reconnecting') renderConn();
-  }, tickMs);
-
-  // --- Start -----------------------------------------------------------------------------------------------
-
-  render();
-  if (!screening) {
-    finish('unknown');
+render();
+if (!screening) {
+  finish('unknown');
+} else {
+  loadInfo();
+  if (store.reservation) {
+    showConfirmed();
   } else {
-    loadInfo();
-    if (store.reservation) {
-      showConfirmed();
-    } else {
-      if (store.pass && (store.expiresAtMs || 0) > Date.now()) {
-        // A refresh while admitted: show the seat map at once; the socket hands the pass over again.
-        setPhase('admitted');
-        loadSeats();
-      }
-      connect();
+    if (store.pass && (store.expiresAtMs || 0) > Date.now()) {
+      // A refresh while admitted: show the seat map at once; the socket hands the pass over again.
+      setPhase('admitted');
+      loadSeats();
     }
+    connect();
   }
-})();
+}
