@@ -11,6 +11,7 @@
 // Server data reaches the page through textContent only.
 
 import { t, num, dateTime, locale, onChange } from './i18n.js';
+import { Reconnect } from './lib/reconnect.js';
 
 const keyStoreName = 'waitroom:admin-key';
 // windowMs is how much history the charts show.
@@ -19,7 +20,8 @@ const windowMs = 120000;
 const gapMs = 5000;
 // staleMs: a stream that sent nothing for this long (frames come every second) is dropped and reopened.
 const staleMs = 10000;
-// Backoff after the stream ends: the n-th retry waits between half and all of min(cap, base × 2^n).
+// Backoff after the stream ends (lib/reconnect.js): the n-th retry waits between half and all of
+// min(cap, base × 2^n).
 const backoffBaseMs = 1000;
 const backoffCapMs = 30000;
 // mergeHoldMs: how long a screening returned by an action stands in for the one in the frames (see merge).
@@ -133,7 +135,6 @@ const st = {
   loginBusy: false,
   loginMessage: null,
   stream: 'connecting', // connecting | open | reconnecting
-  streamRetryAtMs: 0,
   streamProblem: '',
   screenings: [], // the latest list of S
   instances: [],
@@ -265,8 +266,8 @@ function setView(v) {
 // --- The stream ------------------------------------------------------------------------------------------
 
 let streamCtl = null; // the AbortController of the open stream
-let streamAttempt = 0; // reopenings since the last frame
-let retryTimer = 0;
+// streamRetry counts the reopenings since the last frame and holds the pending one.
+const streamRetry = new Reconnect({ baseMs: backoffBaseMs, capMs: backoffCapMs });
 let watchdog = 0;
 
 async function openStream() {
@@ -274,7 +275,7 @@ async function openStream() {
   if (!st.key) return;
   const ctl = new AbortController();
   streamCtl = ctl;
-  setStream(streamAttempt > 0 ? 'reconnecting' : 'connecting');
+  setStream(streamRetry.attempt > 0 ? 'reconnecting' : 'connecting');
   let res;
   try {
     res = await fetch('/api/admin/stream', {
@@ -324,10 +325,8 @@ async function openStream() {
 }
 
 function stopStream() {
-  clearTimeout(retryTimer);
+  streamRetry.cancel();
   clearTimeout(watchdog);
-  retryTimer = 0;
-  st.streamRetryAtMs = 0;
   if (streamCtl) {
     const ctl = streamCtl;
     streamCtl = null;
@@ -345,12 +344,7 @@ function armWatchdog(ctl) {
 function streamLater() {
   clearTimeout(watchdog);
   if (st.view !== 'console') return;
-  const ceil = Math.min(backoffCapMs, backoffBaseMs * 2 ** streamAttempt);
-  streamAttempt++;
-  const delay = ceil / 2 + Math.random() * (ceil / 2);
-  st.streamRetryAtMs = Date.now() + delay;
-  clearTimeout(retryTimer);
-  retryTimer = setTimeout(openStream, delay);
+  streamRetry.schedule(streamRetry.backoff(), openStream);
   setStream('reconnecting');
 }
 
@@ -429,7 +423,7 @@ function onEvent(type, data) {
 
 function onFrame(f) {
   if (!f || typeof f !== 'object' || !Array.isArray(f.screenings)) return;
-  streamAttempt = 0;
+  streamRetry.reset();
   st.streamProblem = '';
   const atMs = Number(f.at) > 0 ? Number(f.at) : Date.now();
   st.lastAtMs = atMs;
@@ -714,8 +708,7 @@ function renderStream() {
   if (s === 'open') {
     text = t('admin.stream.open', { time: clock(st.lastAtMs) });
   } else if (s === 'reconnecting') {
-    const secs = st.streamRetryAtMs ? Math.max(0, Math.ceil((st.streamRetryAtMs - Date.now()) / 1000)) : 0;
-    text = t('admin.stream.reconnecting', { s: secs });
+    text = t('admin.stream.reconnecting', { s: streamRetry.secondsLeft() });
   } else {
     text = t('admin.stream.connecting');
   }

@@ -11,11 +11,13 @@
 // wait estimate (eta_seconds); "paused" and "resumed" show and hide the operator's pause.
 
 import { t, num, ordinal, dateTime, onChange } from './i18n.js';
+import { Reconnect } from './lib/reconnect.js';
 
 // defaultMaxSeats is the most seats one reservation may hold when the screening does not say
 // (max_seats in GET /api/screenings/{id}); the server enforces it either way.
 const defaultMaxSeats = 4;
-// Backoff after a lost connection: the n-th retry waits between half and all of min(cap, base × 2^n).
+// Backoff after a lost connection (lib/reconnect.js): the n-th retry waits between half and all of
+// min(cap, base × 2^n).
 const backoffBaseMs = 1000;
 const backoffCapMs = 30000;
 // After 1012 (server restarting) come back soon, spread over a couple of seconds so a whole line of
@@ -126,7 +128,6 @@ const st = {
   phase: 'connecting', // connecting | prequeue | waiting | admitted | confirmed | final
   finalKind: '', // sold_out | expired | left | spent | unknown
   conn: 'connecting', // connecting | open | reconnecting | offline | closed
-  retryAtMs: 0,
   rank: 0,
   total: 0,
   note: '', // a string key shown while waiting (backInLine)
@@ -156,8 +157,8 @@ function maxSeats() {
 // --- The socket ------------------------------------------------------------------------------------------
 
 let ws = null;
-let attempt = 0; // retries since the last message from the server
-let retryTimer = 0;
+// retry counts the retries since the last message from the server and holds the pending one.
+const retry = new Reconnect({ baseMs: backoffBaseMs, capMs: backoffCapMs });
 let stopped = false; // a final state: no more reconnects
 let lostAnnounced = false;
 
@@ -169,21 +170,19 @@ function socketURL() {
 }
 
 function connect() {
-  clearTimeout(retryTimer);
-  retryTimer = 0;
-  st.retryAtMs = 0;
+  retry.cancel();
   if (stopped) return;
   dropSocket();
   if (navigator.onLine === false) {
     setConn('offline');
     return; // the online event connects again
   }
-  setConn(attempt > 0 || lostAnnounced ? 'reconnecting' : 'connecting');
+  setConn(retry.attempt > 0 || lostAnnounced ? 'reconnecting' : 'connecting');
   let sock;
   try {
     sock = new WebSocket(socketURL());
   } catch (_) {
-    retryLater(backoff());
+    retryLater(retry.backoff());
     return;
   }
   ws = sock;
@@ -199,7 +198,7 @@ function connect() {
       return;
     }
     // A refusal ("error", then a close) does not count as being back: the backoff keeps growing.
-    if (!m || m.type !== 'error') attempt = 0;
+    if (!m || m.type !== 'error') retry.reset();
     if (lostAnnounced && m && m.type !== 'error') {
       lostAnnounced = false;
       announce(t('announce.back'));
@@ -223,12 +222,6 @@ function dropSocket() {
   } catch (_) { /* already closing */ }
 }
 
-function backoff() {
-  const ceil = Math.min(backoffCapMs, backoffBaseMs * 2 ** attempt);
-  attempt++;
-  return ceil / 2 + Math.random() * (ceil / 2);
-}
-
 function onClosed(ev) {
   if (stopped) {
     setConn('closed');
@@ -238,10 +231,10 @@ function onClosed(ev) {
   if (ev.code === 1012) {
     delay = restartMinMs + Math.random() * restartSpreadMs;
   } else if (ev.code === 1013) {
-    attempt = Math.max(attempt, tryLaterSteps);
-    delay = backoff();
+    retry.atLeast(tryLaterSteps);
+    delay = retry.backoff();
   } else {
-    delay = backoff();
+    delay = retry.backoff();
   }
   if (!lostAnnounced) {
     lostAnnounced = true;
@@ -251,9 +244,7 @@ function onClosed(ev) {
 }
 
 function retryLater(delayMs) {
-  clearTimeout(retryTimer);
-  st.retryAtMs = Date.now() + delayMs;
-  retryTimer = setTimeout(connect, delayMs);
+  retry.schedule(delayMs, connect);
   setConn('reconnecting');
 }
 
@@ -394,7 +385,7 @@ function onError(m) {
     case 'INTERNAL':
       // The pass could not be signed; the socket stays open. A reconnect with the token asks again.
       dropSocket();
-      retryLater(backoff());
+      retryLater(retry.backoff());
       break;
     case 'UNAVAILABLE':
       // After a leave the socket stays open and the leave may be sent again; on connect a close
@@ -411,7 +402,7 @@ function onError(m) {
 // finish moves to a final state; no reconnects follow until the user asks for them.
 function finish(kind) {
   stopped = true;
-  clearTimeout(retryTimer);
+  retry.cancel();
   st.phase = 'final';
   st.finalKind = kind;
   st.busy = false;
@@ -454,7 +445,7 @@ function rejoin(fresh) {
   delete store.ended;
   save();
   stopped = false;
-  attempt = 0;
+  retry.reset();
   st.note = '';
   st.message = null;
   st.paused = false;
@@ -613,7 +604,7 @@ function confirm(reservation) {
 
 function showConfirmed() {
   stopped = true;
-  clearTimeout(retryTimer);
+  retry.cancel();
   dropSocket();
   st.phase = 'confirmed';
   st.conn = 'closed';
@@ -698,13 +689,12 @@ function renderConn() {
   el.conn.dataset.conn = c;
   let text;
   if (c === 'reconnecting') {
-    const s = st.retryAtMs ? Math.max(0, Math.ceil((st.retryAtMs - Date.now()) / 1000)) : 0;
-    text = t('conn.reconnecting', { s });
+    text = t('conn.reconnecting', { s: retry.secondsLeft() });
   } else {
     text = t('conn.' + c);
   }
   if (el.connText.textContent !== text) el.connText.textContent = text;
-  el.retryNow.hidden = !((c === 'reconnecting' && st.retryAtMs) || c === 'offline');
+  el.retryNow.hidden = !((c === 'reconnecting' && retry.atMs) || c === 'offline');
 }
 
 function renderWaiting() {
@@ -970,14 +960,13 @@ el.retryNow.addEventListener('click', () => {
 
 window.addEventListener('online', () => {
   if (!stopped && !ws) {
-    attempt = 0;
+    retry.reset();
     connect();
   }
 });
 window.addEventListener('offline', () => {
   if (!stopped && !ws) {
-    clearTimeout(retryTimer);
-    st.retryAtMs = 0;
+    retry.cancel();
     setConn('offline');
   }
 });
