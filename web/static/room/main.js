@@ -1,4 +1,4 @@
-// room.js: the waiting room of one screening (/s/{id}).
+// main.js: the waiting room of one screening (/s/{id}).
 //
 // It holds one WebSocket to /ws/screenings/{id}?token=T (docs/protocol.md) and keeps the token, the place it
 // arrived at, the pass and a finished booking in localStorage under "waitroom:room:{id}", so a refresh or a
@@ -10,8 +10,8 @@
 // the server clock) until the first "position" gives the place drawn at the opening. "position" may carry a
 // wait estimate (eta_seconds); "paused" and "resumed" show and hide the operator's pause.
 
-import { t, num, ordinal, dateTime, onChange } from './i18n.js';
-import { Reconnect } from './lib/reconnect.js';
+import { t, num, ordinal, dateTime, onChange } from '../i18n.js';
+import { Reconnect } from '../lib/reconnect.js';
 
 // defaultMaxSeats is the most seats one reservation may hold when the screening does not say
 // (max_seats in GET /api/screenings/{id}); the server enforces it either way.
