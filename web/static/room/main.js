@@ -11,15 +11,9 @@
 // wait estimate (eta_seconds); "paused" and "resumed" show and hide the operator's pause.
 
 import { t, num, ordinal, dateTime, onChange } from '../i18n.js';
-import { Reconnect } from '../lib/reconnect.js';
+import { el } from './dom.js';
+import { enc, maxSeats, readStore, retry, save, screening, serverNow, setStore, st, store, storeKey } from './state.js';
 
-// defaultMaxSeats is the most seats one reservation may hold when the screening does not say
-// (max_seats in GET /api/screenings/{id}); the server enforces it either way.
-const defaultMaxSeats = 4;
-// Backoff after a lost connection (lib/reconnect.js): the n-th retry waits between half and all of
-// min(cap, base × 2^n).
-const backoffBaseMs = 1000;
-const backoffCapMs = 30000;
 // After 1012 (server restarting) come back soon, spread over a couple of seconds so a whole line of
 // sockets does not return at the same instant.
 const restartMinMs = 250;
@@ -41,124 +35,9 @@ const leaveWaitMs = 3000;
 // is used (before any tick_at) only when larger than that uncertainty: a client clock that is clearly off.
 const dateSkewMinMs = 1000;
 
-const screening = screeningFromPath();
-const storeKey = 'waitroom:room:' + screening;
-const enc = encodeURIComponent(screening);
-
-const $ = (sel) => document.querySelector(sel);
-const el = {
-  main: $('#main'),
-  name: $('#screening-name'),
-  when: $('#screening-when'),
-  conn: $('[data-testid="status"]'),
-  connText: $('#conn-text'),
-  retryNow: $('#retry-now'),
-  waiting: $('#view-waiting'),
-  waitingHeading: $('#waiting-heading'),
-  placePre: $('#place-pre'),
-  placeMid: $('#place-mid'),
-  placePost: $('#place-post'),
-  rank: $('[data-testid="rank"]'),
-  total: $('[data-testid="total"]'),
-  progress: $('#progress'),
-  progressText: $('#progress-text'),
-  waitingNote: $('#waiting-note'),
-  eta: $('[data-testid="eta"]'),
-  leave: $('#leave'),
-  pausedNotice: $('[data-testid="paused-notice"]'),
-  prequeue: $('#view-prequeue'),
-  prequeueHeading: $('#prequeue-heading'),
-  countdownLabel: $('#countdown-label'),
-  countdown: $('[data-testid="countdown"]'),
-  opensAt: $('#opens-at'),
-  preTotal: $('[data-testid="prequeue-total"]'),
-  leavePre: $('#leave-pre'),
-  admitted: $('#view-admitted'),
-  admittedHeading: $('#admitted-heading'),
-  timerBox: $('#timer-box'),
-  timer: $('#timer'),
-  seatmap: $('#seatmap'),
-  seatsStatus: $('#seats-status'),
-  selectedText: $('#selected-text'),
-  message: $('#message'),
-  reserve: $('[data-testid="reserve"]'),
-  confirmed: $('#view-confirmed'),
-  confirmedHeading: $('#confirmed-heading'),
-  confirmedFor: $('#confirmed-for'),
-  confirmedSeats: $('#confirmed-seats'),
-  confirmedID: $('#confirmed-id'),
-  bookAgain: $('#book-again'),
-  final: $('#view-final'),
-  finalHeading: $('#final-heading'),
-  finalText: $('#final-text'),
-  rejoin: $('#rejoin'),
-  live: $('#announcer'),
-};
-
-function screeningFromPath() {
-  const part = location.pathname.split('/')[2] || '';
-  try {
-    return decodeURIComponent(part);
-  } catch (_) {
-    return '';
-  }
-}
-
-// --- What this browser remembers about the screening ---------------------------------------------------
-
-// store: {token, startRank, pass, expiresAtMs, reservation: {id, seats, createdAt}, ended}
-function readStore() {
-  try {
-    const v = JSON.parse(localStorage.getItem(storeKey) || '{}');
-    return v && typeof v === 'object' ? v : {};
-  } catch (_) {
-    return {};
-  }
-}
-let store = readStore();
-function save() {
-  try {
-    localStorage.setItem(storeKey, JSON.stringify(store));
-  } catch (_) { /* storage off: the place lasts as long as this page */ }
-}
-
-// --- What the page shows ---------------------------------------------------------------------------------
-
-const st = {
-  phase: 'connecting', // connecting | prequeue | waiting | admitted | confirmed | final
-  finalKind: '', // sold_out | expired | left | spent | unknown
-  conn: 'connecting', // connecting | open | reconnecting | offline | closed
-  rank: 0,
-  total: 0,
-  note: '', // a string key shown while waiting (backInLine)
-  info: null, // GET /api/screenings/{id}
-  seats: null, // GET /api/screenings/{id}/seats
-  seatsState: 'idle', // idle | loading | ok | failed
-  selected: new Set(),
-  focusSeat: '',
-  busy: false,
-  message: null, // {kind: 'warn' | 'bad', text}
-  warnedLow: false,
-  skewMs: 0, // server clock minus this clock, from the tick_at of position messages (or the Date header)
-  skewFromTick: false, // skewMs came from a tick_at, the finer estimate
-  opensAtMs: 0, // the opening of the sale, while in the pre-queue
-  preTotal: 0, // the pre-queue's size at the last prequeue message
-  paused: false, // the operator paused admission
-  etaSeconds: null, // the wait estimate of the last position message, null when unknown
-};
-
-function serverNow() { return Date.now() + st.skewMs; }
-
-function maxSeats() {
-  const n = st.info && st.info.max_seats;
-  return Number.isInteger(n) && n > 0 ? n : defaultMaxSeats;
-}
-
 // --- The socket ------------------------------------------------------------------------------------------
 
 let ws = null;
-// retry counts the retries since the last message from the server and holds the pending one.
-const retry = new Reconnect({ baseMs: backoffBaseMs, capMs: backoffCapMs });
 let stopped = false; // a final state: no more reconnects
 let lostAnnounced = false;
 
@@ -579,7 +458,7 @@ async function reserve() {
       finish('sold_out');
       return;
     case 'PASS_SPENT':
-      store = readStore(); // another tab may have booked with this turn
+      setStore(readStore()); // another tab may have booked with this turn
       if (store.reservation) showConfirmed();
       else finish('spent');
       return;
@@ -596,7 +475,7 @@ async function reserve() {
 }
 
 function confirm(reservation) {
-  store = { reservation };
+  setStore({ reservation });
   save();
   showConfirmed();
   announce(t('confirmedHeading') + '. ' + t('confirmedSeats') + ': ' + reservation.seats.join(', '));
@@ -980,13 +859,13 @@ window.addEventListener('storage', (e) => {
   if (e.key !== storeKey) return;
   const next = readStore();
   if (next.reservation && st.phase !== 'confirmed') {
-    store = next;
+    setStore(next);
     showConfirmed();
   } else if (next.ended && !store.ended && (st.phase === 'waiting' || st.phase === 'prequeue' || st.phase === 'admitted')) {
-    store = next;
+    setStore(next);
     finish(next.ended);
   } else if (next.token && next.token !== store.token && !stopped) {
-    store = next;
+    setStore(next);
     connect();
   }
 });

@@ -1,0 +1,84 @@
+// state.js: what the waiting room knows: the screening of the page, what this browser stored about it
+// (localStorage "waitroom:room:{id}": the token, the place it arrived at, the pass, a finished booking), the
+// state the views are drawn from, and the schedule of the socket's next retry.
+
+import { Reconnect } from '../lib/reconnect.js';
+
+// defaultMaxSeats is the most seats one reservation may hold when the screening does not say
+// (max_seats in GET /api/screenings/{id}); the server enforces it either way.
+const defaultMaxSeats = 4;
+// Backoff after a lost connection (lib/reconnect.js): the n-th retry waits between half and all of
+// min(cap, base × 2^n).
+const backoffBaseMs = 1000;
+const backoffCapMs = 30000;
+
+// screening is the id in the page's path, /s/{id}; '' when it cannot be read.
+export const screening = screeningFromPath();
+export const storeKey = 'waitroom:room:' + screening;
+export const enc = encodeURIComponent(screening);
+
+function screeningFromPath() {
+  const part = location.pathname.split('/')[2] || '';
+  try {
+    return decodeURIComponent(part);
+  } catch (_) {
+    return '';
+  }
+}
+
+// store: {token, startRank, pass, expiresAtMs, reservation: {id, seats, createdAt}, ended}
+export function readStore() {
+  try {
+    const v = JSON.parse(localStorage.getItem(storeKey) || '{}');
+    return v && typeof v === 'object' ? v : {};
+  } catch (_) {
+    return {};
+  }
+}
+
+export let store = readStore();
+
+// setStore replaces what is stored (another tab's copy, or only the booking); save writes it.
+export function setStore(next) {
+  store = next;
+}
+
+export function save() {
+  try {
+    localStorage.setItem(storeKey, JSON.stringify(store));
+  } catch (_) { /* storage off: the place lasts as long as this page */ }
+}
+
+// st is what the page shows; render() draws it.
+export const st = {
+  phase: 'connecting', // connecting | prequeue | waiting | admitted | confirmed | final
+  finalKind: '', // sold_out | expired | left | spent | unknown
+  conn: 'connecting', // connecting | open | reconnecting | offline | closed
+  rank: 0,
+  total: 0,
+  note: '', // a string key shown while waiting (backInLine)
+  info: null, // GET /api/screenings/{id}
+  seats: null, // GET /api/screenings/{id}/seats
+  seatsState: 'idle', // idle | loading | ok | failed
+  selected: new Set(),
+  focusSeat: '',
+  busy: false,
+  message: null, // {kind: 'warn' | 'bad', text}
+  warnedLow: false,
+  skewMs: 0, // server clock minus this clock, from the tick_at of position messages (or the Date header)
+  skewFromTick: false, // skewMs came from a tick_at, the finer estimate
+  opensAtMs: 0, // the opening of the sale, while in the pre-queue
+  preTotal: 0, // the pre-queue's size at the last prequeue message
+  paused: false, // the operator paused admission
+  etaSeconds: null, // the wait estimate of the last position message, null when unknown
+};
+
+export function serverNow() { return Date.now() + st.skewMs; }
+
+export function maxSeats() {
+  const n = st.info && st.info.max_seats;
+  return Number.isInteger(n) && n > 0 ? n : defaultMaxSeats;
+}
+
+// retry counts the retries since the last message from the server and holds the pending one.
+export const retry = new Reconnect({ baseMs: backoffBaseMs, capMs: backoffCapMs });
