@@ -11,6 +11,7 @@
 // wait estimate (eta_seconds); "paused" and "resumed" show and hide the operator's pause.
 
 import { t, num, ordinal, dateTime, onChange } from '../i18n.js';
+import { announce, announceRank } from './announce.js';
 import { el } from './dom.js';
 import { enc, maxSeats, readStore, retry, save, screening, serverNow, setStore, st, store, storeKey } from './state.js';
 
@@ -20,8 +21,6 @@ const restartMinMs = 250;
 const restartSpreadMs = 2000;
 // After 1013 (too slow, try later) wait at least this many backoff steps.
 const tryLaterSteps = 2;
-// announceGapMs spaces out the polite announcements of a moving rank, so a screen reader is not flooded.
-const announceGapMs = 10000;
 // lowTimeMs is when the countdown of the pass turns to a warning.
 const lowTimeMs = 60000;
 // tickMs drives the countdowns on screen.
@@ -506,29 +505,6 @@ function toggleSeat(id) {
   }
   updateSeatButtons();
   render();
-}
-
-// --- Announcements for screen readers --------------------------------------------------------------------
-
-let lastAnnounceMs = 0;
-let rankTimer = 0;
-
-function announce(text) {
-  lastAnnounceMs = Date.now();
-  el.live.textContent = '';
-  // A fresh node of text makes screen readers speak a repeated message too.
-  setTimeout(() => { el.live.textContent = text; }, 60);
-}
-
-function announceRank() {
-  if (rankTimer) return; // the pending announcement reads the newest rank when it fires
-  const say = () => {
-    rankTimer = 0;
-    if (st.phase === 'waiting') announce(t('announce.rank', { rank: ordinal(st.rank), total: num(st.total) }));
-  };
-  const waitMs = lastAnnounceMs + announceGapMs - Date.now();
-  if (waitMs <= 0) say();
-  else rankTimer = setTimeout(say, waitMs);
 }
 
 // --- Drawing ---------------------------------------------------------------------------------------------
