@@ -1,0 +1,150 @@
+// seatmap.js: the seat map: a grid of seat buttons, rows in order and each seat in the column of its number,
+// with its pressed state and name, one seat in the Tab order, and the arrow keys to move between seats.
+
+import { t } from '../i18n.js';
+import { el } from './dom.js';
+import { st } from './state.js';
+
+// renderSeats builds the grid of seat buttons: rows in order, each seat in the column of its number.
+export function renderSeats() {
+  const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.seat : '';
+  const map = el.seatmap;
+  map.setAttribute('aria-label', t('seatMap'));
+  if (!st.seats) {
+    map.replaceChildren();
+    return;
+  }
+  const rows = new Map();
+  for (const s of st.seats) {
+    const row = String(s.row);
+    if (!rows.has(row)) rows.set(row, []);
+    rows.get(row).push(s);
+  }
+  const labels = [...rows.keys()].sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0));
+  let cols = 0;
+  for (const list of rows.values()) {
+    list.sort((a, b) => a.number - b.number);
+    cols = Math.max(cols, ...list.map((s) => s.number | 0));
+  }
+  map.style.setProperty('--cols', String(cols));
+  const out = labels.map((label, r) => {
+    const row = document.createElement('div');
+    row.className = 'seat-row';
+    row.setAttribute('role', 'group');
+    row.setAttribute('aria-label', t('rowLabel', { row: label }));
+    row.append(rowLabel(label, 1, ''));
+    rows.get(label).forEach((s, i) => {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'seat';
+      b.dataset.seat = String(s.id);
+      b.dataset.r = String(r);
+      b.dataset.i = String(i);
+      b.textContent = String(s.number);
+      b.style.gridColumn = String((s.number | 0) + 1);
+      b.disabled = s.status !== 'available';
+      row.append(b);
+    });
+    row.append(rowLabel(label, cols + 2, 'end'));
+    return row;
+  });
+  map.replaceChildren(...out);
+  updateSeatButtons();
+  if (focused) {
+    const again = map.querySelector(`button[data-seat="${CSS.escape(focused)}"]`);
+    if (again && !again.disabled) again.focus();
+    else focusableSeat()?.focus();
+  }
+}
+
+function rowLabel(text, column, extra) {
+  const s = document.createElement('span');
+  s.className = 'row-label' + (extra ? ' ' + extra : '');
+  s.setAttribute('aria-hidden', 'true');
+  s.textContent = text;
+  s.style.gridColumn = String(column);
+  return s;
+}
+
+// updateSeatButtons sets each button's pressed state, name and place in the Tab order (one seat only:
+// the arrow keys move within the map).
+export function updateSeatButtons() {
+  const buttons = [...el.seatmap.querySelectorAll('button[data-seat]')];
+  let tabSeat = buttons.find((b) => b.dataset.seat === st.focusSeat && !b.disabled) ||
+    buttons.find((b) => st.selected.has(b.dataset.seat)) ||
+    buttons.find((b) => !b.disabled);
+  for (const b of buttons) {
+    const id = b.dataset.seat;
+    let state;
+    if (b.disabled) {
+      b.removeAttribute('aria-pressed');
+      state = 'sold';
+    } else {
+      const on = st.selected.has(id);
+      b.setAttribute('aria-pressed', on ? 'true' : 'false');
+      state = on ? 'selected' : 'available';
+    }
+    b.setAttribute('aria-label', t('seatName', { id, state: t('seat.' + state) }));
+    b.title = b.getAttribute('aria-label');
+    b.tabIndex = b === tabSeat ? 0 : -1;
+  }
+}
+
+function focusableSeat() {
+  return el.seatmap.querySelector('button[data-seat][tabindex="0"]');
+}
+
+// Arrow keys move between available seats; Home and End go to the ends of the row.
+export function onSeatKey(e) {
+  const b = e.target.closest && e.target.closest('button[data-seat]');
+  if (!b) return;
+  const rows = [...el.seatmap.querySelectorAll('.seat-row')].map((row) => [...row.querySelectorAll('button[data-seat]')]);
+  const r = Number(b.dataset.r);
+  const i = Number(b.dataset.i);
+  const open = (x) => x && !x.disabled;
+  let next = null;
+  switch (e.key) {
+    case 'ArrowLeft':
+      for (let j = i - 1; j >= 0 && !next; j--) if (open(rows[r][j])) next = rows[r][j];
+      break;
+    case 'ArrowRight':
+      for (let j = i + 1; j < rows[r].length && !next; j++) if (open(rows[r][j])) next = rows[r][j];
+      break;
+    case 'ArrowUp':
+    case 'ArrowDown': {
+      const step = e.key === 'ArrowUp' ? -1 : 1;
+      const number = Number(b.textContent);
+      for (let q = r + step; q >= 0 && q < rows.length && !next; q += step) {
+        let best = null;
+        for (const c of rows[q]) {
+          if (open(c) && (!best || Math.abs(Number(c.textContent) - number) < Math.abs(Number(best.textContent) - number))) best = c;
+        }
+        next = best;
+      }
+      break;
+    }
+    case 'Home':
+      next = rows[r].find(open) || null;
+      break;
+    case 'End':
+      next = [...rows[r]].reverse().find(open) || null;
+      break;
+    default:
+      return;
+  }
+  e.preventDefault();
+  if (next) {
+    st.focusSeat = next.dataset.seat;
+    updateSeatButtons();
+    next.focus();
+  }
+}
+
+// seatOrder sorts seat ids as people read them: row A before B (and Z before AA), then by number, so A2
+// comes before A10.
+export function seatOrder(a, b) {
+  const ra = a.replace(/\d+$/, '');
+  const rb = b.replace(/\d+$/, '');
+  if (ra !== rb) return ra.length - rb.length || (ra < rb ? -1 : 1);
+  return parseInt(a.slice(ra.length), 10) - parseInt(b.slice(rb.length), 10);
+}
