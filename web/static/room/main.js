@@ -10,9 +10,10 @@
 // the server clock) until the first "position" gives the place drawn at the opening. "position" may carry a
 // wait estimate (eta_seconds); "paused" and "resumed" show and hide the operator's pause.
 
-import { t, num, ordinal, dateTime, onChange } from '../i18n.js';
+import { t, num, ordinal, onChange } from '../i18n.js';
 import { announce, announceRank } from './announce.js';
 import { el } from './dom.js';
+import { lowTimeMs, render, renderConn, renderCountdown, renderTimer } from './render.js';
 import { onSeatKey, renderSeats, seatOrder, updateSeatButtons } from './seatmap.js';
 import { enc, maxSeats, readStore, retry, save, screening, serverNow, setStore, st, store, storeKey } from './state.js';
 
@@ -22,8 +23,6 @@ const restartMinMs = 250;
 const restartSpreadMs = 2000;
 // After 1013 (too slow, try later) wait at least this many backoff steps.
 const tryLaterSteps = 2;
-// lowTimeMs is when the countdown of the pass turns to a warning.
-const lowTimeMs = 60000;
 // tickMs drives the countdowns on screen.
 const tickMs = 500;
 // expiryGraceMs: expires_at is the server's expiry to the millisecond; the grace covers the error of the
@@ -499,154 +498,6 @@ function toggleSeat(id) {
   }
   updateSeatButtons();
   render();
-}
-
-// --- Drawing ---------------------------------------------------------------------------------------------
-
-function render() {
-  const p = st.phase;
-  el.main.dataset.phase = p;
-  el.prequeue.hidden = p !== 'prequeue';
-  el.waiting.hidden = p !== 'waiting';
-  el.admitted.hidden = p !== 'admitted';
-  el.confirmed.hidden = p !== 'confirmed';
-  el.final.hidden = p !== 'final';
-
-  const name = st.info && st.info.name ? st.info.name : t('roomTitle');
-  el.name.textContent = name;
-  el.when.textContent = st.info ? t('startsAt', { time: dateTime(st.info.starts_at) }) : '';
-
-  renderConn();
-  const showPaused = st.paused && (p === 'waiting' || p === 'prequeue');
-  el.pausedNotice.hidden = !showPaused;
-  el.pausedNotice.textContent = showPaused ? t('pausedNotice') : '';
-  if (p === 'prequeue') renderPrequeue();
-  if (p === 'waiting') renderWaiting();
-  if (p === 'admitted') renderAdmitted();
-  if (p === 'confirmed') renderConfirmed();
-  if (p === 'final') renderFinal();
-
-  if (p === 'waiting' && st.rank) document.title = t('title.waiting', { rank: ordinal(st.rank), name });
-  else if (p === 'prequeue') document.title = t('title.prequeue', { name });
-  else if (p === 'admitted') document.title = t('title.admitted', { name });
-  else document.title = name + ' · waitroom';
-}
-
-function renderConn() {
-  const c = st.conn;
-  el.conn.hidden = st.phase === 'confirmed' || st.phase === 'final';
-  el.conn.dataset.conn = c;
-  let text;
-  if (c === 'reconnecting') {
-    text = t('conn.reconnecting', { s: retry.secondsLeft() });
-  } else {
-    text = t('conn.' + c);
-  }
-  if (el.connText.textContent !== text) el.connText.textContent = text;
-  el.retryNow.hidden = !((c === 'reconnecting' && retry.atMs) || c === 'offline');
-}
-
-function renderWaiting() {
-  el.placePre.textContent = t('placePre');
-  el.placeMid.textContent = t('placeMid');
-  el.placePost.textContent = t('placePost');
-  if (st.rank) {
-    el.rank.textContent = ordinal(st.rank);
-    el.rank.dataset.rank = String(st.rank);
-    el.total.textContent = num(st.total);
-    el.total.dataset.total = String(st.total);
-  }
-  // How far the line has moved: the share of the people ahead at arrival who have gone through.
-  const start = store.startRank || st.rank || 1;
-  const aheadThen = start - 1;
-  const aheadNow = Math.max(0, st.rank - 1);
-  const pct = aheadThen <= 0 ? 100 : Math.round(((aheadThen - Math.min(aheadNow, aheadThen)) / aheadThen) * 100);
-  el.progress.value = pct;
-  el.progressText.textContent = st.rank === 1 ? t('progressNext') : t('progress', { p: num(pct) });
-  el.waitingNote.textContent = st.note ? t(st.note) : '';
-  const eta = st.etaSeconds !== null && !st.paused ? etaText(st.etaSeconds) : '';
-  el.eta.textContent = eta;
-  el.eta.hidden = eta === '';
-  el.eta.dataset.etaSeconds = eta === '' ? '' : String(st.etaSeconds);
-}
-
-// etaText is the wait estimate in words: under a minute, whole minutes, or hours and minutes.
-function etaText(seconds) {
-  if (seconds < 60) return t('eta.soon');
-  const min = Math.round(seconds / 60);
-  if (min < 120) return t('eta.minutes', { min });
-  return t('eta.hours', { h: num(Math.floor(min / 60)), min: min % 60 });
-}
-
-function renderPrequeue() {
-  renderCountdown();
-  el.opensAt.textContent = st.opensAtMs ? t('opensAt', { time: dateTime(st.opensAtMs) }) : '';
-  el.preTotal.textContent = t('prequeueTotal', { n: st.preTotal, total: num(st.preTotal) });
-  el.preTotal.dataset.total = String(st.preTotal);
-}
-
-// renderCountdown shows the time to the opening by the server's clock: h:mm:ss, or mm:ss within the hour.
-function renderCountdown() {
-  const leftMs = st.opensAtMs - serverNow();
-  const total = Math.max(0, Math.ceil(leftMs / 1000));
-  const h = Math.floor(total / 3600);
-  const mm = String(Math.floor((total % 3600) / 60)).padStart(2, '0');
-  const ss = String(total % 60).padStart(2, '0');
-  const text = total > 0 ? (h > 0 ? `${h}:${mm}:${ss}` : `${mm}:${ss}`) : t('prequeueOpening');
-  if (el.countdown.textContent !== text) el.countdown.textContent = text;
-  el.countdown.dateTime = `PT${h}H${Math.floor((total % 3600) / 60)}M${total % 60}S`;
-  el.countdown.dataset.opensAt = st.opensAtMs ? String(st.opensAtMs) : '';
-  el.countdown.dataset.left = String(total);
-  el.countdownLabel.hidden = total === 0;
-}
-
-function renderAdmitted() {
-  renderTimer();
-  if (st.seatsState === 'loading' && !st.seats) el.seatsStatus.textContent = t('seatsLoading');
-  else if (st.seatsState === 'failed') el.seatsStatus.textContent = t('seatsFailed');
-  else el.seatsStatus.textContent = '';
-  el.seatsStatus.className = st.seatsState === 'failed' ? 'notice bad' : 'muted small';
-
-  const list = [...st.selected].sort(seatOrder);
-  el.selectedText.textContent = list.length
-    ? t('selectedList', { list: list.join(', '), n: list.length, max: maxSeats() })
-    : t('selectedNone', { max: maxSeats() });
-  el.reserve.textContent = st.busy ? t('reserving') : t('reserve', { n: list.length });
-  el.reserve.disabled = st.busy || list.length === 0;
-  el.reserve.setAttribute('aria-busy', st.busy ? 'true' : 'false');
-  el.message.className = 'notice' + (st.message ? ' ' + st.message.kind : '');
-  el.message.textContent = st.message ? st.message.text : '';
-}
-
-function renderTimer() {
-  const leftMs = Math.max(0, (store.expiresAtMs || 0) - serverNow());
-  const total = Math.ceil(leftMs / 1000);
-  const mm = String(Math.floor(total / 60)).padStart(2, '0');
-  const ss = String(total % 60).padStart(2, '0');
-  const text = total > 0 ? `${mm}:${ss}` : t('timeUp');
-  if (el.timer.textContent !== text) el.timer.textContent = text;
-  el.timer.dateTime = `PT${Math.floor(total / 60)}M${total % 60}S`;
-  el.timerBox.classList.toggle('low', leftMs < lowTimeMs);
-}
-
-function renderConfirmed() {
-  const r = store.reservation || {};
-  const seats = Array.isArray(r.seats) ? r.seats : [];
-  el.confirmedSeats.replaceChildren(...seats.map((s) => {
-    const li = document.createElement('li');
-    li.textContent = String(s);
-    return li;
-  }));
-  el.confirmedID.textContent = r.id !== undefined && r.id !== null ? t('bookingNo', { id: String(r.id) }) : '';
-  el.confirmedFor.textContent = st.info ? t('bookedFor', { name: st.info.name, time: dateTime(st.info.starts_at) }) : '';
-}
-
-function renderFinal() {
-  const k = st.finalKind;
-  el.final.dataset.kind = k;
-  el.finalHeading.textContent = t(`final.${k}.h`);
-  el.finalText.textContent = t(`final.${k}.p`);
-  el.rejoin.hidden = !(k === 'expired' || k === 'left' || k === 'spent');
 }
 
 // --- Wiring ----------------------------------------------------------------------------------------------
