@@ -15,125 +15,24 @@ import { announce, announceRank } from './announce.js';
 import { el } from './dom.js';
 import { lowTimeMs, render, renderConn, renderCountdown, renderTimer } from './render.js';
 import { onSeatKey, renderSeats, seatOrder, updateSeatButtons } from './seatmap.js';
+import {
+  connect, dropSocket, isStopped, offline, onMessage, online, pageShown, reconnectNow, restart, retryLater, sayLeaving,
+  sendIfOpen, setConn, stop,
+} from './socket.js';
 import { enc, maxSeats, readStore, retry, save, screening, serverNow, setStore, st, store, storeKey } from './state.js';
 
-// After 1012 (server restarting) come back soon, spread over a couple of seconds so a whole line of
-// sockets does not return at the same instant.
-const restartMinMs = 250;
-const restartSpreadMs = 2000;
-// After 1013 (too slow, try later) wait at least this many backoff steps.
-const tryLaterSteps = 2;
 // tickMs drives the countdowns on screen.
 const tickMs = 500;
 // expiryGraceMs: expires_at is the server's expiry to the millisecond; the grace covers the error of the
 // page's estimate of the server clock, so the page ends a turn only once the server has surely ended it.
 const expiryGraceMs = 250;
-// leaveWaitMs is how long a leaving socket may take to be closed by the server before the page closes it.
-const leaveWaitMs = 3000;
 // dateSkewMinMs: the HTTP Date header tells the server's time to the second only, so an offset it shows
 // is used (before any tick_at) only when larger than that uncertainty: a client clock that is clearly off.
 const dateSkewMinMs = 1000;
 
-// --- The socket ------------------------------------------------------------------------------------------
-
-let ws = null;
-let stopped = false; // a final state: no more reconnects
-let lostAnnounced = false;
-
-function socketURL() {
-  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  let u = `${proto}//${location.host}/ws/screenings/${enc}`;
-  if (store.token) u += '?token=' + encodeURIComponent(store.token);
-  return u;
-}
-
-function connect() {
-  retry.cancel();
-  if (stopped) return;
-  dropSocket();
-  if (navigator.onLine === false) {
-    setConn('offline');
-    return; // the online event connects again
-  }
-  setConn(retry.attempt > 0 || lostAnnounced ? 'reconnecting' : 'connecting');
-  let sock;
-  try {
-    sock = new WebSocket(socketURL());
-  } catch (_) {
-    retryLater(retry.backoff());
-    return;
-  }
-  ws = sock;
-  sock.onopen = () => {
-    if (ws === sock) setConn('open');
-  };
-  sock.onmessage = (ev) => {
-    if (ws !== sock) return;
-    let m;
-    try {
-      m = JSON.parse(ev.data);
-    } catch (_) {
-      return;
-    }
-    // A refusal ("error", then a close) does not count as being back: the backoff keeps growing.
-    if (!m || m.type !== 'error') retry.reset();
-    if (lostAnnounced && m && m.type !== 'error') {
-      lostAnnounced = false;
-      announce(t('announce.back'));
-    }
-    handle(m);
-  };
-  sock.onclose = (ev) => {
-    if (ws !== sock) return;
-    ws = null;
-    onClosed(ev);
-  };
-}
-
-// dropSocket forgets the current socket without reacting to its close.
-function dropSocket() {
-  if (!ws) return;
-  const old = ws;
-  ws = null;
-  try {
-    old.close(1000);
-  } catch (_) { /* already closing */ }
-}
-
-function onClosed(ev) {
-  if (stopped) {
-    setConn('closed');
-    return;
-  }
-  let delay;
-  if (ev.code === 1012) {
-    delay = restartMinMs + Math.random() * restartSpreadMs;
-  } else if (ev.code === 1013) {
-    retry.atLeast(tryLaterSteps);
-    delay = retry.backoff();
-  } else {
-    delay = retry.backoff();
-  }
-  if (!lostAnnounced) {
-    lostAnnounced = true;
-    announce(t('announce.lost'));
-  }
-  retryLater(delay);
-}
-
-function retryLater(delayMs) {
-  retry.schedule(delayMs, connect);
-  setConn('reconnecting');
-}
-
-function setConn(c) {
-  st.conn = c;
-  render();
-}
-
 function handle(m) {
   // After a final state only a leaving socket is still open; what it hears no longer changes the page.
-  if (stopped && !(m && m.type === 'error')) return;
+  if (isStopped() && !(m && m.type === 'error')) return;
   switch (m && m.type) {
     case 'queued': onQueued(m); break;
     case 'prequeue': onPrequeue(m); break;
@@ -268,9 +167,7 @@ function onError(m) {
     case 'UNAVAILABLE':
       // After a leave the socket stays open and the leave may be sent again; on connect a close
       // (1013) follows and is retried with backoff.
-      if (st.phase === 'final' && st.finalKind === 'left' && ws && ws.readyState === WebSocket.OPEN) {
-        ws.send(JSON.stringify({ type: 'leave' }));
-      }
+      if (st.phase === 'final' && st.finalKind === 'left') sendIfOpen({ type: 'leave' });
       break;
     default:
       break; // BAD_MESSAGE and codes of later versions
@@ -279,8 +176,7 @@ function onError(m) {
 
 // finish moves to a final state; no reconnects follow until the user asks for them.
 function finish(kind) {
-  stopped = true;
-  retry.cancel();
+  stop();
   st.phase = 'final';
   st.finalKind = kind;
   st.busy = false;
@@ -322,8 +218,6 @@ function rejoin(fresh) {
   delete store.expiresAtMs;
   delete store.ended;
   save();
-  stopped = false;
-  retry.reset();
   st.note = '';
   st.message = null;
   st.paused = false;
@@ -332,26 +226,12 @@ function rejoin(fresh) {
   st.seats = null;
   st.seatsState = 'idle';
   st.phase = 'connecting';
-  connect();
+  restart();
 }
 
 // leave gives the place up. The server answers {"type":"leave"} by closing the socket.
 function leave() {
-  const sock = ws && ws.readyState === WebSocket.OPEN ? ws : null;
-  if (sock) {
-    sock.send(JSON.stringify({ type: 'leave' }));
-    setTimeout(() => sock.close(1000), leaveWaitMs);
-  } else if (store.token) {
-    // Not connected just now: connect once to say so, so the place does not hold up the line.
-    const once = new WebSocket(socketURL());
-    once.onmessage = () => {
-      once.onmessage = null;
-      try {
-        once.send(JSON.stringify({ type: 'leave' }));
-      } catch (_) { /* closed already */ }
-      setTimeout(() => once.close(1000), leaveWaitMs);
-    };
-  }
+  sayLeaving();
   finish('left');
 }
 
@@ -474,8 +354,7 @@ function confirm(reservation) {
 }
 
 function showConfirmed() {
-  stopped = true;
-  retry.cancel();
+  stop();
   dropSocket();
   st.phase = 'confirmed';
   st.conn = 'closed';
@@ -502,6 +381,8 @@ function toggleSeat(id) {
 
 // --- Wiring ----------------------------------------------------------------------------------------------
 
+onMessage(handle);
+
 el.seatmap.addEventListener('click', (e) => {
   const b = e.target.closest && e.target.closest('button[data-seat]');
   if (b && !b.disabled) toggleSeat(b.dataset.seat);
@@ -519,26 +400,11 @@ el.leave.addEventListener('click', leave);
 el.leavePre.addEventListener('click', leave);
 el.rejoin.addEventListener('click', () => rejoin(st.finalKind !== 'expired'));
 el.bookAgain.addEventListener('click', () => rejoin(true));
-el.retryNow.addEventListener('click', () => {
-  if (!stopped) connect();
-});
+el.retryNow.addEventListener('click', reconnectNow);
 
-window.addEventListener('online', () => {
-  if (!stopped && !ws) {
-    retry.reset();
-    connect();
-  }
-});
-window.addEventListener('offline', () => {
-  if (!stopped && !ws) {
-    retry.cancel();
-    setConn('offline');
-  }
-});
-// A page restored from the back-forward cache has lost its socket.
-window.addEventListener('pageshow', (e) => {
-  if (e.persisted && !stopped && !ws) connect();
-});
+window.addEventListener('online', online);
+window.addEventListener('offline', offline);
+window.addEventListener('pageshow', pageShown);
 
 // Another tab of the same screening: a booking made there, a leave, or a new token.
 window.addEventListener('storage', (e) => {
@@ -550,7 +416,7 @@ window.addEventListener('storage', (e) => {
   } else if (next.ended && !store.ended && (st.phase === 'waiting' || st.phase === 'prequeue' || st.phase === 'admitted')) {
     setStore(next);
     finish(next.ended);
-  } else if (next.token && next.token !== store.token && !stopped) {
+  } else if (next.token && next.token !== store.token && !isStopped()) {
     setStore(next);
     connect();
   }

@@ -1,0 +1,189 @@
+// socket.js: the one WebSocket to /ws/screenings/{id}?token=T (docs/protocol.md): it connects, reconnects
+// with backoff after a loss (close code 1012, server restarting: soon; 1013, try later: after a longer
+// wait), follows the network going and coming back, and hands each message to the handler main.js gives it.
+// After a final state (stop) it reconnects no more until the user joins again (restart).
+
+import { t } from '../i18n.js';
+import { announce } from './announce.js';
+import { render } from './render.js';
+import { enc, retry, st, store } from './state.js';
+
+// After 1012 (server restarting) come back soon, spread over a couple of seconds so a whole line of
+// sockets does not return at the same instant.
+const restartMinMs = 250;
+const restartSpreadMs = 2000;
+// After 1013 (too slow, try later) wait at least this many backoff steps.
+const tryLaterSteps = 2;
+// leaveWaitMs is how long a leaving socket may take to be closed by the server before the page closes it.
+const leaveWaitMs = 3000;
+
+let ws = null;
+let stopped = false; // a final state: no more reconnects
+let lostAnnounced = false;
+let handle = () => {}; // what reads the server's messages (protocol.js, set by main.js)
+
+// onMessage sets the handler of the server's messages, each parsed from its JSON.
+export function onMessage(f) {
+  handle = f;
+}
+
+function socketURL() {
+  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  let u = `${proto}//${location.host}/ws/screenings/${enc}`;
+  if (store.token) u += '?token=' + encodeURIComponent(store.token);
+  return u;
+}
+
+// connect opens a new socket in place of the current one, with the stored token if there is one.
+export function connect() {
+  retry.cancel();
+  if (stopped) return;
+  dropSocket();
+  if (navigator.onLine === false) {
+    setConn('offline');
+    return; // the online event connects again
+  }
+  setConn(retry.attempt > 0 || lostAnnounced ? 'reconnecting' : 'connecting');
+  let sock;
+  try {
+    sock = new WebSocket(socketURL());
+  } catch (_) {
+    retryLater(retry.backoff());
+    return;
+  }
+  ws = sock;
+  sock.onopen = () => {
+    if (ws === sock) setConn('open');
+  };
+  sock.onmessage = (ev) => {
+    if (ws !== sock) return;
+    let m;
+    try {
+      m = JSON.parse(ev.data);
+    } catch (_) {
+      return;
+    }
+    // A refusal ("error", then a close) does not count as being back: the backoff keeps growing.
+    if (!m || m.type !== 'error') retry.reset();
+    if (lostAnnounced && m && m.type !== 'error') {
+      lostAnnounced = false;
+      announce(t('announce.back'));
+    }
+    handle(m);
+  };
+  sock.onclose = (ev) => {
+    if (ws !== sock) return;
+    ws = null;
+    onClosed(ev);
+  };
+}
+
+// dropSocket forgets the current socket without reacting to its close.
+export function dropSocket() {
+  if (!ws) return;
+  const old = ws;
+  ws = null;
+  try {
+    old.close(1000);
+  } catch (_) { /* already closing */ }
+}
+
+function onClosed(ev) {
+  if (stopped) {
+    setConn('closed');
+    return;
+  }
+  let delay;
+  if (ev.code === 1012) {
+    delay = restartMinMs + Math.random() * restartSpreadMs;
+  } else if (ev.code === 1013) {
+    retry.atLeast(tryLaterSteps);
+    delay = retry.backoff();
+  } else {
+    delay = retry.backoff();
+  }
+  if (!lostAnnounced) {
+    lostAnnounced = true;
+    announce(t('announce.lost'));
+  }
+  retryLater(delay);
+}
+
+// retryLater connects again after delayMs, counting down on the page meanwhile.
+export function retryLater(delayMs) {
+  retry.schedule(delayMs, connect);
+  setConn('reconnecting');
+}
+
+export function setConn(c) {
+  st.conn = c;
+  render();
+}
+
+// stop: the page reached a final state; no reconnects follow until restart.
+export function stop() {
+  stopped = true;
+  retry.cancel();
+}
+
+export function isStopped() {
+  return stopped;
+}
+
+// restart connects again after a final state, with the backoff from the start.
+export function restart() {
+  stopped = false;
+  retry.reset();
+  connect();
+}
+
+// sendIfOpen sends m on the socket if it is open.
+export function sendIfOpen(m) {
+  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(m));
+}
+
+// sayLeaving tells the server that this token leaves the line. The server answers {"type":"leave"} by
+// closing the socket; the page closes it itself after leaveWaitMs.
+export function sayLeaving() {
+  const sock = ws && ws.readyState === WebSocket.OPEN ? ws : null;
+  if (sock) {
+    sock.send(JSON.stringify({ type: 'leave' }));
+    setTimeout(() => sock.close(1000), leaveWaitMs);
+  } else if (store.token) {
+    // Not connected just now: connect once to say so, so the place does not hold up the line.
+    const once = new WebSocket(socketURL());
+    once.onmessage = () => {
+      once.onmessage = null;
+      try {
+        once.send(JSON.stringify({ type: 'leave' }));
+      } catch (_) { /* closed already */ }
+      setTimeout(() => once.close(1000), leaveWaitMs);
+    };
+  }
+}
+
+// reconnectNow is the "Reconnect now" button: it skips the rest of the wait.
+export function reconnectNow() {
+  if (!stopped) connect();
+}
+
+// online: the network is back; connect at once, with the backoff from the start.
+export function online() {
+  if (!stopped && !ws) {
+    retry.reset();
+    connect();
+  }
+}
+
+// offline: no retry can succeed; wait for the online event instead.
+export function offline() {
+  if (!stopped && !ws) {
+    retry.cancel();
+    setConn('offline');
+  }
+}
+
+// pageShown: a page restored from the back-forward cache has lost its socket.
+export function pageShown(e) {
+  if (e.persisted && !stopped && !ws) connect();
+}
