@@ -16,9 +16,9 @@ import { el } from './dom.js';
 import { lowTimeMs, render, renderConn, renderCountdown, renderTimer } from './render.js';
 import { onSeatKey, renderSeats, seatOrder, updateSeatButtons } from './seatmap.js';
 import {
-  connect, dropSocket, isStopped, offline, onMessage, online, pageShown, reconnectNow, restart, retryLater, sayLeaving,
-  sendIfOpen, setConn, stop,
+  connect, dropSocket, isStopped, offline, onMessage, online, pageShown, reconnectNow, retryLater, sendIfOpen,
 } from './socket.js';
+import { finish, focusHeading, leave, rejoin, setPhase, showConfirmed } from './phases.js';
 import { enc, maxSeats, readStore, retry, save, screening, serverNow, setStore, st, store, storeKey } from './state.js';
 
 // tickMs drives the countdowns on screen.
@@ -174,67 +174,6 @@ function onError(m) {
   }
 }
 
-// finish moves to a final state; no reconnects follow until the user asks for them.
-function finish(kind) {
-  stop();
-  st.phase = 'final';
-  st.finalKind = kind;
-  st.busy = false;
-  delete store.pass;
-  delete store.expiresAtMs;
-  if (kind !== 'expired') {
-    // Expired keeps its token: joining again puts the same token at the end of the line.
-    delete store.token;
-    delete store.startRank;
-  }
-  if (kind === 'left' || kind === 'sold_out') store.ended = kind;
-  save();
-  if (kind !== 'left') dropSocket(); // a leaving socket is closed by the server once it has left
-  setConn('closed');
-  render();
-  focusHeading(el.finalHeading);
-  announce(t(`final.${kind}.h`) + '. ' + t(`final.${kind}.p`));
-}
-
-function setPhase(p) {
-  const was = st.phase;
-  st.phase = p;
-  render();
-  if (was !== p && p === 'admitted') focusHeading(el.admittedHeading);
-}
-
-// focusHeading moves focus to the heading of a new view, so keyboard and screen-reader users start there.
-function focusHeading(h) {
-  requestAnimationFrame(() => h.focus({ preventScroll: false }));
-}
-
-function rejoin(fresh) {
-  if (fresh) {
-    delete store.token;
-    delete store.startRank;
-  }
-  delete store.reservation;
-  delete store.pass;
-  delete store.expiresAtMs;
-  delete store.ended;
-  save();
-  st.note = '';
-  st.message = null;
-  st.paused = false;
-  st.etaSeconds = null;
-  st.selected.clear();
-  st.seats = null;
-  st.seatsState = 'idle';
-  st.phase = 'connecting';
-  restart();
-}
-
-// leave gives the place up. The server answers {"type":"leave"} by closing the socket.
-function leave() {
-  sayLeaving();
-  finish('left');
-}
-
 // --- The booking -----------------------------------------------------------------------------------------
 
 async function loadInfo() {
@@ -351,15 +290,6 @@ function confirm(reservation) {
   save();
   showConfirmed();
   announce(t('confirmedHeading') + '. ' + t('confirmedSeats') + ': ' + reservation.seats.join(', '));
-}
-
-function showConfirmed() {
-  stop();
-  dropSocket();
-  st.phase = 'confirmed';
-  st.conn = 'closed';
-  render();
-  focusHeading(el.confirmedHeading);
 }
 
 function toggleSeat(id) {
