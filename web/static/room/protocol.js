@@ -1,0 +1,160 @@
+// protocol.js: what the page does with each message of the server (docs/protocol.md): queued, prequeue,
+// position, paused, resumed, admitted, sold_out and error. A message of a later protocol version is ignored.
+//
+// Before the sale opens the server answers "prequeue": the page counts down to opens_at (by its estimate of
+// the server clock) until the first "position" gives the place drawn at the opening. "position" may carry a
+// wait estimate (eta_seconds); "paused" and "resumed" show and hide the operator's pause.
+
+import { t, num, ordinal } from '../i18n.js';
+import { announce, announceRank } from './announce.js';
+import { loadSeats } from './booking.js';
+import { el } from './dom.js';
+import { finish, focusHeading, setPhase } from './phases.js';
+import { render } from './render.js';
+import { dropSocket, isStopped, retryLater, sendIfOpen } from './socket.js';
+import { retry, save, serverNow, st, store } from './state.js';
+
+// handle reads one message; socket.js calls it for each.
+export function handle(m) {
+  // After a final state only a leaving socket is still open; what it hears no longer changes the page.
+  if (isStopped() && !(m && m.type === 'error')) return;
+  switch (m && m.type) {
+    case 'queued': onQueued(m); break;
+    case 'prequeue': onPrequeue(m); break;
+    case 'position': onPosition(m); break;
+    case 'paused': onPaused(true); break;
+    case 'resumed': onPaused(false); break;
+    case 'admitted': onAdmitted(m); break;
+    case 'sold_out': finish('sold_out'); break;
+    case 'error': onError(m); break;
+    default: break; // a message of a later protocol version
+  }
+}
+
+function onQueued(m) {
+  if (typeof m.token === 'string' && m.token) store.token = m.token;
+  if (store.pass) {
+    // A turn was given and has lapsed: the server put this token at the end of the line.
+    delete store.pass;
+    delete store.expiresAtMs;
+    st.note = 'backInLine';
+    st.selected.clear();
+  }
+  if (m.inserted || !store.startRank) store.startRank = m.rank;
+  delete store.ended;
+  save();
+  const opened = st.phase === 'prequeue';
+  st.paused = m.paused === true;
+  st.etaSeconds = null;
+  setPhase('waiting');
+  setRank(m.rank, m.total);
+  if (opened) onOpened();
+}
+
+// onPrequeue: the sale has not opened; every token that arrives before it gets a random place at the
+// opening, so there is no rank yet, only a countdown. The token is kept as for "queued".
+function onPrequeue(m) {
+  if (typeof m.token === 'string' && m.token) store.token = m.token;
+  if (store.pass) {
+    delete store.pass;
+    delete store.expiresAtMs;
+    st.selected.clear();
+  }
+  delete store.startRank; // the place is drawn at the opening; the first rank after it is the start
+  delete store.ended;
+  save();
+  const opens = Date.parse(m.opens_at);
+  st.opensAtMs = Number.isNaN(opens) ? 0 : opens;
+  st.preTotal = Math.max(1, m.total | 0);
+  st.paused = m.paused === true;
+  st.etaSeconds = null;
+  st.note = '';
+  setPhase('prequeue');
+}
+
+// onOpened: the line opened and this page left the pre-queue for its drawn place.
+function onOpened() {
+  focusHeading(el.waitingHeading);
+  announce(t('announce.opened', { rank: ordinal(st.rank), total: num(st.total) }));
+}
+
+function onPaused(paused) {
+  if (st.paused === paused) return;
+  st.paused = paused;
+  if (paused) st.etaSeconds = null; // no estimate holds while nobody is admitted
+  render();
+  if (st.phase === 'waiting' || st.phase === 'prequeue') announce(t(paused ? 'announce.paused' : 'announce.resumed'));
+}
+
+function onPosition(m) {
+  if (typeof m.tick_at === 'number' && m.tick_at > 0) {
+    // The tick happened before the message arrived, so this errs towards a server clock that is behind,
+    // which makes the countdown end late rather than early.
+    st.skewMs = m.tick_at - Date.now();
+    st.skewFromTick = true;
+  }
+  if (st.phase !== 'waiting' && st.phase !== 'connecting' && st.phase !== 'prequeue') return;
+  const opened = st.phase === 'prequeue';
+  st.etaSeconds = typeof m.eta_seconds === 'number' && Number.isFinite(m.eta_seconds) && m.eta_seconds >= 0 ? m.eta_seconds : null;
+  setPhase('waiting');
+  setRank(m.rank, m.total);
+  if (opened) onOpened();
+}
+
+function setRank(rank, total) {
+  st.rank = Math.max(1, rank | 0);
+  st.total = Math.max(st.rank, total | 0);
+  if (!store.startRank || st.rank > store.startRank) {
+    store.startRank = st.rank;
+    save();
+  }
+  render();
+  announceRank();
+}
+
+function onAdmitted(m) {
+  if (typeof m.token === 'string' && m.token) store.token = m.token;
+  const expires = Date.parse(m.expires_at);
+  store.pass = String(m.pass || '');
+  store.expiresAtMs = Number.isNaN(expires) ? serverNow() + 5 * 60000 : expires;
+  delete store.ended;
+  save();
+  st.note = '';
+  const first = st.phase !== 'admitted';
+  setPhase('admitted');
+  loadSeats();
+  if (first) {
+    st.warnedLow = false;
+    const min = Math.max(1, Math.round((store.expiresAtMs - serverNow()) / 60000));
+    announce(t('announce.admitted', { min }));
+  }
+}
+
+function onError(m) {
+  switch (m.code) {
+    case 'UNKNOWN_SCREENING':
+      finish('unknown');
+      break;
+    case 'BAD_TOKEN':
+      // The stored token is not one the server hands out: start over with a new one (the close that
+      // follows reconnects without it).
+      delete store.token;
+      delete store.startRank;
+      delete store.pass;
+      delete store.expiresAtMs;
+      save();
+      break;
+    case 'INTERNAL':
+      // The pass could not be signed; the socket stays open. A reconnect with the token asks again.
+      dropSocket();
+      retryLater(retry.backoff());
+      break;
+    case 'UNAVAILABLE':
+      // After a leave the socket stays open and the leave may be sent again; on connect a close
+      // (1013) follows and is retried with backoff.
+      if (st.phase === 'final' && st.finalKind === 'left') sendIfOpen({ type: 'leave' });
+      break;
+    default:
+      break; // BAD_MESSAGE and codes of later versions
+  }
+}
