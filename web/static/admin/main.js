@@ -1,4 +1,4 @@
-// admin.js: the operator's control room (/admin).
+// main.js: the operator's control room (/admin).
 //
 // It asks for the admin key, keeps it in sessionStorage ("waitroom:admin-key": this tab only) and sends it as
 // "Authorization: Bearer <key>" on every call to /api/admin/... A 401 forgets the key and asks again; a 404
@@ -10,8 +10,8 @@
 // minutes of frames; each has its current value and a legend in text beside it and a text alternative.
 // Server data reaches the page through textContent only.
 
-import { t, num, dateTime, locale, onChange } from './i18n.js';
-import { Reconnect } from './lib/reconnect.js';
+import { t, num, dateTime, locale, onChange } from '../i18n.js';
+import { Reconnect } from '../lib/reconnect.js';
 
 const keyStoreName = 'waitroom:admin-key';
 // windowMs is how much history the charts show.
