@@ -11,21 +11,17 @@
 // Server data reaches the page through textContent only.
 
 import { t, num, dateTime, locale, onChange } from '../i18n.js';
-import { Reconnect } from '../lib/reconnect.js';
+import { el } from './dom.js';
+import {
+  holdMerged, merge, msg, msgText, saveKey, selectedFromHash, selectedScreening, serverMsg, st, streamRetry,
+} from './state.js';
 
-const keyStoreName = 'waitroom:admin-key';
 // windowMs is how much history the charts show.
 const windowMs = 120000;
 // gapMs: samples further apart than this (the stream was down) are not joined by a line, and give no rate.
 const gapMs = 5000;
 // staleMs: a stream that sent nothing for this long (frames come every second) is dropped and reopened.
 const staleMs = 10000;
-// Backoff after the stream ends (lib/reconnect.js): the n-th retry waits between half and all of
-// min(cap, base × 2^n).
-const backoffBaseMs = 1000;
-const backoffCapMs = 30000;
-// mergeHoldMs: how long a screening returned by an action stands in for the one in the frames (see merge).
-const mergeHoldMs = 1200;
 // tickMs refreshes the reconnect countdown.
 const tickMs = 500;
 const idPattern = /^[A-Za-z0-9_-]{1,64}$/;
@@ -34,138 +30,8 @@ const durationPattern = /^(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)((\d+(\.\d*
 // Line dashes, one per series, so no series is told apart by colour alone.
 const dashes = [[], [7, 4], [2, 3], [10, 3, 2, 3], [4, 2, 4, 6], [1, 5]];
 
-const $ = (sel) => document.querySelector(sel);
-const el = {
-  main: $('#main'),
-  checking: $('#checking'),
-  signOut: $('#sign-out'),
-  problem: $('#view-problem'),
-  problemText: $('#problem-text'),
-  problemRetry: $('#problem-retry'),
-  login: $('#view-login'),
-  loginForm: $('#login-form'),
-  key: $('#admin-key'),
-  loginError: $('#login-error'),
-  loginSubmit: $('#login-submit'),
-  console: $('#view-console'),
-  stream: $('[data-testid="stream"]'),
-  streamText: $('#stream-text'),
-  streamError: $('#stream-error'),
-  noScreenings: $('#no-screenings'),
-  overviewRows: $('#overview-rows'),
-  select: $('#screening-select'),
-  selectedHeading: $('#selected-heading'),
-  state: $('[data-testid="state"]'),
-  seats: $('#sel-seats'),
-  times: $('#sel-times'),
-  current: {
-    interval: $('[data-testid="current-interval"]'),
-    batch_size: $('[data-testid="current-batch_size"]'),
-    max_active: $('[data-testid="current-max_active"]'),
-    active_ttl: $('[data-testid="current-active_ttl"]'),
-  },
-  pause: $('#pause'),
-  resume: $('#resume'),
-  close: $('#close'),
-  actionMessage: $('#action-message'),
-  admissionForm: $('#admission-form'),
-  adm: {
-    interval: $('#adm-interval'),
-    batch_size: $('#adm-batch'),
-    max_active: $('#adm-max'),
-    active_ttl: $('#adm-ttl'),
-  },
-  admissionMessage: $('#admission-message'),
-  admissionSubmit: $('#admission-submit'),
-  createForm: $('#create-form'),
-  newID: $('#new-id'),
-  newName: $('#new-name'),
-  newOpens: $('#new-opens'),
-  newStarts: $('#new-starts'),
-  layoutGrid: $('#layout-grid'),
-  layoutList: $('#layout-list'),
-  gridFields: $('#layout-grid-fields'),
-  listFields: $('#layout-list-fields'),
-  newRows: $('#new-rows'),
-  newPerRow: $('#new-per-row'),
-  newSeats: $('#new-seats'),
-  newAdm: {
-    interval: $('#new-interval'),
-    batch_size: $('#new-batch'),
-    max_active: $('#new-max'),
-    active_ttl: $('#new-ttl'),
-  },
-  createMessage: $('#create-message'),
-  createSubmit: $('#create-submit'),
-  dialog: $('#close-dialog'),
-  dialogText: $('#close-text'),
-  dialogCancel: $('#close-cancel'),
-  dialogConfirm: $('#close-confirm'),
-  charts: $('.charts'),
-};
-
-// --- The key ---------------------------------------------------------------------------------------------
-
-function readKey() {
-  try {
-    return sessionStorage.getItem(keyStoreName) || '';
-  } catch (_) {
-    return '';
-  }
-}
-function saveKey(k) {
-  try {
-    if (k) sessionStorage.setItem(keyStoreName, k);
-    else sessionStorage.removeItem(keyStoreName);
-  } catch (_) { /* storage off: the key lasts as long as this page */ }
-}
-
-// --- State -----------------------------------------------------------------------------------------------
-
-// A message on the page: a string key of i18n.js with its values (translated when drawn, so a change of
-// language applies), or a text from the server.
-const msg = (kind, k, v) => ({ kind, k, v });
-const serverMsg = (kind, text) => ({ kind, text });
-const msgText = (m) => (!m ? '' : m.k ? t(m.k, m.v) : m.text);
-
-const st = {
-  view: 'checking', // checking | problem | login | console
-  problem: '', // off | network
-  key: readKey(),
-  loginBusy: false,
-  loginMessage: null,
-  stream: 'connecting', // connecting | open | reconnecting
-  streamProblem: '',
-  screenings: [], // the latest list of S
-  instances: [],
-  lastAtMs: 0, // server time of the latest frame
-  selected: selectedFromHash(),
-  busy: false,
-  actionMessage: null,
-  admissionFor: '', // the screening the admission form was filled for
-  admissionBase: null, // the settings it was filled with
-  admissionDirty: false,
-  admissionBusy: false,
-  admissionMessage: null,
-  createBusy: false,
-  createMessage: null,
-};
-// recent holds the screenings the API just returned (see merge).
-const recent = new Map();
 // pastByID holds each screening's samples of the last windowMs (and one before, for the first rate).
 const pastByID = new Map();
-
-function selectedFromHash() {
-  try {
-    return decodeURIComponent(location.hash.slice(1));
-  } catch (_) {
-    return '';
-  }
-}
-
-function selectedScreening() {
-  return st.screenings.find((s) => s.id === st.selected) || null;
-}
 
 const count = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
 const enc = encodeURIComponent;
@@ -266,8 +132,6 @@ function setView(v) {
 // --- The stream ------------------------------------------------------------------------------------------
 
 let streamCtl = null; // the AbortController of the open stream
-// streamRetry counts the reopenings since the last frame and holds the pending one.
-const streamRetry = new Reconnect({ baseMs: backoffBaseMs, capMs: backoffCapMs });
 let watchdog = 0;
 
 async function openStream() {
@@ -467,31 +331,6 @@ function record(s, atMs) {
 }
 
 // --- Actions ---------------------------------------------------------------------------------------------
-
-// merge puts a screening the API returned into the list, so the page shows it before the next frame. For
-// a moment it also stands in for the screening of the frames that arrive, as one of them may have been
-// read before the change (a paused screening would seem to run again for a second, a new one to vanish).
-function merge(s) {
-  if (!s || typeof s.id !== 'string') return;
-  const i = st.screenings.findIndex((x) => x.id === s.id);
-  if (i >= 0) st.screenings[i] = s;
-  else st.screenings.push(s);
-  recent.set(s.id, { s, untilMs: Date.now() + mergeHoldMs });
-}
-
-// holdMerged puts the screenings merged a moment ago into a frame's list.
-function holdMerged() {
-  const now = Date.now();
-  for (const [id, r] of recent) {
-    if (now > r.untilMs) {
-      recent.delete(id);
-      continue;
-    }
-    const i = st.screenings.findIndex((x) => x.id === id);
-    if (i >= 0) st.screenings[i] = r.s;
-    else st.screenings.push(r.s);
-  }
-}
 
 function select(id) {
   if (st.selected === id) return;
