@@ -10,8 +10,9 @@
 // minutes of frames; each has its current value and a legend in text beside it and a text alternative.
 // Server data reaches the page through textContent only.
 
-import { t, num, dateTime, locale, onChange } from '../i18n.js';
+import { t, num, dateTime, onChange } from '../i18n.js';
 import { el } from './dom.js';
+import { clock, count, fmtCount, fmtNum, fmtRate, stateOf } from './format.js';
 import {
   holdMerged, merge, msg, msgText, saveKey, selectedFromHash, selectedScreening, serverMsg, st, streamRetry,
 } from './state.js';
@@ -33,7 +34,6 @@ const dashes = [[], [7, 4], [2, 3], [10, 3, 2, 3], [4, 2, 4, 6], [1, 5]];
 // pastByID holds each screening's samples of the last windowMs (and one before, for the first rate).
 const pastByID = new Map();
 
-const count = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
 const enc = encodeURIComponent;
 
 // --- Calls -----------------------------------------------------------------------------------------------
@@ -555,16 +555,6 @@ function renderStream() {
   el.streamError.textContent = st.streamProblem ? t('admin.stream.serverError', { msg: st.streamProblem }) : '';
 }
 
-function clock(ms) {
-  if (!ms) return '–';
-  return new Date(ms).toLocaleTimeString(locale(), { hour: '2-digit', minute: '2-digit', second: '2-digit' });
-}
-
-function stateOf(s) {
-  const known = ['upcoming', 'on_sale', 'sold_out', 'closed', 'paused'];
-  return known.includes(s.state) ? s.state : 'on_sale';
-}
-
 function renderConsole() {
   renderStream();
   if (!selectedScreening() && st.screenings.length) {
@@ -760,12 +750,6 @@ function rate(past, read) {
   }
   return out;
 }
-
-function fmtNum(v, fraction) {
-  return new Intl.NumberFormat(locale(), { maximumFractionDigits: fraction, minimumFractionDigits: 0 }).format(v);
-}
-const fmtRate = (v) => fmtNum(v, v < 10 ? 1 : 0);
-const fmtCount = (v) => fmtNum(Math.round(v), 0);
 
 function lastOf(points) {
   return points.length ? points[points.length - 1][1] : 0;

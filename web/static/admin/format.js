@@ -1,0 +1,27 @@
+// format.js: how the control room reads the server's figures and writes numbers, times and states, in the
+// page's language.
+
+import { locale } from '../i18n.js';
+
+// count reads a figure of the server as a number, 0 when it is missing or not one.
+export const count = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
+
+// stateOf is the state of screening s that the page knows how to show; another reads as on sale.
+export function stateOf(s) {
+  const known = ['upcoming', 'on_sale', 'sold_out', 'closed', 'paused'];
+  return known.includes(s.state) ? s.state : 'on_sale';
+}
+
+// clock is the time of day of ms, to the second; – for none.
+export function clock(ms) {
+  if (!ms) return '–';
+  return new Date(ms).toLocaleTimeString(locale(), { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+// fmtNum writes v with at most fraction decimals; fmtRate one decimal below 10; fmtCount a whole number.
+export function fmtNum(v, fraction) {
+  return new Intl.NumberFormat(locale(), { maximumFractionDigits: fraction, minimumFractionDigits: 0 }).format(v);
+}
+
+export const fmtRate = (v) => fmtNum(v, v < 10 ? 1 : 0);
+export const fmtCount = (v) => fmtNum(Math.round(v), 0);
