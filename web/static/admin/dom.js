@@ -1,4 +1,5 @@
-// dom.js: the control room's elements, looked up once; the other modules reach the page through el.
+// dom.js: the control room's elements, looked up once (the other modules reach the page through el), and
+// setText.
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -70,3 +71,9 @@ export const el = {
   dialogConfirm: $('#close-confirm'),
   charts: $('.charts'),
 };
+
+// setText writes text into node only when it differs, so a redraw every second leaves unchanged text
+// (and a screen reader's place in it) alone.
+export function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}

@@ -11,16 +11,14 @@
 // Server data reaches the page through textContent only.
 
 import { t, num, dateTime, onChange } from '../i18n.js';
-import { el } from './dom.js';
-import { clock, count, fmtCount, fmtNum, fmtRate, stateOf } from './format.js';
+import { drawCharts } from './charts.js';
+import { el, setText } from './dom.js';
+import { clock, count, stateOf } from './format.js';
+import { forgetGone, record } from './history.js';
 import {
   holdMerged, merge, msg, msgText, saveKey, selectedFromHash, selectedScreening, serverMsg, st, streamRetry,
 } from './state.js';
 
-// windowMs is how much history the charts show.
-const windowMs = 120000;
-// gapMs: samples further apart than this (the stream was down) are not joined by a line, and give no rate.
-const gapMs = 5000;
 // staleMs: a stream that sent nothing for this long (frames come every second) is dropped and reopened.
 const staleMs = 10000;
 // tickMs refreshes the reconnect countdown.
@@ -28,11 +26,6 @@ const tickMs = 500;
 const idPattern = /^[A-Za-z0-9_-]{1,64}$/;
 // A Go duration as time.ParseDuration reads it (the server checks it is positive).
 const durationPattern = /^(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))*$/;
-// Line dashes, one per series, so no series is told apart by colour alone.
-const dashes = [[], [7, 4], [2, 3], [10, 3, 2, 3], [4, 2, 4, 6], [1, 5]];
-
-// pastByID holds each screening's samples of the last windowMs (and one before, for the first rate).
-const pastByID = new Map();
 
 const enc = encodeURIComponent;
 
@@ -295,39 +288,9 @@ function onFrame(f) {
   st.instances = (Array.isArray(f.instances) ? f.instances : []).filter((x) => x && typeof x.id === 'string');
   for (const s of st.screenings) record(s, atMs);
   holdMerged();
-  for (const id of [...pastByID.keys()]) {
-    if (!st.screenings.some((s) => s.id === id)) pastByID.delete(id);
-  }
+  forgetGone();
   st.stream = 'open';
   render();
-}
-
-// record adds a frame's figures of screening s to its history.
-function record(s, atMs) {
-  const line = s.line && typeof s.line === 'object' ? s.line : {};
-  const skips = {};
-  if (line.skips && typeof line.skips === 'object') {
-    for (const [reason, n] of Object.entries(line.skips)) skips[reason] = count(n);
-  }
-  const sockets = {};
-  for (const inst of st.instances) sockets[inst.id] = count(inst.sockets && inst.sockets[s.id]);
-  const sample = {
-    atMs,
-    waiting: count(line.waiting),
-    pre: count(line.pre_queue),
-    active: count(line.active),
-    admittedTotal: count(line.admitted_total),
-    sold: count(s.seats_sold),
-    seatsTotal: count(s.seats_total),
-    maxActive: count(s.admission && s.admission.max_active),
-    skips,
-    sockets,
-  };
-  let past = pastByID.get(s.id);
-  if (!past) pastByID.set(s.id, (past = []));
-  if (past.length && atMs <= past[past.length - 1].atMs) return; // a repeat, or from behind
-  past.push(sample);
-  while (past.length > 1 && past[1].atMs <= atMs - windowMs) past.shift();
 }
 
 // --- Actions ---------------------------------------------------------------------------------------------
@@ -642,10 +605,6 @@ function cell() {
   return td;
 }
 
-function setText(node, text) {
-  if (node.textContent !== text) node.textContent = text;
-}
-
 let selectSignature = '';
 
 function renderSelect() {
@@ -710,359 +669,6 @@ function renderAdmissionForm() {
     el.adm[k].value = a[k] === undefined || a[k] === null ? '' : String(a[k]);
     el.adm[k].removeAttribute('aria-invalid');
   }
-}
-
-// --- Charts ----------------------------------------------------------------------------------------------
-
-const charts = {};
-document.querySelectorAll('figure.chart').forEach((fig) => {
-  charts[fig.dataset.chart] = {
-    fig,
-    canvas: fig.querySelector('canvas'),
-    value: fig.querySelector('.chart-value'),
-    legend: fig.querySelector('.chart-legend'),
-    title: fig.querySelector('.chart-title'),
-  };
-});
-
-function palette() {
-  const css = getComputedStyle(document.documentElement);
-  const v = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
-  return {
-    series: [1, 2, 3, 4, 5, 6].map((i) => v('--chart-' + i, '#0a58a8')),
-    fill: v('--chart-fill', 'rgba(10,88,168,.12)'),
-    limit: v('--chart-limit', '#a61b1b'),
-    grid: v('--line', '#d5d9df'),
-    muted: v('--muted', '#4f5863'),
-    font: getComputedStyle(document.body).fontFamily || 'system-ui, sans-serif',
-  };
-}
-
-// rate turns a counter into a per-second series: the difference between samples over the time between
-// them. A counter that went down (a restarted line) counts from zero.
-function rate(past, read) {
-  const out = [];
-  for (let i = 1; i < past.length; i++) {
-    const dtMs = past[i].atMs - past[i - 1].atMs;
-    if (dtMs <= 0 || dtMs > gapMs) continue;
-    const d = read(past[i]) - read(past[i - 1]);
-    out.push([past[i].atMs, Math.max(0, d) / (dtMs / 1000)]);
-  }
-  return out;
-}
-
-function lastOf(points) {
-  return points.length ? points[points.length - 1][1] : 0;
-}
-
-// specs describes the six charts of screening s from its samples.
-function specs(s, past, pal) {
-  const last = past.length ? past[past.length - 1] : null;
-  const col = (i) => pal.series[i % pal.series.length];
-  const dash = (i) => dashes[i % dashes.length];
-  const pts = (read) => past.map((p) => [p.atMs, read(p)]);
-  const out = {};
-
-  const waiting = pts((p) => p.waiting);
-  const pre = pts((p) => p.pre);
-  out.waiting = {
-    series: [
-      { name: t('admin.s.waiting'), color: col(0), dash: dash(0), points: waiting, fill: true },
-      { name: t('admin.s.pre'), color: col(1), dash: dash(1), points: pre },
-    ],
-    value: last ? last.waiting : null,
-    valueText: last ? fmtCount(last.waiting) : '–',
-    fmt: fmtCount,
-  };
-
-  const admitted = rate(past, (p) => p.admittedTotal);
-  out.admitted = {
-    series: [{ name: t('admin.s.admitted'), color: col(0), dash: dash(0), points: admitted, fill: true }],
-    value: admitted.length ? lastOf(admitted) : null,
-    valueText: admitted.length ? t('admin.perSecond', { n: fmtRate(lastOf(admitted)) }) : '–',
-    extra: last ? [t('admin.inAll', { n: fmtCount(last.admittedTotal) })] : [],
-    fmt: fmtRate,
-    rate: true,
-  };
-
-  out.active = {
-    series: [{ name: t('admin.s.active'), color: col(0), dash: dash(0), points: pts((p) => p.active), fill: true }],
-    limits: last && last.maxActive ? [{ name: t('admin.s.maxActive'), value: last.maxActive }] : [],
-    value: last ? last.active : null,
-    valueText: last ? t('admin.ofMax', { n: fmtCount(last.active), max: fmtCount(last.maxActive) }) : '–',
-    fmt: fmtCount,
-  };
-
-  out.sold = {
-    series: [{ name: t('admin.s.sold'), color: col(0), dash: dash(0), points: pts((p) => p.sold), fill: true }],
-    limits: last && last.seatsTotal ? [{ name: t('admin.s.seats'), value: last.seatsTotal }] : [],
-    value: last ? last.sold : null,
-    valueText: last ? t('admin.ofMax', { n: fmtCount(last.sold), max: fmtCount(last.seatsTotal) }) : '–',
-    fmt: fmtCount,
-  };
-
-  const reasons = [...new Set(past.flatMap((p) => Object.keys(p.skips)))].sort();
-  const skipSeries = reasons.map((r, i) => ({
-    name: r,
-    color: col(i),
-    dash: dash(i),
-    points: rate(past, (p) => count(p.skips[r])),
-    total: last ? count(last.skips[r]) : 0,
-  }));
-  const skipNow = skipSeries.reduce((sum, x) => sum + lastOf(x.points), 0);
-  out.skips = {
-    series: skipSeries,
-    value: past.length > 1 ? skipNow : null,
-    valueText: past.length > 1 ? t('admin.perSecond', { n: fmtRate(skipNow) }) : '–',
-    empty: t('admin.noSkips'),
-    fmt: fmtRate,
-    rate: true,
-    legendText: (x) => `${t('admin.perSecond', { n: fmtRate(lastOf(x.points)) })} · ${t('admin.inAll', { n: fmtCount(x.total) })}`,
-  };
-
-  const instances = [...new Set(past.flatMap((p) => Object.keys(p.sockets)))].sort();
-  const socketSeries = [{
-    name: t('admin.s.allInstances'),
-    color: col(0),
-    dash: dash(0),
-    points: pts((p) => Object.values(p.sockets).reduce((a, b) => a + b, 0)),
-    fill: true,
-    wide: true,
-  }];
-  instances.forEach((id, i) => {
-    socketSeries.push({
-      name: id,
-      color: col(i + 1),
-      dash: dash(i + 1),
-      points: past.filter((p) => id in p.sockets).map((p) => [p.atMs, p.sockets[id]]),
-    });
-  });
-  const socketsNow = last ? Object.values(last.sockets).reduce((a, b) => a + b, 0) : null;
-  out.sockets = {
-    series: instances.length ? socketSeries : [],
-    value: socketsNow,
-    valueText: socketsNow === null ? '–' : fmtCount(socketsNow),
-    empty: t('admin.noInstances'),
-    fmt: fmtCount,
-  };
-  return out;
-}
-
-function drawCharts() {
-  if (st.view !== 'console') return;
-  const s = selectedScreening();
-  const past = (s && pastByID.get(s.id)) || [];
-  const pal = palette();
-  const t1 = past.length ? past[past.length - 1].atMs : st.lastAtMs || Date.now();
-  const all = specs(s, past, pal);
-  for (const [name, c] of Object.entries(charts)) {
-    const spec = all[name];
-    c.fig.dataset.points = String(past.length);
-    c.fig.dataset.at = past.length ? String(t1) : '';
-    c.fig.dataset.screening = s ? s.id : '';
-    setText(c.value, spec.valueText);
-    c.value.dataset.value = spec.value === null ? '' : String(spec.value);
-    draw(c.canvas, spec, t1, pal);
-    c.canvas.setAttribute('aria-label', altText(c.title.textContent, spec));
-    legend(c.legend, spec);
-  }
-}
-
-function altText(title, spec) {
-  if (!spec.series.length || spec.series.every((x) => !x.points.length)) {
-    return `${title}. ${spec.empty && spec.series.length === 0 && spec.value !== null ? spec.empty : t('admin.noData')}`;
-  }
-  const parts = spec.series.map((x) => {
-    const vs = x.points.map((p) => p[1]);
-    const f = spec.fmt;
-    return t('admin.seriesAlt', {
-      name: x.name,
-      now: vs.length ? f(vs[vs.length - 1]) : '–',
-      min: vs.length ? f(Math.min(...vs)) : '–',
-      max: vs.length ? f(Math.max(...vs)) : '–',
-    });
-  });
-  for (const l of spec.limits || []) parts.push(`${l.name}: ${spec.fmt(l.value)}`);
-  return t('admin.chartAlt', { title, secs: windowMs / 1000, series: parts.join('; ') });
-}
-
-function legend(ul, spec) {
-  const items = [];
-  if (!spec.series.length && spec.empty && spec.value !== null) {
-    const li = document.createElement('li');
-    li.textContent = spec.empty;
-    items.push(li);
-  }
-  for (const x of spec.series) {
-    const li = document.createElement('li');
-    li.append(swatch(x.color, x.dash, x.wide));
-    const name = document.createElement('span');
-    name.textContent = x.name + ':';
-    const b = document.createElement('b');
-    b.textContent = spec.legendText ? spec.legendText(x) : x.points.length ? (spec.rate ? t('admin.perSecond', { n: spec.fmt(lastOf(x.points)) }) : spec.fmt(lastOf(x.points))) : '–';
-    li.append(name, b);
-    items.push(li);
-  }
-  for (const l of spec.limits || []) {
-    const li = document.createElement('li');
-    li.append(swatch(palette().limit, [3, 3], false));
-    const name = document.createElement('span');
-    name.textContent = l.name + ':';
-    const b = document.createElement('b');
-    b.textContent = spec.fmt(l.value);
-    li.append(name, b);
-    items.push(li);
-  }
-  for (const text of spec.extra || []) {
-    const li = document.createElement('li');
-    li.textContent = text;
-    items.push(li);
-  }
-  ul.replaceChildren(...items);
-}
-
-function swatch(color, dash, wide) {
-  const c = document.createElement('canvas');
-  c.className = 'swatch';
-  c.setAttribute('aria-hidden', 'true');
-  const dpr = window.devicePixelRatio || 1;
-  c.width = Math.round(22 * dpr);
-  c.height = Math.round(10 * dpr);
-  const g = c.getContext('2d');
-  if (g) {
-    g.scale(dpr, dpr);
-    g.strokeStyle = color;
-    g.lineWidth = wide ? 3 : 2;
-    g.setLineDash(dash);
-    g.beginPath();
-    g.moveTo(1, 5);
-    g.lineTo(21, 5);
-    g.stroke();
-  }
-  return c;
-}
-
-// axisTop is the top of a y axis that shows v: a round number whose half, the middle grid line, is a whole
-// number too when the chart counts things.
-function axisTop(v, whole) {
-  if (whole && v <= 10) return Math.max(2, Math.ceil(v / 2) * 2);
-  if (!(v > 0)) return 1;
-  const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of whole ? [1, 2, 4, 5, 6, 8, 10] : [1, 2, 2.5, 4, 5, 6, 8, 10]) {
-    if (m * p >= v - 1e-9) return m * p;
-  }
-  return 10 * p;
-}
-
-// draw paints one chart: the last windowMs up to t1 along x, from 0 to a round maximum up y, a line per
-// series (broken where the stream was down), and the limits as dashed lines.
-function draw(canvas, spec, t1, pal) {
-  const rect = canvas.getBoundingClientRect();
-  const w = Math.round(rect.width);
-  const h = Math.round(rect.height);
-  if (w < 10 || h < 10) return; // not laid out (hidden)
-  const dpr = window.devicePixelRatio || 1;
-  if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
-    canvas.width = Math.round(w * dpr);
-    canvas.height = Math.round(h * dpr);
-  }
-  const g = canvas.getContext('2d');
-  if (!g) return;
-  g.setTransform(dpr, 0, 0, dpr, 0, 0);
-  g.clearRect(0, 0, w, h);
-  g.font = `11px ${pal.font}`;
-
-  let max = 0;
-  for (const x of spec.series) for (const p of x.points) max = Math.max(max, p[1]);
-  for (const l of spec.limits || []) max = Math.max(max, l.value);
-  const top = axisTop(max, !spec.rate);
-  const labelFmt = (v) => (spec.rate ? fmtNum(v, top < 5 ? 1 : 0) : fmtCount(v));
-  const yLabels = [top, top / 2, 0].map(labelFmt);
-  const padL = Math.ceil(Math.max(...yLabels.map((s) => g.measureText(s).width))) + 8;
-  const padR = 6;
-  const padT = 8;
-  const padB = 18;
-  const pw = Math.max(1, w - padL - padR);
-  const ph = Math.max(1, h - padT - padB);
-  const t0 = t1 - windowMs;
-  const X = (tMs) => padL + ((tMs - t0) / windowMs) * pw;
-  const Y = (v) => padT + ph - (v / top) * ph;
-
-  // Grid and labels.
-  g.lineWidth = 1;
-  g.setLineDash([]);
-  g.strokeStyle = pal.grid;
-  g.fillStyle = pal.muted;
-  g.textBaseline = 'middle';
-  g.textAlign = 'right';
-  [top, top / 2, 0].forEach((v, i) => {
-    const y = Math.round(Y(v)) + 0.5;
-    g.beginPath();
-    g.moveTo(padL, y);
-    g.lineTo(padL + pw, y);
-    g.stroke();
-    g.fillText(yLabels[i], padL - 4, y);
-  });
-  g.textBaseline = 'alphabetic';
-  const xTicks = [[t0, t('admin.ago', { n: windowMs / 1000 }), 'left'], [t1 - windowMs / 2, t('admin.ago', { n: windowMs / 2000 }), 'center'], [t1, t('admin.now'), 'right']];
-  for (const [tMs, label, align] of xTicks) {
-    g.textAlign = align;
-    g.fillText(label, align === 'left' ? padL : align === 'right' ? padL + pw : X(tMs), h - 4);
-  }
-
-  g.save();
-  g.beginPath();
-  g.rect(padL, padT - 2, pw, ph + 4);
-  g.clip();
-
-  // Limits.
-  for (const l of spec.limits || []) {
-    g.strokeStyle = pal.limit;
-    g.lineWidth = 1.5;
-    g.setLineDash([3, 3]);
-    const y = Y(l.value);
-    g.beginPath();
-    g.moveTo(padL, y);
-    g.lineTo(padL + pw, y);
-    g.stroke();
-  }
-
-  // Series, in runs without gaps; the first may be filled.
-  for (const x of spec.series) {
-    const runs = [];
-    let run = [];
-    for (const p of x.points) {
-      if (run.length && p[0] - run[run.length - 1][0] > gapMs) {
-        runs.push(run);
-        run = [];
-      }
-      run.push(p);
-    }
-    if (run.length) runs.push(run);
-    for (const r of runs) {
-      if (x.fill && r.length > 1) {
-        g.fillStyle = pal.fill;
-        g.beginPath();
-        g.moveTo(X(r[0][0]), Y(0));
-        for (const p of r) g.lineTo(X(p[0]), Y(p[1]));
-        g.lineTo(X(r[r.length - 1][0]), Y(0));
-        g.closePath();
-        g.fill();
-      }
-      g.strokeStyle = x.color;
-      g.lineWidth = x.wide ? 2.5 : 2;
-      g.lineJoin = 'round';
-      g.setLineDash(x.dash);
-      g.beginPath();
-      r.forEach((p, i) => (i ? g.lineTo(X(p[0]), Y(p[1])) : g.moveTo(X(p[0]), Y(p[1]))));
-      if (r.length === 1) {
-        // A lone sample: a dot, so it shows.
-        g.arc(X(r[0][0]), Y(r[0][1]), 2, 0, 2 * Math.PI);
-      }
-      g.stroke();
-    }
-  }
-  g.restore();
 }
 
 // --- Wiring ----------------------------------------------------------------------------------------------
