@@ -14,14 +14,10 @@ import { t, num, onChange } from '../i18n.js';
 import { drawCharts } from './charts.js';
 import { el } from './dom.js';
 import { count } from './format.js';
-import { forgetGone, record } from './history.js';
 import { forgetSelectLabels, render, renderStream } from './render.js';
-import {
-  holdMerged, merge, msg, saveKey, selectedFromHash, selectedScreening, serverMsg, st, streamRetry,
-} from './state.js';
+import { merge, msg, saveKey, selectedFromHash, selectedScreening, serverMsg, st } from './state.js';
+import { onRefused, openStream, pageShown, stopStream } from './stream.js';
 
-// staleMs: a stream that sent nothing for this long (frames come every second) is dropped and reopened.
-const staleMs = 10000;
 // tickMs refreshes the reconnect countdown.
 const tickMs = 500;
 const idPattern = /^[A-Za-z0-9_-]{1,64}$/;
@@ -120,177 +116,6 @@ function openConsole(list) {
 
 function setView(v) {
   st.view = v;
-  render();
-}
-
-// --- The stream ------------------------------------------------------------------------------------------
-
-let streamCtl = null; // the AbortController of the open stream
-let watchdog = 0;
-
-async function openStream() {
-  stopStream();
-  if (!st.key) return;
-  const ctl = new AbortController();
-  streamCtl = ctl;
-  setStream(streamRetry.attempt > 0 ? 'reconnecting' : 'connecting');
-  let res;
-  try {
-    res = await fetch('/api/admin/stream', {
-      headers: { Authorization: 'Bearer ' + st.key, Accept: 'text/event-stream' },
-      cache: 'no-store',
-      signal: ctl.signal,
-    });
-  } catch (_) {
-    if (streamCtl === ctl) streamLater();
-    return;
-  }
-  if (streamCtl !== ctl) {
-    ctl.abort();
-    return;
-  }
-  if (res.status === 401) {
-    wrongKey(true);
-    return;
-  }
-  if (res.status === 404) {
-    apiOff();
-    return;
-  }
-  if (!res.ok || !res.body) {
-    streamLater();
-    return;
-  }
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  const parser = sseParser((type, data) => {
-    if (streamCtl !== ctl) return;
-    armWatchdog(ctl);
-    onEvent(type, data);
-  });
-  armWatchdog(ctl);
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done || streamCtl !== ctl) break;
-      parser.push(decoder.decode(value, { stream: true }));
-    }
-  } catch (_) { /* aborted (silent too long, or stopped) or the network went */ }
-  if (streamCtl === ctl) {
-    streamCtl = null;
-    streamLater();
-  }
-}
-
-function stopStream() {
-  streamRetry.cancel();
-  clearTimeout(watchdog);
-  if (streamCtl) {
-    const ctl = streamCtl;
-    streamCtl = null;
-    ctl.abort();
-  }
-}
-
-function armWatchdog(ctl) {
-  clearTimeout(watchdog);
-  watchdog = setTimeout(() => {
-    if (streamCtl === ctl) ctl.abort(); // the read fails, and the stream is reopened
-  }, staleMs);
-}
-
-function streamLater() {
-  clearTimeout(watchdog);
-  if (st.view !== 'console') return;
-  streamRetry.schedule(streamRetry.backoff(), openStream);
-  setStream('reconnecting');
-}
-
-function setStream(s) {
-  st.stream = s;
-  renderStream();
-}
-
-// sseParser reads text/event-stream: lines ending in LF, CRLF or CR; "field: value"; a blank line ends an
-// event. It calls dispatch(type, data) for each event that carried data.
-function sseParser(dispatch) {
-  let buf = '';
-  let skipLF = false; // the last chunk ended with CR: an LF that starts the next one belongs to it
-  let data = [];
-  let type = '';
-  function line(l) {
-    if (l === '') {
-      if (data.length) dispatch(type || 'message', data.join('\n'));
-      data = [];
-      type = '';
-      return;
-    }
-    if (l[0] === ':') return; // a comment
-    const i = l.indexOf(':');
-    const field = i < 0 ? l : l.slice(0, i);
-    let value = i < 0 ? '' : l.slice(i + 1);
-    if (value[0] === ' ') value = value.slice(1);
-    if (field === 'data') data.push(value);
-    else if (field === 'event') type = value;
-    // id and retry are not used: the page keeps no event ids and chooses its own backoff.
-  }
-  return {
-    push(chunk) {
-      if (skipLF && chunk[0] === '\n') chunk = chunk.slice(1);
-      skipLF = false;
-      buf += chunk;
-      let start = 0;
-      for (let i = 0; i < buf.length; i++) {
-        const c = buf[i];
-        if (c !== '\n' && c !== '\r') continue;
-        line(buf.slice(start, i));
-        if (c === '\r') {
-          if (i + 1 < buf.length) {
-            if (buf[i + 1] === '\n') i++;
-          } else {
-            skipLF = true;
-          }
-        }
-        start = i + 1;
-      }
-      buf = buf.slice(start);
-    },
-  };
-}
-
-function onEvent(type, data) {
-  if (type === 'error') {
-    let text = data;
-    try {
-      const v = JSON.parse(data);
-      if (typeof v === 'string') text = v;
-    } catch (_) { /* not JSON: show it as it is */ }
-    st.streamProblem = text;
-    renderStream();
-    return;
-  }
-  if (type !== 'message') return;
-  let frame;
-  try {
-    frame = JSON.parse(data);
-  } catch (_) {
-    return;
-  }
-  onFrame(frame);
-}
-
-function onFrame(f) {
-  if (!f || typeof f !== 'object' || !Array.isArray(f.screenings)) return;
-  streamRetry.reset();
-  st.streamProblem = '';
-  const atMs = Number(f.at) > 0 ? Number(f.at) : Date.now();
-  st.lastAtMs = atMs;
-  st.screenings = f.screenings.filter((s) => s && typeof s.id === 'string');
-  st.instances = (Array.isArray(f.instances) ? f.instances : []).filter((x) => x && typeof x.id === 'string');
-  for (const s of st.screenings) record(s, atMs);
-  holdMerged();
-  forgetGone();
-  st.stream = 'open';
   render();
 }
 
@@ -482,6 +307,8 @@ function localInput(d) {
 
 // --- Wiring ----------------------------------------------------------------------------------------------
 
+onRefused((status) => (status === 401 ? wrongKey(true) : apiOff()));
+
 el.loginForm.addEventListener('submit', async (e) => {
   e.preventDefault();
   if (st.loginBusy) return;
@@ -567,10 +394,7 @@ window.addEventListener('hashchange', () => {
   const id = selectedFromHash();
   if (id) select(id);
 });
-// A page restored from the back-forward cache has lost its stream.
-window.addEventListener('pageshow', (e) => {
-  if (e.persisted && st.view === 'console' && !streamCtl) openStream();
-});
+window.addEventListener('pageshow', pageShown);
 
 onChange(() => {
   forgetSelectLabels(); // the state names in the options
