@@ -15,8 +15,9 @@ import { drawCharts } from './charts.js';
 import { el } from './dom.js';
 import { count } from './format.js';
 import { forgetSelectLabels, render, renderStream } from './render.js';
-import { merge, msg, saveKey, selectedFromHash, selectedScreening, serverMsg, st } from './state.js';
-import { onRefused, openStream, pageShown, stopStream } from './stream.js';
+import { merge, msg, selectedFromHash, selectedScreening, serverMsg, st } from './state.js';
+import { api, apiOff, check, errorMessage, handled, signIn, signOut, wrongKey } from './session.js';
+import { onRefused, pageShown } from './stream.js';
 
 // tickMs refreshes the reconnect countdown.
 const tickMs = 500;
@@ -25,99 +26,6 @@ const idPattern = /^[A-Za-z0-9_-]{1,64}$/;
 const durationPattern = /^(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))*$/;
 
 const enc = encodeURIComponent;
-
-// --- Calls -----------------------------------------------------------------------------------------------
-
-// api calls the admin API with the key. It returns {ok, status, data, code, message}; a 401 (wrong key)
-// and a 404 NOT_FOUND (admin API off) change the page before it returns.
-async function api(method, path, body) {
-  const headers = { Accept: 'application/json' };
-  const sentKey = st.key;
-  if (sentKey) headers.Authorization = 'Bearer ' + sentKey;
-  const init = { method, headers, cache: 'no-store' };
-  if (body !== undefined) {
-    headers['Content-Type'] = 'application/json';
-    init.body = JSON.stringify(body);
-  }
-  let res;
-  try {
-    res = await fetch(path, init);
-  } catch (_) {
-    return { ok: false, status: 0, data: null, code: '', message: t('admin.networkError') };
-  }
-  const data = await res.json().catch(() => null);
-  const err = data && typeof data.error === 'object' && data.error ? data.error : null;
-  const out = {
-    ok: res.ok,
-    status: res.status,
-    data,
-    code: err ? String(err.code || '') : '',
-    message: err ? String(err.message || '') : res.ok ? '' : t('admin.failed', { status: res.status }),
-  };
-  if (res.status === 401 && st.key === sentKey) wrongKey(Boolean(sentKey));
-  else if (isAPIOff(res.status, out.code)) apiOff();
-  return out;
-}
-
-// isAPIOff: the routes of /api/admin do not exist. (An unknown screening is a 404 too, with its own code.)
-function isAPIOff(status, code) {
-  return status === 404 && (code === '' || code === 'NOT_FOUND');
-}
-
-function errorMessage(r) {
-  return serverMsg('bad', t('admin.error', { msg: r.message, code: r.code }));
-}
-
-// handled: the answer already changed the page (wrong key, API off).
-function handled(r) {
-  return r.status === 401 || isAPIOff(r.status, r.code);
-}
-
-// check asks the server whether the admin API is on and the key (if any) is right.
-async function check() {
-  setView('checking');
-  const r = await api('GET', '/api/admin/screenings');
-  if (r.ok) {
-    openConsole(r.data);
-  } else if (!handled(r)) {
-    st.problem = 'network';
-    st.problemMessage = r.status === 0 ? msg('warn', 'admin.networkError') : errorMessage(r);
-    setView('problem');
-  }
-}
-
-function wrongKey(hadKey) {
-  stopStream();
-  st.key = '';
-  saveKey('');
-  st.loginBusy = false;
-  st.loginMessage = hadKey ? msg('bad', 'admin.wrongKey') : null;
-  setView('login');
-  el.key.value = '';
-  el.key.focus();
-}
-
-function apiOff() {
-  stopStream();
-  st.problem = 'off';
-  st.problemMessage = msg('warn', 'admin.off');
-  setView('problem');
-}
-
-function openConsole(list) {
-  if (Array.isArray(list)) st.screenings = list.filter((s) => s && typeof s.id === 'string');
-  const was = st.view;
-  setView('console');
-  if (was !== 'console') {
-    requestAnimationFrame(() => el.selectedHeading.focus());
-    openStream();
-  }
-}
-
-function setView(v) {
-  st.view = v;
-  render();
-}
 
 // --- Actions ---------------------------------------------------------------------------------------------
 
@@ -309,43 +217,11 @@ function localInput(d) {
 
 onRefused((status) => (status === 401 ? wrongKey(true) : apiOff()));
 
-el.loginForm.addEventListener('submit', async (e) => {
-  e.preventDefault();
-  if (st.loginBusy) return;
-  const k = el.key.value.trim();
-  if (!k) {
-    st.loginMessage = msg('bad', 'admin.keyEmpty');
-    render();
-    el.key.focus();
-    return;
-  }
-  st.key = k;
-  st.loginBusy = true;
-  st.loginMessage = null;
-  render();
-  const r = await api('GET', '/api/admin/screenings');
-  st.loginBusy = false;
-  if (r.ok) {
-    saveKey(k);
-    el.key.value = '';
-    openConsole(r.data);
-  } else if (!handled(r)) {
-    st.key = '';
-    st.loginMessage = r.status === 0 ? msg('bad', 'admin.networkError') : errorMessage(r);
-    render();
-  }
-});
+el.loginForm.addEventListener('submit', signIn);
 
 el.problemRetry.addEventListener('click', check);
 
-el.signOut.addEventListener('click', () => {
-  stopStream();
-  st.key = '';
-  saveKey('');
-  st.loginMessage = null;
-  setView('login');
-  el.key.focus();
-});
+el.signOut.addEventListener('click', signOut);
 
 el.select.addEventListener('change', () => select(el.select.value));
 el.overviewRows.addEventListener('click', (e) => {
