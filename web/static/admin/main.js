@@ -10,139 +10,18 @@
 // minutes of frames; each has its current value and a legend in text beside it and a text alternative.
 // Server data reaches the page through textContent only.
 
-import { t, num, onChange } from '../i18n.js';
+import { t, onChange } from '../i18n.js';
+import { act, askClose, fieldName, readSettings, saveAdmission, select } from './actions.js';
 import { drawCharts } from './charts.js';
 import { el } from './dom.js';
-import { count } from './format.js';
 import { forgetSelectLabels, render, renderStream } from './render.js';
-import { merge, msg, selectedFromHash, selectedScreening, serverMsg, st } from './state.js';
+import { merge, msg, selectedFromHash, serverMsg, st } from './state.js';
 import { api, apiOff, check, errorMessage, handled, signIn, signOut, wrongKey } from './session.js';
 import { onRefused, pageShown } from './stream.js';
 
 // tickMs refreshes the reconnect countdown.
 const tickMs = 500;
 const idPattern = /^[A-Za-z0-9_-]{1,64}$/;
-// A Go duration as time.ParseDuration reads it (the server checks it is positive).
-const durationPattern = /^(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))*$/;
-
-const enc = encodeURIComponent;
-
-// --- Actions ---------------------------------------------------------------------------------------------
-
-function select(id) {
-  if (st.selected === id) return;
-  st.selected = id;
-  st.actionMessage = null;
-  st.admissionMessage = null;
-  try {
-    history.replaceState(null, '', '#' + enc(id));
-  } catch (_) { /* a page without history: the choice lasts this page */ }
-  render();
-}
-
-async function act(what) {
-  const s = selectedScreening();
-  if (!s || st.busy) return;
-  st.busy = true;
-  st.actionMessage = msg('', 'admin.sending');
-  render();
-  const r = await api('POST', `/api/admin/screenings/${enc(s.id)}/${what}`);
-  st.busy = false;
-  if (r.ok && r.data) {
-    merge(r.data);
-    st.actionMessage = msg('ok', 'admin.done.' + what, { id: s.id });
-  } else if (!handled(r)) {
-    st.actionMessage = errorMessage(r);
-  } else {
-    st.actionMessage = null;
-  }
-  render();
-}
-
-function askClose() {
-  const s = selectedScreening();
-  if (!s || st.busy) return;
-  el.dialogText.textContent = t('admin.closeText', { name: String(s.name || s.id), id: s.id });
-  el.dialog.dataset.screening = s.id;
-  el.dialog.showModal();
-  el.dialogCancel.focus();
-}
-
-function fieldName(input) {
-  const label = document.querySelector(`label[for="${input.id}"]`);
-  return label ? label.textContent : input.name;
-}
-
-// readSettings reads admission fields into a body of PATCH or of a new screening. Empty fields, and with
-// base those equal to it, are left out. It marks bad fields and returns {body, problems}.
-function readSettings(fields, base) {
-  const body = {};
-  const problems = [];
-  for (const name of ['interval', 'active_ttl']) {
-    const input = fields[name];
-    const v = input.value.trim();
-    input.removeAttribute('aria-invalid');
-    if (v === '' || (base && v === String(base[name]))) continue;
-    if (!durationPattern.test(v)) {
-      input.setAttribute('aria-invalid', 'true');
-      problems.push({ input, text: t('admin.badDuration', { field: fieldName(input) }) });
-    } else {
-      body[name] = v;
-    }
-  }
-  for (const name of ['batch_size', 'max_active']) {
-    const input = fields[name];
-    const v = input.value.trim();
-    input.removeAttribute('aria-invalid');
-    if (v === '') continue;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) {
-      input.setAttribute('aria-invalid', 'true');
-      problems.push({ input, text: t('admin.badCount', { field: fieldName(input) }) });
-    } else if (!base || n !== Number(base[name])) {
-      body[name] = n;
-    }
-  }
-  return { body, problems };
-}
-
-async function saveAdmission(e) {
-  e.preventDefault();
-  const s = selectedScreening();
-  if (!s || st.admissionBusy) return;
-  const { body, problems } = readSettings(el.adm, st.admissionBase);
-  if (problems.length) {
-    st.admissionMessage = serverMsg('bad', problems.map((p) => p.text).join(' '));
-    render();
-    problems[0].input.focus();
-    return;
-  }
-  if (Object.keys(body).length === 0) {
-    st.admissionMessage = msg('warn', 'admin.noChange');
-    render();
-    return;
-  }
-  st.admissionBusy = true;
-  st.admissionMessage = msg('', 'admin.sending');
-  render();
-  const r = await api('PATCH', `/api/admin/screenings/${enc(s.id)}/admission`, body);
-  st.admissionBusy = false;
-  if (r.ok && r.data && typeof r.data === 'object') {
-    const now = selectedScreening();
-    if (now && now.id === s.id) merge(Object.assign({}, now, { admission: r.data }));
-    st.admissionDirty = false;
-    st.admissionFor = ''; // fill the form again from the effective settings
-    st.admissionMessage = msg('ok', 'admin.saved', {
-      interval: r.data.interval, batch: num(count(r.data.batch_size)),
-      max: num(count(r.data.max_active)), ttl: r.data.active_ttl,
-    });
-  } else if (!handled(r)) {
-    st.admissionMessage = errorMessage(r);
-  } else {
-    st.admissionMessage = null;
-  }
-  render();
-}
 
 async function create(e) {
   e.preventDefault();

@@ -1,0 +1,133 @@
+// actions.js: what the operator does to the selected screening: choose it (kept in the URL's hash), pause,
+// resume or close its sale (close after a confirmation dialog), and change its pace in the admission form.
+
+import { t, num } from '../i18n.js';
+import { el } from './dom.js';
+import { count } from './format.js';
+import { render } from './render.js';
+import { api, errorMessage, handled } from './session.js';
+import { merge, msg, selectedScreening, serverMsg, st } from './state.js';
+
+// A Go duration as time.ParseDuration reads it (the server checks it is positive).
+const durationPattern = /^(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))*$/;
+const enc = encodeURIComponent;
+
+// select makes id the screening watched and controlled, and names it in the URL.
+export function select(id) {
+  if (st.selected === id) return;
+  st.selected = id;
+  st.actionMessage = null;
+  st.admissionMessage = null;
+  try {
+    history.replaceState(null, '', '#' + enc(id));
+  } catch (_) { /* a page without history: the choice lasts this page */ }
+  render();
+}
+
+// act sends pause, resume or close for the selected screening.
+export async function act(what) {
+  const s = selectedScreening();
+  if (!s || st.busy) return;
+  st.busy = true;
+  st.actionMessage = msg('', 'admin.sending');
+  render();
+  const r = await api('POST', `/api/admin/screenings/${enc(s.id)}/${what}`);
+  st.busy = false;
+  if (r.ok && r.data) {
+    merge(r.data);
+    st.actionMessage = msg('ok', 'admin.done.' + what, { id: s.id });
+  } else if (!handled(r)) {
+    st.actionMessage = errorMessage(r);
+  } else {
+    st.actionMessage = null;
+  }
+  render();
+}
+
+// askClose asks for a confirmation before closing the sale, which cannot be undone.
+export function askClose() {
+  const s = selectedScreening();
+  if (!s || st.busy) return;
+  el.dialogText.textContent = t('admin.closeText', { name: String(s.name || s.id), id: s.id });
+  el.dialog.dataset.screening = s.id;
+  el.dialog.showModal();
+  el.dialogCancel.focus();
+}
+
+// fieldName is the label of input, for the messages about it.
+export function fieldName(input) {
+  const label = document.querySelector(`label[for="${input.id}"]`);
+  return label ? label.textContent : input.name;
+}
+
+// readSettings reads admission fields into a body of PATCH or of a new screening. Empty fields, and with
+// base those equal to it, are left out. It marks bad fields and returns {body, problems}.
+export function readSettings(fields, base) {
+  const body = {};
+  const problems = [];
+  for (const name of ['interval', 'active_ttl']) {
+    const input = fields[name];
+    const v = input.value.trim();
+    input.removeAttribute('aria-invalid');
+    if (v === '' || (base && v === String(base[name]))) continue;
+    if (!durationPattern.test(v)) {
+      input.setAttribute('aria-invalid', 'true');
+      problems.push({ input, text: t('admin.badDuration', { field: fieldName(input) }) });
+    } else {
+      body[name] = v;
+    }
+  }
+  for (const name of ['batch_size', 'max_active']) {
+    const input = fields[name];
+    const v = input.value.trim();
+    input.removeAttribute('aria-invalid');
+    if (v === '') continue;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) {
+      input.setAttribute('aria-invalid', 'true');
+      problems.push({ input, text: t('admin.badCount', { field: fieldName(input) }) });
+    } else if (!base || n !== Number(base[name])) {
+      body[name] = n;
+    }
+  }
+  return { body, problems };
+}
+
+// saveAdmission sends the admission settings that changed (PATCH .../admission); they apply at once.
+export async function saveAdmission(e) {
+  e.preventDefault();
+  const s = selectedScreening();
+  if (!s || st.admissionBusy) return;
+  const { body, problems } = readSettings(el.adm, st.admissionBase);
+  if (problems.length) {
+    st.admissionMessage = serverMsg('bad', problems.map((p) => p.text).join(' '));
+    render();
+    problems[0].input.focus();
+    return;
+  }
+  if (Object.keys(body).length === 0) {
+    st.admissionMessage = msg('warn', 'admin.noChange');
+    render();
+    return;
+  }
+  st.admissionBusy = true;
+  st.admissionMessage = msg('', 'admin.sending');
+  render();
+  const r = await api('PATCH', `/api/admin/screenings/${enc(s.id)}/admission`, body);
+  st.admissionBusy = false;
+  if (r.ok && r.data && typeof r.data === 'object') {
+    const now = selectedScreening();
+    if (now && now.id === s.id) merge(Object.assign({}, now, { admission: r.data }));
+    st.admissionDirty = false;
+    st.admissionFor = ''; // fill the form again from the effective settings
+    st.admissionMessage = msg('ok', 'admin.saved', {
+      interval: r.data.interval, batch: num(count(r.data.batch_size)),
+      max: num(count(r.data.max_active)), ttl: r.data.active_ttl,
+    });
+  } else if (!handled(r)) {
+    st.admissionMessage = errorMessage(r);
+  } else {
+    st.admissionMessage = null;
+  }
+  render();
+}
