@@ -13,8 +13,10 @@ import (
 //go:embed static
 var static embed.FS
 
-// FS holds the pages: index.html (the screenings), room.html (the waiting room), admin.html (the control
-// room), and their assets: styles, modules and the strings of each language under i18n/.
+// FS holds the pages and their assets: index.html and index.js (the screenings), room.html and the modules
+// under room/ (the waiting room), admin.html and admin/ (the control room), lib/ (code both rooms share),
+// i18n.js with the strings of each language under i18n/, and the style sheets. Each page loads one module,
+// which imports the others by relative paths; no build step.
 var FS fs.FS = mustSub(static, "static")
 
 func mustSub(f fs.FS, dir string) fs.FS {
