@@ -2,8 +2,8 @@
 // list of ids, and optional admission settings; checked here first, then by the server.
 
 import { t } from '../i18n.js';
-import { el } from './dom.js';
 import { fieldName, readSettings, select } from './actions.js';
+import { el } from './dom.js';
 import { render } from './render.js';
 import { api, errorMessage, handled } from './session.js';
 import { merge, msg, serverMsg, st } from './state.js';

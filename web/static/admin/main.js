@@ -27,6 +27,7 @@ const tickMs = 500;
 
 // --- Wiring ----------------------------------------------------------------------------------------------
 
+// The stream refused: 401, the key is wrong now; 404, the admin API is off.
 onRefused((status) => (status === 401 ? wrongKey(true) : apiOff()));
 
 el.loginForm.addEventListener('submit', signIn);

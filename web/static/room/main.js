@@ -31,6 +31,7 @@ const expiryGraceMs = 250;
 
 // --- Wiring ----------------------------------------------------------------------------------------------
 
+// Each message of the server goes to protocol.js.
 onMessage(handle);
 
 el.seatmap.addEventListener('click', (e) => {
