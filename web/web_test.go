@@ -17,7 +17,37 @@ var (
 	moduleScript = regexp.MustCompile(`<script type="module" src="/static/([^"]+)"></script>`)
 	// importFrom is the specifier of a static import: import ... from '...'; or import '...';
 	importFrom = regexp.MustCompile(`(?m)^import\s+(?:[^;]*?\sfrom\s+)?'([^']+)';`)
+	// preload is a module a page asks the browser to fetch at once, beside its entry module.
+	preload = regexp.MustCompile(`<link rel="modulepreload" href="/static/([^"]+)">`)
 )
+
+// TestPagesPreloadEveryModuleTheyImport: each page lists every module its entry module imports, directly or
+// not, as a modulepreload, and nothing else, so the browser fetches them all in one round instead of one
+// round per level of imports (a crowd's page loads are the burst the server's first seconds serve).
+func TestPagesPreloadEveryModuleTheyImport(t *testing.T) {
+	for _, page := range []string{"index.html", "room.html", "admin.html"} {
+		html := read(t, page)
+		entries := moduleScript.FindAllStringSubmatch(html, -1)
+		if len(entries) != 1 {
+			t.Fatalf("%s has %d module scripts, want 1", page, len(entries))
+		}
+		reached := map[string]bool{}
+		follow(t, entries[0][1], page, reached)
+		delete(reached, entries[0][1])
+		var want, got []string
+		for p := range reached {
+			want = append(want, p)
+		}
+		for _, m := range preload.FindAllStringSubmatch(html, -1) {
+			got = append(got, m[1])
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s preloads %v, want the modules its entry imports: %v", page, got, want)
+		}
+	}
+}
 
 // TestPagesLoadOnlyEmbeddedModules follows each page's entry module through its imports: every file a page or
 // a module names is in FS, every import is relative, and every module in FS is loaded by some page.
