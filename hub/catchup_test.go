@@ -1,3 +1,6 @@
+// Catch-up: a socket whose rank moved between its registration and its joining the hub is sent its true
+// place, marked as a catch-up, and a line read during a registration is no loss.
+
 package hub_test
 
 import (
@@ -28,7 +31,7 @@ func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 
 		// b waits in the pre-queue, joined: it shows when the hub has dispatched each event.
 		b := r.dial(t, "p1", "")
-		if m := b.read(t); m.Type != "prequeue" {
+		if m := b.Next(t, readWait); m.Type != "prequeue" {
 			t.Fatalf("first message = %+v, want prequeue", m)
 		}
 		if err := r.hub.Follow(ctx, "p1"); err != nil { // subscribed: the opening's event reaches the hub
@@ -46,7 +49,7 @@ func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 			if _, err := r.q.Open(ctx, "p1", time.Now(), settings); err != nil {
 				t.Errorf("Open: %v", err)
 			}
-			if m, err := b.until(func(m message) bool { return m.Type == "position" }); err != nil {
+			if m, err := b.ReadUntil(func(m testenv.Message) bool { return m.Type == "position" }, readWait); err != nil {
 				t.Errorf("b after the opening: %+v, %v; want a position", m, err)
 			}
 		}
@@ -57,7 +60,7 @@ func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 				t.Errorf("Tick = %+v, %v; want b admitted", res, err)
 				return
 			}
-			if m, err := b.until(func(m message) bool { return m.Type != "position" }); err != nil || m.Type != "admitted" {
+			if m, err := b.ReadUntil(func(m testenv.Message) bool { return m.Type != "position" }, readWait); err != nil || m.Type != "admitted" {
 				t.Errorf("b after the tick = %+v, %v; want admitted", m, err)
 			}
 			time.Sleep(100 * time.Millisecond) // the dispatch goes on to the other sockets after b
@@ -81,11 +84,11 @@ func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("the gap was not reached (stage %d)", stage.Load())
 		}
-		var last message
+		var last testenv.Message
 		for {
-			_ = a.conn.SetReadDeadline(time.Now().Add(time.Second))
-			var m message
-			if err := a.conn.ReadJSON(&m); err != nil {
+			_ = a.SetReadDeadline(time.Now().Add(time.Second))
+			var m testenv.Message
+			if err := a.ReadJSON(&m); err != nil {
 				break
 			}
 			if m.Type == "position" {
@@ -113,7 +116,7 @@ func TestCatchUpPositionIsMarked(t *testing.T) {
 		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
 		r := newRig(t, env, settings)
 		b := r.dial(t, "s1", "")
-		if m := b.read(t); m.Type != "queued" || m.Rank != 1 {
+		if m := b.Next(t, readWait); m.Type != "queued" || m.Rank != 1 {
 			t.Fatalf("b's first message = %+v, want queued at rank 1", m)
 		}
 		// a registers behind b; before it joins the hub, a tick admits b, and a moves up unseen.
@@ -126,41 +129,30 @@ func TestCatchUpPositionIsMarked(t *testing.T) {
 			if res, err := r.sched.Tick(ctx, "s1", base); err != nil || len(res.Admitted) != 1 {
 				t.Errorf("Tick = %+v, %v; want b admitted", res, err)
 			}
-			if m, err := b.until(func(m message) bool { return m.Type == "admitted" }); err != nil {
+			if m, err := b.ReadUntil(func(m testenv.Message) bool { return m.Type == "admitted" }, readWait); err != nil {
 				t.Errorf("b after the tick: %+v, %v; want admitted", m, err)
 			}
 		})
 		a := r.dial(t, "s1", token)
-		if m := a.read(t); m.Type != "queued" || m.Rank != 2 {
+		if m := a.Next(t, readWait); m.Type != "queued" || m.Rank != 2 {
 			t.Fatalf("a's first message = %+v, want queued at rank 2 (registered before the tick)", m)
 		}
-		if m := a.read(t); m.Type != "position" || m.Rank != 1 || !m.CatchUp || m.ETA != nil {
+		if m := a.Next(t, readWait); m.Type != "position" || m.Rank != 1 || !m.CatchUp || m.ETASeconds != nil {
 			t.Fatalf("a's second message = %+v, want the catch-up: position at rank 1, catch_up, no estimate", m)
 		}
 		// A newcomer changes the line: the next tick (b still holds the slot) sends a a tick's position.
 		c := r.dial(t, "s1", "")
-		if m := c.read(t); m.Type != "queued" {
+		if m := c.Next(t, readWait); m.Type != "queued" {
 			t.Fatalf("c's first message = %+v, want queued", m)
 		}
 		next, err := r.sched.Tick(ctx, "s1", base.Add(4*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m := a.readTick(t, next.TickAt.UnixMilli()); m.Type != "position" || m.Rank != 1 || m.Total != 2 || m.CatchUp {
+		if m := readTick(t, a, next.TickAt.UnixMilli()); m.Type != "position" || m.Rank != 1 || m.Total != 2 || m.CatchUp {
 			t.Errorf("a's message of the next tick = %+v, want a position at rank 1 of 2, no catch_up", m)
 		}
 	})
-}
-
-// until reads until a message that done accepts. Unlike read, it may run on any goroutine.
-func (c *wsClient) until(done func(message) bool) (message, error) {
-	for {
-		_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		var m message
-		if err := c.conn.ReadJSON(&m); err != nil || done(m) {
-			return m, err
-		}
-	}
 }
 
 // A socket that registers while the hub reads a screening's line for the first time has a number that
@@ -184,7 +176,7 @@ func TestSocketRegisteringDuringTheLineReadIsNoLoss(t *testing.T) {
 			}
 			resp.Body.Close()
 			second = conn
-			var m message
+			var m testenv.Message
 			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 			if err := conn.ReadJSON(&m); err != nil || m.Type != "queued" || m.Rank != 2 {
 				t.Errorf("second socket's first message = %+v, %v; want queued at rank 2", m, err)
@@ -199,7 +191,7 @@ func TestSocketRegisteringDuringTheLineReadIsNoLoss(t *testing.T) {
 		})
 
 		first := r.dial(t, "s2", "") // its joining makes the hub follow s2 and read its line
-		if m := first.read(t); m.Type != "queued" || m.Rank != 1 {
+		if m := first.Next(t, readWait); m.Type != "queued" || m.Rank != 1 {
 			t.Fatalf("first socket's first message = %+v, want queued at rank 1", m)
 		}
 		if err := r.hub.Follow(ctx, "s2"); err != nil {

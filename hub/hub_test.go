@@ -1,3 +1,6 @@
+// The hub through real sockets: pushed ranks match Redis, slow and stalled peers, pings and closes, the
+// drain, bad and flooding clients, and events recovered from the line.
+
 package hub_test
 
 import (
@@ -31,14 +34,14 @@ func TestPushedRankEqualsZRankAfterTick(t *testing.T) {
 		r := newRig(t, env, settings)
 
 		const n = 40
-		clients := make([]*wsClient, n)
+		clients := make([]*testenv.Socket, n)
 		for i := range clients {
 			clients[i] = r.dial(t, "s1", "")
-			m := clients[i].read(t)
+			m := clients[i].Next(t, readWait)
 			if m.Type != "queued" || m.Rank != int64(i+1) || m.Total != int64(i+1) {
 				t.Fatalf("client %d first message = %+v, want queued rank %d of %d", i, m, i+1, i+1)
 			}
-			clients[i].token = m.Token
+			clients[i].Token = m.Token
 		}
 		waitingKey := queue.Key(env.Prefix, "s1", "waiting")
 		admitted := map[string]bool{}
@@ -48,11 +51,11 @@ func TestPushedRankEqualsZRankAfterTick(t *testing.T) {
 		for tick := 0; tick < 3; tick++ {
 			// Someone in the middle leaves between ticks: ranks behind them move by one more.
 			leaver := clients[20+tick]
-			if err := leaver.conn.WriteJSON(map[string]string{"type": "leave"}); err != nil {
+			if err := leaver.WriteJSON(map[string]string{"type": "leave"}); err != nil {
 				t.Fatal(err)
 			}
-			waitGone(t, env, waitingKey, leaver.token)
-			leaver.token = ""
+			waitGone(t, env, waitingKey, leaver.Token)
+			leaver.Token = ""
 
 			res, err := r.sched.Tick(context.Background(), "s1", base.Add(time.Duration(tick)*time.Second))
 			if err != nil || len(res.Admitted) != settings.BatchSize {
@@ -63,11 +66,11 @@ func TestPushedRankEqualsZRankAfterTick(t *testing.T) {
 			}
 			total := env.Redis.ZCard(context.Background(), waitingKey).Val()
 			for i, c := range clients {
-				if c.token == "" || (admitted[c.token] && tick > 0 && !contains(res.Admitted, c.token)) {
+				if c.Token == "" || (admitted[c.Token] && tick > 0 && !contains(res.Admitted, c.Token)) {
 					continue // left, or admitted at an earlier tick: nothing more is pushed
 				}
-				m := c.readTick(t, base.Add(time.Duration(tick)*time.Second).UnixMilli())
-				if admitted[c.token] {
+				m := readTick(t, c, base.Add(time.Duration(tick)*time.Second).UnixMilli())
+				if admitted[c.Token] {
 					if m.Type != "admitted" || m.Pass == "" {
 						t.Fatalf("tick %d client %d = %+v, want admitted with a pass", tick, i, m)
 					}
@@ -76,7 +79,7 @@ func TestPushedRankEqualsZRankAfterTick(t *testing.T) {
 					}
 					continue
 				}
-				zrank, err := env.Redis.ZRank(context.Background(), waitingKey, c.token).Result()
+				zrank, err := env.Redis.ZRank(context.Background(), waitingKey, c.Token).Result()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -289,12 +292,12 @@ func TestShutdownClosesSocketsWithServiceRestart(t *testing.T) {
 	codes := make(chan int, 3)
 	for i := 0; i < 3; i++ {
 		c := r.dial(t, "s1", "")
-		c.read(t)
+		c.Next(t, readWait)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				if _, _, err := c.conn.ReadMessage(); err != nil {
+				if _, _, err := c.ReadMessage(); err != nil {
 					var ce *websocket.CloseError
 					if ok := asClose(err, &ce); ok {
 						codes <- ce.Code
@@ -320,9 +323,9 @@ func TestShutdownClosesSocketsWithServiceRestart(t *testing.T) {
 	}
 	// A socket arriving while draining is turned away with the same code.
 	c := r.dial(t, "s1", "")
-	_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	for {
-		if _, _, err := c.conn.ReadMessage(); err != nil {
+		if _, _, err := c.ReadMessage(); err != nil {
 			var ce *websocket.CloseError
 			if !asClose(err, &ce) || ce.Code != hub.CloseServiceRestart {
 				t.Errorf("socket while draining: %v, want close %d", err, hub.CloseServiceRestart)
@@ -347,22 +350,22 @@ func TestBadClientMessageGetsAnError(t *testing.T) {
 	r := newRig(t, env, queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1, ActiveTTL: time.Minute, LockTTL: time.Second})
 	for _, bad := range []string{`nonsense`, `{"type":"dance"}`, `[]`} {
 		c := r.dial(t, "s1", "")
-		q := c.read(t)
+		q := c.Next(t, readWait)
 		// The first bad message is answered; the second closes the socket with 1008.
 		for i := range 2 {
-			if err := c.conn.WriteMessage(websocket.TextMessage, []byte(bad)); err != nil {
+			if err := c.WriteMessage(websocket.TextMessage, []byte(bad)); err != nil {
 				t.Fatal(err)
 			}
 			var m map[string]any
-			_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			if err := c.conn.ReadJSON(&m); err != nil {
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if err := c.ReadJSON(&m); err != nil {
 				t.Fatalf("after %q #%d: %v", bad, i+1, err)
 			}
 			if m["type"] != "error" || m["code"] != "BAD_MESSAGE" {
 				t.Errorf("after %q #%d got %v, want error BAD_MESSAGE", bad, i+1, m)
 			}
 		}
-		_, _, err := c.conn.ReadMessage()
+		_, _, err := c.ReadMessage()
 		var ce *websocket.CloseError
 		if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation {
 			t.Errorf("after a second %q: %v, want close 1008", bad, err)
@@ -396,7 +399,7 @@ func TestCatchUpNeverFollowsNewerTickNews(t *testing.T) {
 	if !hub.SendUnlessTicked(c, hub.Mark(c), hub.PositionMessage(3, 9, 0, -1)) {
 		t.Error("SendUnlessTicked with a current mark = false, want it sent")
 	}
-	var first message
+	var first testenv.Message
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if err := conn.ReadJSON(&first); err != nil || first.Type != "admitted" {
 		t.Errorf("first message = %+v, %v; want the tick's admitted", first, err)
@@ -414,31 +417,31 @@ func TestMissedEventIsRecoveredFromTheLine(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
 		r := newRig(t, env, settings)
-		clients := make([]*wsClient, 3)
+		clients := make([]*testenv.Socket, 3)
 		for i := range clients {
 			clients[i] = r.dial(t, "s1", "")
-			clients[i].token = clients[i].read(t).Token
+			clients[i].Token = clients[i].Next(t, readWait).Token
 		}
 		ctx := context.Background()
 		base := time.Now().Add(time.Hour)
 		// Two admissions; neither is published, and only the second event reaches the hub.
 		lost, err := r.q.Admit(ctx, "s1", base, settings)
-		if err != nil || len(lost.Admitted) != 1 || lost.Admitted[0] != clients[0].token {
+		if err != nil || len(lost.Admitted) != 1 || lost.Admitted[0] != clients[0].Token {
 			t.Fatalf("first admission = %+v, %v; want the first client", lost, err)
 		}
 		next, err := r.q.Admit(ctx, "s1", base.Add(time.Second), settings)
-		if err != nil || len(next.Admitted) != 1 || next.Admitted[0] != clients[1].token {
+		if err != nil || len(next.Admitted) != 1 || next.Admitted[0] != clients[1].Token {
 			t.Fatalf("second admission = %+v, %v; want the second client", next, err)
 		}
 		r.hub.Dispatch(ctx, &queue.Line{Epoch: lost.Epoch - 1}, next.Event())
 
 		for i := range 2 {
-			m := clients[i].readTick(t, next.TickAt.UnixMilli())
+			m := readTick(t, clients[i], next.TickAt.UnixMilli())
 			if m.Type != "admitted" || m.Pass == "" {
 				t.Fatalf("client %d after the gap = %+v, want its pass", i, m)
 			}
 		}
-		if m := clients[2].readTick(t, next.TickAt.UnixMilli()); m.Type != "position" || m.Rank != 1 || m.Total != 1 {
+		if m := readTick(t, clients[2], next.TickAt.UnixMilli()); m.Type != "position" || m.Rank != 1 || m.Total != 1 {
 			t.Fatalf("client 2 after the gap = %+v, want position 1 of 1", m)
 		}
 	})
@@ -467,7 +470,7 @@ func TestWaitEstimateFromTheFirstTickHeard(t *testing.T) {
 			t.Fatalf("Follow(s2) = %v", err)
 		}
 		c := r.dial(t, "s2", "")
-		if m := c.read(t); m.Type != "queued" {
+		if m := c.Next(t, readWait); m.Type != "queued" {
 			t.Fatalf("first message = %+v, want queued", m)
 		}
 		next, err := r.sched.Tick(ctx, "s2", base.Add(4*time.Second))
@@ -475,11 +478,11 @@ func TestWaitEstimateFromTheFirstTickHeard(t *testing.T) {
 			t.Fatalf("second admission in s2 = %+v, %v; want one admitted", next, err)
 		}
 		// One admitted 4 s after the one before: the first in line waits 4 s.
-		m := c.readTick(t, next.TickAt.UnixMilli())
-		if m.Type != "position" || m.Rank != 1 || m.ETA == nil || *m.ETA != 4 {
+		m := readTick(t, c, next.TickAt.UnixMilli())
+		if m.Type != "position" || m.Rank != 1 || m.ETASeconds == nil || *m.ETASeconds != 4 {
 			eta := "none"
-			if m.ETA != nil {
-				eta = strconv.FormatInt(*m.ETA, 10)
+			if m.ETASeconds != nil {
+				eta = strconv.FormatInt(*m.ETASeconds, 10)
 			}
 			t.Fatalf("first tick heard = %+v (eta_seconds %s), want position 1 with eta_seconds 4", m, eta)
 		}
@@ -512,7 +515,7 @@ func TestLostSoldOutIsRecoveredFromTheLine(t *testing.T) {
 		settings := queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: 5 * time.Second}
 		r := newRig(t, env, settings)
 		c := r.dial(t, "s1", "")
-		if m := c.read(t); m.Type != "queued" {
+		if m := c.Next(t, readWait); m.Type != "queued" {
 			t.Fatalf("first message = %+v, want queued", m)
 		}
 		other := redis.NewClient(env.Redis.(*redis.Client).Options())
@@ -522,7 +525,7 @@ func TestLostSoldOutIsRecoveredFromTheLine(t *testing.T) {
 			t.Fatal("Close with its publish dropped = nil, want the publish's error")
 		}
 		for {
-			m := c.read(t) // fails the test after 10 s without a message
+			m := c.Next(t, readWait) // fails the test after 10 s without a message
 			if m.Type == "sold_out" {
 				break
 			}
@@ -530,9 +533,9 @@ func TestLostSoldOutIsRecoveredFromTheLine(t *testing.T) {
 				t.Fatalf("message while the sold out is lost = %+v, want sold_out in the end", m)
 			}
 		}
-		_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		var ce *websocket.CloseError
-		if _, _, err := c.conn.ReadMessage(); !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure {
+		if _, _, err := c.ReadMessage(); !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure {
 			t.Errorf("after sold_out: %v, want a normal close", err)
 		}
 	})
@@ -607,7 +610,7 @@ func TestPauseBetweenRegisteringAndJoiningIsTold(t *testing.T) {
 	})
 	var got []string
 	for range 2 {
-		var m message
+		var m testenv.Message
 		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 		if err := conn.ReadJSON(&m); err != nil {
 			t.Fatalf("messages so far %v: %v", got, err)

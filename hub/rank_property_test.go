@@ -1,3 +1,6 @@
+// The property: over random joins, leaves, reconnects and ticks, every socket is pushed the rank Redis
+// holds; and a shutdown leaves no goroutine behind.
+
 package hub_test
 
 import (
@@ -28,11 +31,10 @@ import (
 // replayed many times while rapid shrinks it.
 const propReadWait = 3 * time.Second
 
-func readWire(rt *rapid.T, c *wsClient, what string) message {
+func readWire(rt *rapid.T, c *testenv.Socket, what string) testenv.Message {
 	rt.Helper()
-	_ = c.conn.SetReadDeadline(time.Now().Add(propReadWait))
-	var m message
-	if err := c.conn.ReadJSON(&m); err != nil {
+	m, err := c.Read(propReadWait)
+	if err != nil {
 		rt.Fatalf("%s: read: %v", what, err)
 	}
 	return m
@@ -40,7 +42,7 @@ func readWire(rt *rapid.T, c *wsClient, what string) message {
 
 // readNews reads past catch-up positions (they carry the wall clock, earlier than every tick time of the
 // property) and returns the first other message.
-func readNews(rt *rapid.T, c *wsClient, firstTickMs int64, what string) message {
+func readNews(rt *rapid.T, c *testenv.Socket, firstTickMs int64, what string) testenv.Message {
 	rt.Helper()
 	for {
 		m := readWire(rt, c, what)
@@ -54,9 +56,9 @@ func readNews(rt *rapid.T, c *wsClient, firstTickMs int64, what string) message 
 type holder struct {
 	name      string // c3: the third token that joined
 	token     string
-	ws        *wsClient // nil while disconnected
-	state     string    // waiting, admitted or left
-	expiresAt string    // of its admission, as the wire says it
+	ws        *testenv.Socket // nil while disconnected
+	state     string          // waiting, admitted or left
+	expiresAt string          // of its admission, as the wire says it
 }
 
 // lineRun is one run of the property: a fresh screening, the line as it should be, and its tokens.
@@ -80,7 +82,7 @@ type lineRun struct {
 // dial connects to the run's screening from the run's own loopback source address: a run closes its sockets
 // first, so their TIME_WAIT stays with that address, and thousands of runs (-rapid.checks) never run out of
 // ephemeral ports.
-func (lr *lineRun) dial(rt *rapid.T, token string) *wsClient {
+func (lr *lineRun) dial(rt *rapid.T, token string) *testenv.Socket {
 	rt.Helper()
 	u := strings.Replace(lr.r.url, "http://", "ws://", 1) + "/ws/screenings/" + lr.id
 	if token != "" {
@@ -94,7 +96,7 @@ func (lr *lineRun) dial(rt *rapid.T, token string) *wsClient {
 		rt.Fatalf("dial %s from %s: %v", u, lr.source, err)
 	}
 	resp.Body.Close()
-	return &wsClient{conn: conn, token: token}
+	return &testenv.Socket{Conn: conn, Token: token}
 }
 
 // nextSource hands each run a loopback address of its own (127.1.0.2, 127.1.0.3, ...).
@@ -144,7 +146,7 @@ func (lr *lineRun) join(rt *rapid.T) {
 	if m.Type != "queued" || !m.Inserted || m.Rank != want || m.Total != want || !queue.ValidToken(m.Token) {
 		rt.Fatalf("%s joins: first message %+v, want queued, inserted, rank %d of %d, with a token", h.name, m, want, want)
 	}
-	h.token, h.ws.token, h.state = m.Token, m.Token, "waiting"
+	h.token, h.ws.Token, h.state = m.Token, m.Token, "waiting"
 	lr.line = append(lr.line, h)
 	lr.changed = true
 }
@@ -174,7 +176,7 @@ func (lr *lineRun) reconnect(rt *rapid.T) {
 		return
 	}
 	if h.ws != nil {
-		h.ws.conn.Close()
+		h.ws.Close()
 	}
 	h.ws = lr.dial(rt, h.token)
 	m := readWire(rt, h.ws, h.name+" reconnects")
@@ -200,7 +202,7 @@ func (lr *lineRun) disconnect(rt *rapid.T) {
 	if h == nil {
 		return
 	}
-	h.ws.conn.Close()
+	h.ws.Close()
 	h.ws = nil
 }
 
@@ -211,7 +213,7 @@ func (lr *lineRun) leave(rt *rapid.T) {
 	if h == nil {
 		return
 	}
-	if err := h.ws.conn.WriteJSON(map[string]string{"type": "leave"}); err != nil {
+	if err := h.ws.WriteJSON(map[string]string{"type": "leave"}); err != nil {
 		rt.Fatalf("%s leave: %v", h.name, err)
 	}
 	// A catch-up position (wall-clock tick_at, before the first tick: one after a resubscription) may come
@@ -219,9 +221,9 @@ func (lr *lineRun) leave(rt *rapid.T) {
 	var data []byte
 	var err error
 	for {
-		_ = h.ws.conn.SetReadDeadline(time.Now().Add(propReadWait))
-		_, data, err = h.ws.conn.ReadMessage()
-		var m message
+		_ = h.ws.SetReadDeadline(time.Now().Add(propReadWait))
+		_, data, err = h.ws.ReadMessage()
+		var m testenv.Message
 		if err != nil || json.Unmarshal(data, &m) != nil || m.Type != "position" || m.TickAt >= lr.firstTick.UnixMilli() {
 			break
 		}
@@ -231,14 +233,14 @@ func (lr *lineRun) leave(rt *rapid.T) {
 		rt.Fatalf("%s after leave: message %q, error %v; want close 1000 \"left\" and no tick's news before it", h.name, data, err)
 	}
 	waitGone(lr.t, lr.env, lr.waitingKey, h.token)
-	h.ws.conn.Close()
+	h.ws.Close()
 	h.ws = nil
 	h.state = "left"
 	lr.line = slices.DeleteFunc(lr.line, func(x *holder) bool { return x == h })
 	lr.changed = true
 }
 
-func (lr *lineRun) verifyPass(rt *rapid.T, h *holder, m message) {
+func (lr *lineRun) verifyPass(rt *rapid.T, h *holder, m testenv.Message) {
 	rt.Helper()
 	c, err := lr.r.passes.Verify(m.Pass, lr.id)
 	if err != nil {
@@ -319,7 +321,7 @@ func (lr *lineRun) fence(rt *rapid.T) {
 		if h.ws == nil {
 			continue
 		}
-		if err := h.ws.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"fence"}`)); err != nil {
+		if err := h.ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"fence"}`)); err != nil {
 			rt.Fatalf("%s fence: %v", h.name, err)
 		}
 		if m := readNews(rt, h.ws, lr.firstTick.UnixMilli(), h.name+" fence"); m.Type != "error" || m.Code != "BAD_MESSAGE" {
@@ -355,7 +357,7 @@ func TestPushedRankPropertyMatchesZRank(t *testing.T) {
 			defer func() {
 				for _, h := range lr.all {
 					if h.ws != nil {
-						h.ws.conn.Close()
+						h.ws.Close()
 					}
 				}
 			}()
@@ -402,10 +404,10 @@ func TestShutdownLeaksNoGoroutine(t *testing.T) {
 				t.Fatalf("Follow(%s) = %v", id, err)
 			}
 		}
-		var socks []*wsClient
+		var socks []*testenv.Socket
 		for _, id := range []string{"a", "b", "a", "b"} {
 			c := r.dial(t, id, "")
-			if m := c.read(t); m.Type != "queued" {
+			if m := c.Next(t, readWait); m.Type != "queued" {
 				t.Fatalf("first message on %s = %+v, want queued", id, m)
 			}
 			socks = append(socks, c)
@@ -414,10 +416,10 @@ func TestShutdownLeaksNoGoroutine(t *testing.T) {
 		if _, err := sched.Tick(ctx, "a", at); err != nil {
 			t.Fatal(err)
 		}
-		if m := socks[0].readTick(t, at.UnixMilli()); m.Type != "admitted" {
+		if m := readTick(t, socks[0], at.UnixMilli()); m.Type != "admitted" {
 			t.Fatalf("first socket of a after the tick: %+v, want admitted", m)
 		}
-		if m := socks[2].readTick(t, at.UnixMilli()); m.Type != "position" || m.Rank != 1 {
+		if m := readTick(t, socks[2], at.UnixMilli()); m.Type != "position" || m.Rank != 1 {
 			t.Fatalf("second socket of a after the tick: %+v, want position rank 1", m)
 		}
 
@@ -429,9 +431,9 @@ func TestShutdownLeaksNoGoroutine(t *testing.T) {
 			t.Fatalf("Run = %v, want nil", err)
 		}
 		for i, c := range socks {
-			_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			for {
-				_, _, err := c.conn.ReadMessage()
+				_, _, err := c.ReadMessage()
 				if err == nil {
 					continue
 				}
@@ -441,7 +443,7 @@ func TestShutdownLeaksNoGoroutine(t *testing.T) {
 				}
 				break
 			}
-			c.conn.Close()
+			c.Close()
 		}
 		goleak.VerifyNone(t, before,
 			// The in-process Redis serves each client connection on a goroutine of its own; the pool keeps the

@@ -115,61 +115,26 @@ func run(t testing.TB, h *hub.Hub) (stop func()) {
 	return stop
 }
 
-type wsClient struct {
-	conn  *websocket.Conn
-	token string
-}
+// readWait bounds a read of a rig's socket: the hub pushes within milliseconds.
+const readWait = 10 * time.Second
 
-func (r *rig) dial(t *testing.T, screening, token string) *wsClient {
+// dial opens a socket to the rig's screening, with token when not "".
+func (r *rig) dial(t *testing.T, screening, token string) *testenv.Socket {
 	t.Helper()
-	u := strings.Replace(r.url, "http://", "ws://", 1) + "/ws/screenings/" + screening
-	if token != "" {
-		u += "?token=" + token
-	}
-	conn, resp, err := websocket.DefaultDialer.Dial(u, nil)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	resp.Body.Close()
-	t.Cleanup(func() { conn.Close() })
-	return &wsClient{conn: conn, token: token}
-}
-
-type message struct {
-	Type      string `json:"type"`
-	Token     string `json:"token"`
-	Rank      int64  `json:"rank"`
-	Total     int64  `json:"total"`
-	Inserted  bool   `json:"inserted"`
-	TickAt    int64  `json:"tick_at"`
-	Pass      string `json:"pass"`
-	ExpiresAt string `json:"expires_at"`
-	Code      string `json:"code"`
-	ETA       *int64 `json:"eta_seconds"`
-	CatchUp   bool   `json:"catch_up"`
+	return testenv.Dial(t, r.url+"/ws/screenings/"+screening, token)
 }
 
 // readTick reads until the message of the tick at tickAtMs (or an admission). A socket may first get a
 // catch-up position, sent after connecting when its rank moved before it joined the hub; those carry the
 // time they were sent, not the tick's.
-func (c *wsClient) readTick(t *testing.T, tickAtMs int64) message {
+func readTick(t *testing.T, c *testenv.Socket, tickAtMs int64) testenv.Message {
 	t.Helper()
 	for {
-		m := c.read(t)
+		m := c.Next(t, readWait)
 		if m.Type != "position" || m.TickAt == tickAtMs {
 			return m
 		}
 	}
-}
-
-func (c *wsClient) read(t *testing.T) message {
-	t.Helper()
-	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var m message
-	if err := c.conn.ReadJSON(&m); err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	return m
 }
 
 // quietHub is a hub on its own embedded Redis, logging nothing, running until the test ends; set changes

@@ -1,3 +1,6 @@
+// The admin API through the whole server: its key, creating screenings, changing admission live, pausing,
+// resuming and closing a sale, the instances list and the live stream.
+
 package server_test
 
 import (
@@ -140,14 +143,13 @@ func publicIDs(t *testing.T, a *testServer) []string {
 }
 
 // openSocket dials a screening's waiting room and reads its first message.
-func openSocket(t *testing.T, a *testServer, screening string) (*websocket.Conn, message) {
+func openSocket(t *testing.T, a *testServer, screening string) (*testenv.Socket, testenv.Message) {
 	t.Helper()
-	conn, res, err := a.dial("/ws/screenings/"+screening, "")
+	conn, res, err := a.dial(t, "/ws/screenings/"+screening, "")
 	if err != nil {
 		t.Fatalf("socket to %s = %v (%v), want it open", screening, status(res), err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	return conn, read(t, conn)
+	return conn, conn.Next(t, readWait)
 }
 
 // waitFollowed waits until some instance listens to the screening's events (sharded or classic pub/sub).
@@ -446,7 +448,7 @@ func TestAdminPausesResumesAndClosesASale(t *testing.T) {
 		if paused.State != "paused" || paused.Line == nil || !paused.Line.Paused || paused.Line.Waiting != 1 {
 			t.Errorf("after pause = state %q, line %+v; want paused, line paused with 1 waiting", paused.State, paused.Line)
 		}
-		if m := read(t, conn); m.Type != "paused" {
+		if m := conn.Next(t, readWait); m.Type != "paused" {
 			t.Errorf("message to the waiting socket after pause = %+v, want paused", m)
 		}
 		if res, err := a.q.Admit(ctx, "gala", time.Now(), adminDefaults); err != nil || res.Skip != queue.Paused {
@@ -457,7 +459,7 @@ func TestAdminPausesResumesAndClosesASale(t *testing.T) {
 		if resumed.State != "on_sale" || resumed.Line == nil || resumed.Line.Paused {
 			t.Errorf("after resume = state %q, line %+v; want on_sale, not paused", resumed.State, resumed.Line)
 		}
-		if m := read(t, conn); m.Type != "resumed" {
+		if m := conn.Next(t, readWait); m.Type != "resumed" {
 			t.Errorf("message to the waiting socket after resume = %+v, want resumed", m)
 		}
 
@@ -465,17 +467,17 @@ func TestAdminPausesResumesAndClosesASale(t *testing.T) {
 		if closed.State != "closed" || closed.ClosedAt == nil || closed.Line == nil || !closed.Line.Closed || closed.Line.Waiting != 0 {
 			t.Errorf("after close = state %q, closed_at %v, line %+v; want closed, a time, line closed with nobody waiting", closed.State, closed.ClosedAt, closed.Line)
 		}
-		if m := read(t, conn); m.Type != "sold_out" {
+		if m := conn.Next(t, readWait); m.Type != "sold_out" {
 			t.Errorf("message to the waiting socket after close = %+v, want sold_out", m)
 		}
-		if code := readClose(t, conn); code != websocket.CloseNormalClosure {
+		if code := conn.CloseCode(t, readWait); code != websocket.CloseNormalClosure {
 			t.Errorf("close code after close = %d, want %d", code, websocket.CloseNormalClosure)
 		}
 		late, m := openSocket(t, a, "gala")
 		if m.Type != "sold_out" {
 			t.Errorf("first message of a socket after close = %+v, want sold_out", m)
 		}
-		if code := readClose(t, late); code != websocket.CloseNormalClosure {
+		if code := late.CloseCode(t, readWait); code != websocket.CloseNormalClosure {
 			t.Errorf("close code of a socket after close = %d, want %d", code, websocket.CloseNormalClosure)
 		}
 		// The schedulers stop: the sale is off their list, or listed as ended (its line kept closed).

@@ -1,3 +1,6 @@
+// The server's test harness: a server wired as the binary wires it over one env, admitted users, and the
+// HTTP calls and error bodies the tests read.
+
 package server_test
 
 import (
@@ -87,27 +90,9 @@ func newAppOn(t *testing.T, env *testenv.Env, b app.Backends, edit func(*config.
 // admit puts n fresh tokens in the screening's line, admits them in one tick and returns their passes.
 func (a *testServer) admit(t *testing.T, screening string, n int) []string {
 	t.Helper()
-	ctx := context.Background()
-	for range n {
-		if _, err := a.q.Register(ctx, screening, ""); err != nil {
-			t.Fatalf("Register(%s) = %v", screening, err)
-		}
-	}
-	_, active, err := a.q.Counts(ctx, screening)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.q.Admit(ctx, screening, time.Now(), queue.Settings{
-		BatchSize: n, MaxActive: int(active) + n, ActiveTTL: time.Minute, LockTTL: time.Second, Interval: time.Second,
-	})
-	if err != nil || len(res.Admitted) != n {
-		t.Fatalf("Admit(%s) = %d admitted (skip %q), %v; want %d", screening, len(res.Admitted), res.Skip, err, n)
-	}
 	passes := make([]string, n)
-	for i, tok := range res.Admitted {
-		if passes[i], err = a.passes.Issue(screening, tok, res.ExpiresAt); err != nil {
-			t.Fatal(err)
-		}
+	for i, u := range testenv.AdmitNew(t, a.q, a.passes, screening, n) {
+		passes[i] = u.Pass
 	}
 	return passes
 }

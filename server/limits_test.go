@@ -1,3 +1,5 @@
+// The per-address limits and the bad-message rules on the socket route.
+
 package server_test
 
 import (
@@ -13,14 +15,13 @@ import (
 )
 
 // queuedSocket opens a socket to s1 and reads its first message, which must be queued.
-func (a *testServer) queuedSocket(t *testing.T) *websocket.Conn {
+func (a *testServer) queuedSocket(t *testing.T) *testenv.Socket {
 	t.Helper()
-	conn, res, err := a.dial("/ws/screenings/s1", "")
+	conn, res, err := a.dial(t, "/ws/screenings/s1", "")
 	if err != nil {
 		t.Fatalf("socket = %v (%v), want it open", status(res), err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	if m := read(t, conn); m.Type != "queued" {
+	if m := conn.Next(t, readWait); m.Type != "queued" {
 		t.Fatalf("first message = %+v, want queued", m)
 	}
 	return conn
@@ -34,26 +35,26 @@ func TestSocketsPerAddressAreCapped(t *testing.T) {
 		first := a.queuedSocket(t)
 		a.queuedSocket(t)
 
-		conn, res, err := a.dial("/ws/screenings/s1", "")
+		conn, res, err := a.dial(t, "/ws/screenings/s1", "")
 		if err != nil {
 			t.Fatalf("third socket = %v (%v), want it open, then refused", status(res), err)
 		}
 		defer conn.Close()
-		if m := read(t, conn); m.Type != "error" || m.Code != "RATE_LIMITED" {
+		if m := conn.Next(t, readWait); m.Type != "error" || m.Code != "RATE_LIMITED" {
 			t.Errorf("third socket's message = %+v, want error RATE_LIMITED", m)
 		}
-		if code := readClose(t, conn); code != 1013 {
+		if code := conn.CloseCode(t, readWait); code != 1013 {
 			t.Errorf("third socket closed with %d, want 1013", code)
 		}
 
 		first.Close()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			conn, _, err := a.dial("/ws/screenings/s1", "")
+			conn, _, err := a.dial(t, "/ws/screenings/s1", "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := read(t, conn)
+			m := conn.Next(t, readWait)
 			conn.Close()
 			if m.Type == "queued" {
 				break // the closed socket's place was given back
@@ -75,15 +76,15 @@ func TestRegistrationsPerAddressAreRateLimited(t *testing.T) {
 		for range 3 {
 			a.queuedSocket(t).Close()
 		}
-		conn, res, err := a.dial("/ws/screenings/s1", "")
+		conn, res, err := a.dial(t, "/ws/screenings/s1", "")
 		if err != nil {
 			t.Fatalf("fourth socket = %v (%v), want it open, then refused", status(res), err)
 		}
 		defer conn.Close()
-		if m := read(t, conn); m.Type != "error" || m.Code != "RATE_LIMITED" {
+		if m := conn.Next(t, readWait); m.Type != "error" || m.Code != "RATE_LIMITED" {
 			t.Errorf("fourth socket within the burst's second = %+v, want error RATE_LIMITED", m)
 		}
-		if code := readClose(t, conn); code != 1013 {
+		if code := conn.CloseCode(t, readWait); code != 1013 {
 			t.Errorf("fourth socket closed with %d, want 1013", code)
 		}
 	})
@@ -107,13 +108,13 @@ func TestBadClientMessages(t *testing.T) {
 				if err := conn.WriteMessage(websocket.TextMessage, []byte(c.frame)); err != nil {
 					t.Fatal(err)
 				}
-				if m := read(t, conn); m.Type != "error" || m.Code != "BAD_MESSAGE" {
+				if m := conn.Next(t, readWait); m.Type != "error" || m.Code != "BAD_MESSAGE" {
 					t.Errorf("answer to %q = %+v, want error BAD_MESSAGE", c.frame, m)
 				}
 				if err := conn.WriteMessage(websocket.TextMessage, []byte(c.frame)); err != nil {
 					t.Fatal(err)
 				}
-				if code := readClose(t, conn); code != websocket.ClosePolicyViolation {
+				if code := conn.CloseCode(t, readWait); code != websocket.ClosePolicyViolation {
 					t.Errorf("after a second %q: close %d, want 1008", c.frame, code)
 				}
 			})
@@ -123,7 +124,7 @@ func TestBadClientMessages(t *testing.T) {
 			if err := conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"leave","x":"`+strings.Repeat("a", 4096)+`"}`)); err != nil {
 				t.Fatal(err)
 			}
-			if code := readClose(t, conn); code != websocket.CloseMessageTooBig {
+			if code := conn.CloseCode(t, readWait); code != websocket.CloseMessageTooBig {
 				t.Errorf("after a 4 KiB frame: close %d, want 1009", code)
 			}
 		})
@@ -138,16 +139,15 @@ func TestBehindProxyCountsTheForwardedAddress(t *testing.T) {
 			c.Limits = config.Limits{SocketsPerAddress: 1}
 			c.HTTP.BehindProxy = true
 		})
-		open := func(client string) message {
+		open := func(client string) testenv.Message {
 			t.Helper()
 			h := http.Header{}
 			h.Set("X-Forwarded-For", client)
-			conn, res, err := (&websocket.Dialer{HandshakeTimeout: 5 * time.Second}).Dial("ws"+strings.TrimPrefix(a.ts.URL, "http")+"/ws/screenings/s1", h)
+			conn, res, err := testenv.DialHeader(t, a.ts.URL+"/ws/screenings/s1", h)
 			if err != nil {
 				t.Fatalf("socket from %s = %v (%v), want it open", client, status(res), err)
 			}
-			t.Cleanup(func() { conn.Close() })
-			return read(t, conn)
+			return conn.Next(t, readWait)
 		}
 		if m := open("203.0.113.1"); m.Type != "queued" {
 			t.Fatalf("first client's socket = %+v, want queued", m)

@@ -1,3 +1,6 @@
+// The read routes: screenings, a seat map, a token's standing, health and metrics, and what a broken
+// dependency makes of them.
+
 package server_test
 
 import (
@@ -223,15 +226,15 @@ func TestBrokenDependenciesAreUnreadyAndInternal(t *testing.T) {
 			t.Errorf("500 message = %q, want %q", e.Error.Message, "internal error")
 		}
 
-		conn, res, err := a.dial("/ws/screenings/s1", "")
+		conn, res, err := a.dial(t, "/ws/screenings/s1", "")
 		if err != nil {
 			t.Fatalf("socket with the database closed = %v (%v), want it open, then refused", status(res), err)
 		}
 		defer conn.Close()
-		if m := read(t, conn); m.Type != "error" || m.Code != "UNAVAILABLE" {
+		if m := conn.Next(t, readWait); m.Type != "error" || m.Code != "UNAVAILABLE" {
 			t.Errorf("socket message with the database closed = %+v, want error UNAVAILABLE", m)
 		}
-		if code := readClose(t, conn); code != 1011 && code != 1013 {
+		if code := conn.CloseCode(t, readWait); code != 1011 && code != 1013 {
 			t.Errorf("socket close code with the database closed = %d, want 1011 or 1013 (retry later)", code)
 		}
 	})

@@ -1,9 +1,10 @@
+// The waiting room's socket route through the whole server: the Origin check, the refusals, a pass that
+// reserves, and a registration that got no answer.
+
 package server_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,57 +18,17 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
+// readWait bounds each read of a socket: the server answers within milliseconds.
+const readWait = 5 * time.Second
+
 // dial opens a socket to path with the given Origin header ("" sends none).
-func (a *testServer) dial(path, origin string) (*websocket.Conn, *http.Response, error) {
+func (a *testServer) dial(t *testing.T, path, origin string) (*testenv.Socket, *http.Response, error) {
+	t.Helper()
 	h := http.Header{}
 	if origin != "" {
 		h.Set("Origin", origin)
 	}
-	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
-	return d.Dial("ws"+strings.TrimPrefix(a.ts.URL, "http")+path, h)
-}
-
-// message is any server-to-client message.
-type message struct {
-	Type    string `json:"type"`
-	Token   string `json:"token"`
-	Rank    int64  `json:"rank"`
-	Total   int64  `json:"total"`
-	Pass    string `json:"pass"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// read returns the next text message, failing the test after 5s.
-func read(t *testing.T, conn *websocket.Conn) message {
-	t.Helper()
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, data, err := conn.ReadMessage()
-	if err != nil {
-		t.Fatalf("reading the socket: %v", err)
-	}
-	var m message
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatalf("socket message %s: %v", data, err)
-	}
-	return m
-}
-
-// readClose reads until the server's close frame and returns its code.
-func readClose(t *testing.T, conn *websocket.Conn) int {
-	t.Helper()
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	for {
-		_, data, err := conn.ReadMessage()
-		var ce *websocket.CloseError
-		if errors.As(err, &ce) {
-			return ce.Code
-		}
-		if err != nil {
-			t.Fatalf("reading the socket until close: %v, want a close frame", err)
-		}
-		t.Logf("message before close: %s", data)
-	}
+	return testenv.DialHeader(t, a.ts.URL+path, h)
 }
 
 func TestSocketOriginCheck(t *testing.T) {
@@ -89,7 +50,7 @@ func TestSocketOriginCheck(t *testing.T) {
 			{"no Origin", "", true},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				conn, res, err := a.dial("/ws/screenings/s1", c.origin)
+				conn, res, err := a.dial(t, "/ws/screenings/s1", c.origin)
 				if !c.allow {
 					if err == nil {
 						conn.Close()
@@ -104,7 +65,7 @@ func TestSocketOriginCheck(t *testing.T) {
 					t.Fatalf("socket with Origin %q = %v (%v), want it open", c.origin, status(res), err)
 				}
 				defer conn.Close()
-				if m := read(t, conn); m.Type != "queued" || !queue.ValidToken(m.Token) || m.Rank < 1 {
+				if m := conn.Next(t, readWait); m.Type != "queued" || !queue.ValidToken(m.Token) || m.Rank < 1 {
 					t.Errorf("first message with Origin %q = %+v, want queued with a token and a rank", c.origin, m)
 				}
 			})
@@ -131,12 +92,12 @@ func TestSocketWithoutUpgradeIsBadRequest(t *testing.T) {
 func TestSocketAnyOriginWhenAllowedOriginsHasStar(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		a := newApp(t, env, func(c *config.Config) { c.HTTP.AllowedOrigins = []string{"*"} })
-		conn, res, err := a.dial("/ws/screenings/s1", "http://evil.example")
+		conn, res, err := a.dial(t, "/ws/screenings/s1", "http://evil.example")
 		if err != nil {
 			t.Fatalf("socket with any Origin under \"*\" = %v (%v), want it open", status(res), err)
 		}
 		defer conn.Close()
-		if m := read(t, conn); m.Type != "queued" {
+		if m := conn.Next(t, readWait); m.Type != "queued" {
 			t.Errorf("first message = %+v, want queued", m)
 		}
 	})
@@ -151,23 +112,23 @@ func TestSocketRefusals(t *testing.T) {
 		}
 		for _, c := range []struct {
 			name, path string
-			want       message
+			want       testenv.Message
 			closeCode  int
 		}{
-			{"unknown screening", "/ws/screenings/nope", message{Type: "error", Code: "UNKNOWN_SCREENING"}, websocket.ClosePolicyViolation},
-			{"malformed token", "/ws/screenings/s1?token=xyz", message{Type: "error", Code: "BAD_TOKEN"}, websocket.ClosePolicyViolation},
-			{"sold out", "/ws/screenings/gone", message{Type: "sold_out"}, websocket.CloseNormalClosure},
+			{"unknown screening", "/ws/screenings/nope", testenv.Message{Type: "error", Code: "UNKNOWN_SCREENING"}, websocket.ClosePolicyViolation},
+			{"malformed token", "/ws/screenings/s1?token=xyz", testenv.Message{Type: "error", Code: "BAD_TOKEN"}, websocket.ClosePolicyViolation},
+			{"sold out", "/ws/screenings/gone", testenv.Message{Type: "sold_out"}, websocket.CloseNormalClosure},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				conn, res, err := a.dial(c.path, "")
+				conn, res, err := a.dial(t, c.path, "")
 				if err != nil {
 					t.Fatalf("socket %s = %v (%v), want it open, then refused", c.path, status(res), err)
 				}
 				defer conn.Close()
-				if m := read(t, conn); m.Type != c.want.Type || m.Code != c.want.Code {
+				if m := conn.Next(t, readWait); m.Type != c.want.Type || m.Code != c.want.Code {
 					t.Errorf("message on %s = %+v, want type %q code %q", c.path, m, c.want.Type, c.want.Code)
 				}
-				if code := readClose(t, conn); code != c.closeCode {
+				if code := conn.CloseCode(t, readWait); code != c.closeCode {
 					t.Errorf("close code on %s = %d, want %d", c.path, code, c.closeCode)
 				}
 			})
@@ -180,12 +141,12 @@ func TestSocketPassReservesOverHTTP(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		ctx := context.Background()
 		a := newApp(t, env, nil)
-		conn, res, err := a.dial("/ws/screenings/s1", a.ts.URL)
+		conn, res, err := a.dial(t, "/ws/screenings/s1", a.ts.URL)
 		if err != nil {
 			t.Fatalf("socket = %v (%v), want it open", status(res), err)
 		}
 		defer conn.Close()
-		queued := read(t, conn)
+		queued := conn.Next(t, readWait)
 		if queued.Type != "queued" || queued.Rank != 1 || queued.Total != 1 {
 			t.Fatalf("first message = %+v, want queued, rank 1 of 1", queued)
 		}
@@ -198,7 +159,7 @@ func TestSocketPassReservesOverHTTP(t *testing.T) {
 			t.Fatalf("Admit = %v, %v; want the socket's token", tick.Admitted, err)
 		}
 		a.hub.Dispatch(ctx, &queue.Line{}, tick.Event())
-		admitted := read(t, conn)
+		admitted := conn.Next(t, readWait)
 		if admitted.Type != "admitted" || admitted.Pass == "" {
 			t.Fatalf("message after admission = %+v, want admitted with a pass", admitted)
 		}
@@ -221,15 +182,15 @@ func TestSocketWhoseRegistrationGotNoAnswerLeavesNothingCounted(t *testing.T) {
 		}
 		token := queue.NewToken()
 		env.Redis.AddHook(&testenv.Lossy{Token: token, Run: true, Fail: 1})
-		conn, res, err := a.dial("/ws/screenings/s1?token="+token, "")
+		conn, res, err := a.dial(t, "/ws/screenings/s1?token="+token, "")
 		if err != nil {
 			t.Fatalf("socket = %v (%v), want it open, then refused", status(res), err)
 		}
 		defer conn.Close()
-		if m := read(t, conn); m.Type != "error" || m.Code != "UNAVAILABLE" {
+		if m := conn.Next(t, readWait); m.Type != "error" || m.Code != "UNAVAILABLE" {
 			t.Errorf("socket message after a registration without an answer = %+v, want error UNAVAILABLE", m)
 		}
-		if code := readClose(t, conn); code != hub.CloseTryAgainLater {
+		if code := conn.CloseCode(t, readWait); code != hub.CloseTryAgainLater {
 			t.Errorf("close code = %d, want %d (retry later)", code, hub.CloseTryAgainLater)
 		}
 		ctx := t.Context()

@@ -1,3 +1,5 @@
+// Cluster: an Env on a Redis Cluster the test started, for the cluster tests.
+
 package testenv
 
 import (

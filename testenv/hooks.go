@@ -1,3 +1,5 @@
+// Hooks on a Redis client: counting what it sends, acting on each answer, and losing answers on purpose.
+
 package testenv
 
 import (

@@ -1,3 +1,5 @@
+// Proxy: a TCP proxy between the server and a backend that cuts, resets or slows the network on demand.
+
 package testenv
 
 import (

@@ -1,3 +1,5 @@
+// The proxy's own tests: it forwards, cuts until restored, resets only what is open, and delays.
+
 package testenv_test
 
 import (

@@ -1,3 +1,5 @@
+// RedisServer: a redis-server of the test's own, to kill and start again empty.
+
 package testenv
 
 import (

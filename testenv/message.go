@@ -1,0 +1,28 @@
+// Message: the server's WebSocket messages as the tests read them, one type for every kind.
+
+package testenv
+
+// Message is any server-to-client message of docs/protocol.md: the union of the fields the tests read. A
+// field a kind does not carry stays at its zero value.
+type Message struct {
+	Type  string `json:"type"`
+	Token string `json:"token"`
+	// Rank and Total are a place in the line (queued, position); a prequeue message has only Total.
+	Rank     int64 `json:"rank"`
+	Total    int64 `json:"total"`
+	Inserted bool  `json:"inserted"`
+	// TickAt is a position's tick time in Unix milliseconds (a catch-up's is when it was sent).
+	TickAt  int64 `json:"tick_at"`
+	CatchUp bool  `json:"catch_up"`
+	// ETASeconds is absent (nil) while the server does not know the admission rate.
+	ETASeconds *int64 `json:"eta_seconds"`
+	// Pass and ExpiresAt (RFC 3339) are an admission's.
+	Pass      string `json:"pass"`
+	ExpiresAt string `json:"expires_at"`
+	// OpensAt (RFC 3339) is a prequeue message's opening time; Paused says admission is paused.
+	OpensAt string `json:"opens_at"`
+	Paused  bool   `json:"paused"`
+	// Code and Message are an error's (Message also an unavailable's).
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
