@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -32,8 +33,8 @@ func selectedState(state string) chromedp.Action[chromedp.Void] {
 func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 	path := chromium(t)
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		srv := start(t, env, map[string]string{
-			"WAITROOM_ADMIN_KEY":          testAdminKey,
+		srv := apptest.Start(t, env, map[string]string{
+			"WAITROOM_ADMIN_KEY":          apptest.AdminKey,
 			"WAITROOM_ADMISSION_INTERVAL": "500ms",
 		})
 		// The page asks whether the admin API is on without a key (401), the wrong key is a 401 too, and a
@@ -62,11 +63,11 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 
 		// The right key: the console, with the demo screening's live charts once two frames have come.
 		step(t, tab, "the right key",
-			chromedp.SendKeys(chromedp.ID("admin-key"), testAdminKey),
+			chromedp.SendKeys(chromedp.ID("admin-key"), apptest.AdminKey),
 			chromedp.Click(chromedp.ID("login-submit")),
 			chromedp.WaitVisible(chromedp.ID("view-console")),
 		)
-		if kept := value(t, tab, "stored key", chromedp.Evaluate[string](`sessionStorage.getItem('waitroom:admin-key') || ''`)); kept != testAdminKey {
+		if kept := value(t, tab, "stored key", chromedp.Evaluate[string](`sessionStorage.getItem('waitroom:admin-key') || ''`)); kept != apptest.AdminKey {
 			t.Errorf("stored key = %q, want the admin key in sessionStorage", kept)
 		}
 		step(t, tab, "live charts of demo", chromedp.Poll[chromedp.Void](`[...document.querySelectorAll('figure.chart')]
@@ -119,7 +120,7 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 				Paused bool `json:"paused"`
 			} `json:"line"`
 		}
-		if code := srv.admin(t, http.MethodGet, "/screenings/s1", nil, &s1); code != http.StatusOK || s1.Name != "Made in the browser" || s1.SeatsTotal != 24 {
+		if code := srv.Admin(t, http.MethodGet, "/screenings/s1", nil, &s1); code != http.StatusOK || s1.Name != "Made in the browser" || s1.SeatsTotal != 24 {
 			t.Fatalf("GET s1 = %d %+v, want 200, named as typed, 4 × 6 seats", code, s1)
 		}
 
@@ -134,14 +135,14 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 
 		// Pause, then resume.
 		step(t, tab, "pause", chromedp.Click(chromedp.CSS(`[data-testid="pause"]`)), selectedState("paused"))
-		if srv.admin(t, http.MethodGet, "/screenings/s1", nil, &s1); !s1.Line.Paused || s1.State != "paused" {
+		if srv.Admin(t, http.MethodGet, "/screenings/s1", nil, &s1); !s1.Line.Paused || s1.State != "paused" {
 			t.Errorf("s1 after pause = state %q, paused %v; want paused", s1.State, s1.Line.Paused)
 		}
 		step(t, tab, "paused frames keep the state", chromedp.Poll[chromedp.Void](
 			`document.querySelector('#resume').disabled === false && document.querySelector('#pause').disabled === true`,
 			chromedp.WithPollingTimeout(browserStepTimeout)))
 		step(t, tab, "resume", chromedp.Click(chromedp.CSS(`[data-testid="resume"]`)), selectedState("on_sale"))
-		if srv.admin(t, http.MethodGet, "/screenings/s1", nil, &s1); s1.Line.Paused || s1.State != "on_sale" {
+		if srv.Admin(t, http.MethodGet, "/screenings/s1", nil, &s1); s1.Line.Paused || s1.State != "on_sale" {
 			t.Errorf("s1 after resume = state %q, paused %v; want on_sale", s1.State, s1.Line.Paused)
 		}
 
@@ -152,7 +153,7 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 			chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="current-batch_size"]').textContent === '7'`,
 				chromedp.WithPollingTimeout(browserStepTimeout)),
 		)
-		if srv.admin(t, http.MethodGet, "/screenings/s1", nil, &s1); s1.Admission.BatchSize != 7 {
+		if srv.Admin(t, http.MethodGet, "/screenings/s1", nil, &s1); s1.Admission.BatchSize != 7 {
 			t.Errorf("s1 batch_size after the change = %d, want 7", s1.Admission.BatchSize)
 		}
 		if msg := value(t, tab, "admission message", chromedp.Text(chromedp.CSS(`[data-testid="admission-message"]`))); !strings.Contains(msg, "7 per batch") {
@@ -180,7 +181,7 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 			t.Errorf("confirmation = %q, want it to name s1 and say it is irreversible", text)
 		}
 		step(t, tab, "close", chromedp.Click(chromedp.CSS(`[data-testid="close-confirm"]`)), selectedState("closed"))
-		if srv.admin(t, http.MethodGet, "/screenings/s1", nil, &s1); s1.State != "closed" {
+		if srv.Admin(t, http.MethodGet, "/screenings/s1", nil, &s1); s1.State != "closed" {
 			t.Errorf("s1 after close = state %q, want closed", s1.State)
 		}
 
@@ -211,7 +212,7 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 func TestAdminBrowserSaysWhenTheAdminAPIIsOff(t *testing.T) {
 	path := chromium(t)
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		srv := start(t, env, nil)
+		srv := apptest.Start(t, env, nil)
 		tab := newTab(t, path, networkStatus(http.StatusNotFound))
 		step(t, tab, "open the control room",
 			chromedp.Navigate(srv.URL+"/admin"),

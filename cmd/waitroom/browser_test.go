@@ -19,6 +19,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -152,13 +153,13 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 
 // admitThenReserve is a client ahead of the browser: it waits for its pass, says so on admitted, waits for
 // the gate, then reserves seat. It runs in its own goroutine, so it returns errors instead of failing the test.
-func admitThenReserve(ctx context.Context, c *client, baseURL, seat string, admitted chan<- struct{}, gate <-chan struct{}) error {
+func admitThenReserve(ctx context.Context, c *testenv.Socket, baseURL, seat string, admitted chan<- struct{}, gate <-chan struct{}) error {
 	deadline := time.Now().Add(aheadTimeout)
 	var pass string
 	for pass == "" {
-		_ = c.conn.SetReadDeadline(deadline)
-		var m msg
-		if err := c.conn.ReadJSON(&m); err != nil {
+		_ = c.SetReadDeadline(deadline)
+		var m testenv.Message
+		if err := c.ReadJSON(&m); err != nil {
 			return fmt.Errorf("waiting for admission: %w", err)
 		}
 		switch m.Type {
@@ -200,7 +201,7 @@ func admitThenReserve(ctx context.Context, c *client, baseURL, seat string, admi
 func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 	path := chromium(t)
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		srv := start(t, env, map[string]string{
+		srv := apptest.Start(t, env, map[string]string{
 			"WAITROOM_ADMISSION_INTERVAL":   "500ms",
 			"WAITROOM_ADMISSION_BATCH_SIZE": "1",
 			"WAITROOM_ADMISSION_MAX_ACTIVE": "1",
@@ -221,8 +222,8 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 		})
 		sold := []string{"A1", "A2"}
 		for _, seat := range sold {
-			c := srv.dial(t, "demo", "")
-			if q := c.next(5 * time.Second); q.Type != "queued" {
+			c := srv.Dial(t, "demo", "")
+			if q := c.Next(t, 5*time.Second); q.Type != "queued" {
 				t.Fatalf("client for %s: first message %+v, want queued", seat, q)
 			}
 			ahead.Add(1)
@@ -324,7 +325,7 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 		screenshot(t, tab, "room-confirmation.png")
 
 		var seats []map[string]any
-		srv.getJSON(t, "/api/screenings/demo/seats", &seats)
+		srv.GetJSON(t, "/api/screenings/demo/seats", &seats)
 		for _, s := range seats {
 			if s["id"] == seat && s["status"] != "sold" {
 				t.Errorf("seat %s after booking in the browser: %v, want sold", seat, s["status"])
@@ -343,8 +344,8 @@ const preQueueLead = 4 * time.Second
 func TestBrowserPreQueueCountsDownThenShowsARank(t *testing.T) {
 	path := chromium(t)
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		srv := start(t, env, map[string]string{
-			"WAITROOM_ADMIN_KEY":          testAdminKey,
+		srv := apptest.Start(t, env, map[string]string{
+			"WAITROOM_ADMIN_KEY":          apptest.AdminKey,
 			"WAITROOM_ADMISSION_INTERVAL": "500ms",
 		})
 		tab := newTab(t, path)
@@ -354,13 +355,13 @@ func TestBrowserPreQueueCountsDownThenShowsARank(t *testing.T) {
 		// is paused before anyone arrives, so after the opening the page waits with its rank instead of being
 		// admitted at the first tick.
 		opensAt := time.Now().Add(preQueueLead).Add(time.Second).Truncate(time.Second).UTC()
-		if code := srv.admin(t, http.MethodPost, "/screenings", map[string]any{
+		if code := srv.Admin(t, http.MethodPost, "/screenings", map[string]any{
 			"id": "early", "name": "Opening night", "starts_at": opensAt.Add(2 * time.Hour), "sale_opens_at": opensAt,
 			"rows": 2, "seats_per_row": 5,
 		}, nil); code != http.StatusCreated {
 			t.Fatalf("create the screening: %d, want 201", code)
 		}
-		if code := srv.admin(t, http.MethodPost, "/screenings/early/pause", nil, nil); code != http.StatusOK {
+		if code := srv.Admin(t, http.MethodPost, "/screenings/early/pause", nil, nil); code != http.StatusOK {
 			t.Fatalf("pause: %d, want 200", code)
 		}
 
@@ -432,7 +433,7 @@ func TestBrowserPreQueueCountsDownThenShowsARank(t *testing.T) {
 		screenshot(t, tab, "room-opened-paused-375.png")
 
 		// The operator resumes: the notice goes and the page is admitted.
-		if code := srv.admin(t, http.MethodPost, "/screenings/early/resume", nil, nil); code != http.StatusOK {
+		if code := srv.Admin(t, http.MethodPost, "/screenings/early/resume", nil, nil); code != http.StatusOK {
 			t.Fatalf("resume: %d, want 200", code)
 		}
 		step(t, tab, "admitted after resuming", chromedp.WaitVisible(chromedp.CSS(`[data-seat="A1"]`)))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -23,17 +24,17 @@ func TestClusterSlotMoveKeepsPushing(t *testing.T) {
 	rdb := env.Redis.(*redis.ClusterClient)
 	ctx := context.Background()
 	env.Demo(t, "mv", 1, 10)
-	srv := start(t, env, map[string]string{
+	srv := apptest.Start(t, env, map[string]string{
 		"WAITROOM_DEMO_ENABLED": "false", "WAITROOM_ADMISSION_INTERVAL": "500ms",
 		"WAITROOM_ADMISSION_BATCH_SIZE": "1", "WAITROOM_ADMISSION_MAX_ACTIVE": "1",
 	})
-	a := srv.dial(t, "mv", "")
-	a.next(5 * time.Second)
-	b := srv.dial(t, "mv", "")
-	if q := b.next(5 * time.Second); q.Type != "queued" {
+	a := srv.Dial(t, "mv", "")
+	a.Next(t, 5*time.Second)
+	b := srv.Dial(t, "mv", "")
+	if q := b.Next(t, 5*time.Second); q.Type != "queued" {
 		t.Fatalf("b's first message = %+v, want queued", q)
 	}
-	adm, _ := a.until("admitted", 10*time.Second)
+	adm, _ := a.Until(t, "admitted", 10*time.Second)
 	if adm.Pass == "" {
 		t.Fatal("a was never admitted")
 	}
@@ -41,12 +42,12 @@ func TestClusterSlotMoveKeepsPushing(t *testing.T) {
 	moveSlot(t, ctx, rdb, queue.Key(env.Prefix, "mv", "x"))
 
 	// a's reservation frees the only slot: the next admission (on the new owner) is b's.
-	if code, body := srv.reserve(t, "mv", adm.Pass, "A1"); code != http.StatusCreated {
+	if code, body := srv.Reserve(t, "mv", adm.Pass, "A1"); code != http.StatusCreated {
 		t.Fatalf("reserve after the move = %d %v, want 201", code, body)
 	}
-	got, seen := b.until("admitted", 10*time.Second)
+	got, seen := b.Until(t, "admitted", 10*time.Second)
 	if got.Type != "admitted" || got.Pass == "" {
-		t.Fatalf("b after the move got %+v (before: %+v), want its pass; server log:\n%s", got, seen, srv.out.String())
+		t.Fatalf("b after the move got %+v (before: %+v), want its pass; server log:\n%s", got, seen, srv.Out.String())
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -59,7 +60,7 @@ func TestClusterTwoInstancesAdmitEverySocketAndSellEachSeatOnce(t *testing.T) {
 		"WAITROOM_ADMISSION_MAX_ACTIVE": strconv.Itoa(clusterMaxActive),
 		"WAITROOM_BOOKING_LOCK_WAIT":    "1s",
 	}
-	srvs := []*testServer{start(t, env, settings), start(t, env, settings)}
+	srvs := []*apptest.Server{apptest.Start(t, env, settings), apptest.Start(t, env, settings)}
 
 	// The sale opens once every socket is in line, so each queued rank is exact and the line only shrinks.
 	const registerWithin = 3 * time.Second
@@ -82,8 +83,8 @@ func TestClusterTwoInstancesAdmitEverySocketAndSellEachSeatOnce(t *testing.T) {
 	for _, l := range lines {
 		for i := range l.users {
 			u := &clusterUser{screening: l.id, seq: int64(i + 1), inst: i % 2}
-			u.c = srvs[u.inst].dial(t, l.id, "")
-			u.queued = u.c.next(5 * time.Second)
+			u.c = srvs[u.inst].Dial(t, l.id, "")
+			u.queued = u.c.Next(t, 5*time.Second)
 			if q := u.queued; q.Type != "prequeue" || !q.Inserted || q.Total != u.seq {
 				t.Fatalf("%s user %d: first message %+v, want prequeue, inserted, %d in it", l.id, u.seq, q, u.seq)
 			}
@@ -131,11 +132,11 @@ func TestClusterTwoInstancesAdmitEverySocketAndSellEachSeatOnce(t *testing.T) {
 
 	// Sold out is announced by both instances, to a new registration and in the list.
 	for i, srv := range srvs {
-		if m := srv.dial(t, short.id, "").next(5 * time.Second); m.Type != "sold_out" {
+		if m := srv.Dial(t, short.id, "").Next(t, 5*time.Second); m.Type != "sold_out" {
 			t.Errorf("instance %d: a new registration for %s got %+v, want sold_out", i, short.id, m)
 		}
 		var list []map[string]any
-		srv.getJSON(t, "/api/screenings", &list)
+		srv.GetJSON(t, "/api/screenings", &list)
 		for _, s := range list {
 			if want := map[string]string{short.id: "sold_out", roomy.id: "on_sale"}[s["id"].(string)]; s["state"] != want {
 				t.Errorf("instance %d: %s state %v, want %s", i, s["id"], s["state"], want)
@@ -157,11 +158,11 @@ type clusterUser struct {
 	screening string
 	seq       int64 // its place in the order of arrival, 1-based: its rank when the sale opened
 	inst      int   // the instance its socket is on; it reserves through the other one
-	c         *client
+	c         *testenv.Socket
 
-	queued    msg
-	positions []msg
-	admitted  msg
+	queued    testenv.Message
+	positions []testenv.Message
+	admitted  testenv.Message
 	seat      string // the seat it bought
 	// soldOut: it got no seat because none was left (its socket or its reservation said so); toldSoldOut: its
 	// socket said so, before or after its admission.
@@ -212,10 +213,10 @@ func (u *clusterUser) follow(reserveURL string, soldOutComing bool) {
 	}
 }
 
-func (u *clusterUser) read(deadline time.Time) (msg, error) {
-	_ = u.c.conn.SetReadDeadline(deadline)
-	var m msg
-	err := u.c.conn.ReadJSON(&m)
+func (u *clusterUser) read(deadline time.Time) (testenv.Message, error) {
+	_ = u.c.SetReadDeadline(deadline)
+	var m testenv.Message
+	err := u.c.ReadJSON(&m)
 	return m, err
 }
 
@@ -237,10 +238,10 @@ func (u *clusterUser) reserve(baseURL string) error {
 		case code == http.StatusCreated:
 			u.seat = seat
 			return nil
-		case code == http.StatusConflict && errorCode(body) == "SOLD_OUT":
+		case code == http.StatusConflict && apptest.ErrorCode(body) == "SOLD_OUT":
 			u.soldOut = true
 			return nil
-		case code == http.StatusConflict && (errorCode(body) == "SEAT_TAKEN" || errorCode(body) == "SEAT_LOCKED"):
+		case code == http.StatusConflict && (apptest.ErrorCode(body) == "SEAT_TAKEN" || apptest.ErrorCode(body) == "SEAT_LOCKED"):
 			time.Sleep(20 * time.Millisecond) // the seat map's sold set catches up with the commit
 		default:
 			return fmt.Errorf("reserve %s: %d %v", seat, code, body)
@@ -251,7 +252,7 @@ func (u *clusterUser) reserve(baseURL string) error {
 
 // check holds one screening to its promises: true ranks falling to admission, a pass per socket, each seat
 // sold once (in SQL and in Redis's sold set), everyone else told sold out, each admission run once.
-func (l *clusterLine) check(t *testing.T, ctx context.Context, env *testenv.Env, rdb *redis.ClusterClient, srvs []*testServer) {
+func (l *clusterLine) check(t *testing.T, ctx context.Context, env *testenv.Env, rdb *redis.ClusterClient, srvs []*apptest.Server) {
 	t.Helper()
 	n := int64(len(l.all))
 	tickets := map[string]int64{} // seat -> user
@@ -324,9 +325,9 @@ func (l *clusterLine) check(t *testing.T, ctx context.Context, env *testenv.Env,
 	var ran, refills []int
 	sum := 0
 	for _, srv := range srvs {
-		k := metricValue(t, http.DefaultClient, srv.URL, "waitroom_admission_admitted_total", l.id)
+		k := apptest.MetricValue(t, http.DefaultClient, srv.URL, "waitroom_admission_admitted_total", l.id)
 		ran = append(ran, k)
-		refills = append(refills, metricValue(t, http.DefaultClient, srv.URL, "waitroom_admission_refills_total", l.id))
+		refills = append(refills, apptest.MetricValue(t, http.DefaultClient, srv.URL, "waitroom_admission_refills_total", l.id))
 		sum += k
 	}
 	t.Logf("%s: %d admitted (by instance: %v, in %v refills), %d tickets, %d sold out", l.id, admitted, ran, refills, len(tickets), soldOut)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -30,7 +31,7 @@ func faultViaProxy(t *testing.T, databaseURL string) (string, *testenv.Proxy) {
 func TestFaultDatabaseUnreachableReservationFailsClosed(t *testing.T) {
 	env := testenv.New(t, testenv.Real)
 	proxied, px := faultViaProxy(t, env.DatabaseURL)
-	srv := start(t, env, map[string]string{
+	srv := apptest.Start(t, env, map[string]string{
 		"WAITROOM_DATABASE_URL":         proxied,
 		"WAITROOM_ADMISSION_INTERVAL":   "300ms",
 		"WAITROOM_ADMISSION_BATCH_SIZE": "1",
@@ -45,8 +46,8 @@ func TestFaultDatabaseUnreachableReservationFailsClosed(t *testing.T) {
 
 	px.Cut()
 	cutAt := time.Now()
-	code, body := srv.reserve(t, "demo", pass, "A1", "A2")
-	if code != http.StatusServiceUnavailable || errorCode(body) != "UNAVAILABLE" {
+	code, body := srv.Reserve(t, "demo", pass, "A1", "A2")
+	if code != http.StatusServiceUnavailable || apptest.ErrorCode(body) != "UNAVAILABLE" {
 		t.Errorf("reservation with the database cut = %d %v, want 503 UNAVAILABLE; server log:\n%s", code, body, faultLog(srv, "reservations"))
 	}
 	t.Logf("reservation refused %v after the cut", time.Since(cutAt).Round(time.Millisecond))
@@ -59,7 +60,7 @@ func TestFaultDatabaseUnreachableReservationFailsClosed(t *testing.T) {
 		t.Errorf("seat locks left in Redis after the refused reservation: %v", locks)
 	}
 	var ready map[string]string
-	if code := srv.getJSON(t, "/readyz", &ready); code != http.StatusServiceUnavailable || ready["database"] == "ok" || ready["redis"] != "ok" {
+	if code := srv.GetJSON(t, "/readyz", &ready); code != http.StatusServiceUnavailable || ready["database"] == "ok" || ready["redis"] != "ok" {
 		t.Errorf("/readyz with the database cut = %d %v, want 503 with the database check failing", code, ready)
 	}
 	// The waiting room does not need the database once it knows the screening: a newcomer joins.
@@ -79,7 +80,7 @@ func TestFaultDatabaseUnreachableReservationFailsClosed(t *testing.T) {
 	var refusals []int
 	deadline := restoredAt.Add(15 * time.Second)
 	for {
-		code, body = srv.reserve(t, "demo", pass, "A1", "A2")
+		code, body = srv.Reserve(t, "demo", pass, "A1", "A2")
 		if code == http.StatusCreated {
 			break
 		}
@@ -95,7 +96,7 @@ func TestFaultDatabaseUnreachableReservationFailsClosed(t *testing.T) {
 	t.Logf("first 201 %v after the restore, after %d refusals", time.Since(restoredAt).Round(time.Millisecond), len(refusals))
 	for {
 		ready = nil
-		code := srv.getJSON(t, "/readyz", &ready)
+		code := srv.GetJSON(t, "/readyz", &ready)
 		if code == http.StatusOK {
 			break
 		}

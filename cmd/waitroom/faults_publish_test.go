@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -19,7 +17,7 @@ import (
 // waiting their new rank; and a reconnect gets the pass too. Nobody is lost.
 func TestAdmissionWhosePublisherDiedStillReachesItsSockets(t *testing.T) {
 	env := testenv.New(t, testenv.Real)
-	srv := start(t, env, map[string]string{
+	srv := apptest.Start(t, env, map[string]string{
 		"WAITROOM_ADMISSION_INTERVAL":   "1h",
 		"WAITROOM_ADMISSION_MAX_ACTIVE": "10",
 	})
@@ -33,11 +31,11 @@ func TestAdmissionWhosePublisherDiedStillReachesItsSockets(t *testing.T) {
 			t.Fatal("the scheduler did not open the demo's line and tick within 10s")
 		}
 	}
-	clients := make([]*client, 3)
+	clients := make([]*testenv.Socket, 3)
 	tokens := make([]string, len(clients))
 	for i := range clients {
-		clients[i] = srv.dial(t, "demo", "")
-		m := clients[i].next(5 * time.Second)
+		clients[i] = srv.Dial(t, "demo", "")
+		m := clients[i].Next(t, 5*time.Second)
 		if m.Type != "queued" || m.Rank != int64(i+1) {
 			t.Fatalf("user %d's first message = %+v, want queued at rank %d", i, m, i+1)
 		}
@@ -61,7 +59,7 @@ func TestAdmissionWhosePublisherDiedStillReachesItsSockets(t *testing.T) {
 	}
 	admittedAt := time.Now()
 	for i := range 2 {
-		adm, before := clients[i].until("admitted", 15*time.Second)
+		adm, before := clients[i].Until(t, "admitted", 15*time.Second)
 		if adm.ExpiresAt == "" || adm.Pass == "" {
 			t.Errorf("user %d's admission = %+v, want a pass", i, adm)
 		}
@@ -70,36 +68,25 @@ func TestAdmissionWhosePublisherDiedStillReachesItsSockets(t *testing.T) {
 		}
 	}
 	t.Logf("passes delivered %v after the unpublished admission", time.Since(admittedAt).Round(time.Millisecond))
-	var pos msg
+	var pos testenv.Message
 	for pos.Rank != 1 {
-		pos, _ = clients[2].until("position", 15*time.Second)
+		pos, _ = clients[2].Until(t, "position", 15*time.Second)
 	}
 	if pos.Total != 1 {
 		t.Errorf("the third user after the unpublished admission: %+v, want rank 1 of 1", pos)
 	}
 
 	// And a reconnect hands the pass over at once.
-	clients[0].conn.Close()
-	again := srv.dial(t, "demo", tokens[0])
-	if m := again.next(5 * time.Second); m.Type != "admitted" || m.Pass == "" {
+	clients[0].Close()
+	again := srv.Dial(t, "demo", tokens[0])
+	if m := again.Next(t, 5*time.Second); m.Type != "admitted" || m.Pass == "" {
 		t.Errorf("reconnect of an admitted user = %+v, want admitted with its pass", m)
 	}
 }
 
 // hubLineReads is the server's waitroom_hub_line_reads_total.
-func hubLineReads(t *testing.T, srv *testServer) int {
+func hubLineReads(t *testing.T, srv *apptest.Server) int {
 	t.Helper()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "waitroom_hub_line_reads_total "); ok {
-			n, _ := strconv.ParseFloat(v, 64)
-			return int(n)
-		}
-	}
-	return 0
+	n, _ := apptest.MetricSeries(t, http.DefaultClient, srv.URL, "waitroom_hub_line_reads_total")
+	return n
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -91,15 +92,15 @@ func TestRandomFaultScheduleKeepsTheGuarantees(t *testing.T) {
 	}
 	// Three server processes, so one can be killed (SIGKILL) and another paused (SIGSTOP) past its seat locks'
 	// lease while the third serves.
-	bin := instBuild(t)
+	bin := apptest.Build(t)
 	client := &http.Client{Timeout: 5 * time.Second}
-	procs := make([]*instProc, 3)
-	servers := make([]*testServer, len(procs))
+	procs := make([]*apptest.Process, 3)
+	servers := make([]*apptest.Server, len(procs))
 	for i := range procs {
-		if procs[i] = instStart(t, client, bin, &viaProxies, i, settings); procs[i] == nil {
+		if procs[i] = apptest.StartProcess(t, client, bin, &viaProxies, i, settings); procs[i] == nil {
 			t.Fatalf("instance %d did not start", i)
 		}
-		servers[i] = &testServer{URL: procs[i].url, out: procs[i].out}
+		servers[i] = &apptest.Server{URL: procs[i].URL, Out: procs[i].Out}
 	}
 	events := rndObserve(t, env)
 
@@ -166,7 +167,7 @@ func TestRandomFaultScheduleKeepsTheGuarantees(t *testing.T) {
 		case !killed && time.Now().After(killAt):
 			killed = true
 			t.Logf("fault: SIGKILL instance 2")
-			_ = procs[2].cmd.Process.Kill()
+			_ = procs[2].Cmd.Process.Kill()
 		case k == 0:
 			t.Logf("fault: reset Redis connections")
 			rp.Reset()
@@ -185,10 +186,10 @@ func TestRandomFaultScheduleKeepsTheGuarantees(t *testing.T) {
 			pp.Restore()
 		case k == 4:
 			p := procs[rng.IntN(2)] // 0 or 1: never the one to be killed
-			t.Logf("fault: pause instance %d for %v (past the 1 s seat-lock lease)", p.n, hold+time.Second)
-			_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+			t.Logf("fault: pause instance %d for %v (past the 1 s seat-lock lease)", p.N, hold+time.Second)
+			_ = p.Cmd.Process.Signal(syscall.SIGSTOP)
 			time.Sleep(hold + time.Second)
-			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			_ = p.Cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}
 	t.Logf("faults over; waiting for every user")
@@ -244,7 +245,7 @@ func rndObserve(t *testing.T, env *testenv.Env) *rndEvents {
 // rndRun is one user: hold a socket (reconnecting with the token when it drops), reserve when admitted
 // (retrying a 503, another seat on a 409), queue again when the admission lapsed, until a ticket or sold
 // out.
-func rndRun(t *testing.T, servers []*testServer, u *rndUser, acked chan struct{}, deadline time.Time) {
+func rndRun(t *testing.T, servers []*apptest.Server, u *rndUser, acked chan struct{}, deadline time.Time) {
 	seatRng := rand.New(rand.NewPCG(uint64(u.n), 7))
 	ackOnce := sync.OnceFunc(func() { close(acked) })
 	defer ackOnce() // a user that failed before its place lets the next one go (and the check reports it)
@@ -275,10 +276,10 @@ func rndRun(t *testing.T, servers []*testServer, u *rndUser, acked chan struct{}
 }
 
 // rndSocket serves one connection, to servers[at]; it reports whether the user is done.
-func rndSocket(conn *websocket.Conn, servers []*testServer, at int, u *rndUser, ack func(), rng *rand.Rand, deadline time.Time) bool {
+func rndSocket(conn *websocket.Conn, servers []*apptest.Server, at int, u *rndUser, ack func(), rng *rand.Rand, deadline time.Time) bool {
 	for time.Now().Before(deadline) {
 		_ = conn.SetReadDeadline(deadline)
-		var m msg
+		var m testenv.Message
 		if err := conn.ReadJSON(&m); err != nil {
 			return false // dropped: reconnect with the token
 		}
@@ -324,7 +325,7 @@ func rndSocket(conn *websocket.Conn, servers []*testServer, at int, u *rndUser, 
 // rndReserve tries seats until one is booked, the screening sold out, or the admission is over, first on
 // servers[at]. A request that gets no answer is retried on the next server, as a client behind a load
 // balancer would be: the instance may have died after its commit, and only another one can replay it.
-func rndReserve(servers []*testServer, at int, pass string, rng *rand.Rand, expires time.Time) string {
+func rndReserve(servers []*apptest.Server, at int, pass string, rng *rand.Rand, expires time.Time) string {
 	srv := servers[at]
 	seatIDs := make([]string, 0, rndSeats)
 	for r := 0; r < 4; r++ {
@@ -350,7 +351,7 @@ func rndReserve(servers []*testServer, at int, pass string, rng *rand.Rand, expi
 		var out map[string]any
 		_ = json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
-		switch code := errorCode(out); {
+		switch code := apptest.ErrorCode(out); {
 		case resp.StatusCode == http.StatusCreated:
 			return "ticket"
 		case code == "SOLD_OUT":

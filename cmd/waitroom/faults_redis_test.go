@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestRedisRestartRebuildsTheLineFromConnectedSockets(t *testing.T) {
 	rs := testenv.StartRedis(t)
 	env := testenv.Standalone(t, rs.Addr)
-	srv := start(t, env, map[string]string{
+	srv := apptest.Start(t, env, map[string]string{
 		"WAITROOM_ADMISSION_INTERVAL":   "400ms",
 		"WAITROOM_ADMISSION_BATCH_SIZE": "1",
 		"WAITROOM_ADMISSION_MAX_ACTIVE": "1",
@@ -24,25 +25,25 @@ func TestRedisRestartRebuildsTheLineFromConnectedSockets(t *testing.T) {
 		"WAITROOM_LOG_LEVEL":            "info",
 	})
 	const users = 6
-	clients := make([]*client, users)
+	clients := make([]*testenv.Socket, users)
 	for i := range clients {
-		clients[i] = srv.dial(t, "demo", "")
-		if m := clients[i].next(5 * time.Second); m.Type != "queued" {
+		clients[i] = srv.Dial(t, "demo", "")
+		if m := clients[i].Next(t, 5*time.Second); m.Type != "queued" {
 			t.Fatalf("user %d's first message = %+v, want queued", i, m)
 		}
 	}
 	// User 0 is admitted and holds the only slot: the line stands still until it reserves.
-	adm0, _ := clients[0].until("admitted", 5*time.Second)
+	adm0, _ := clients[0].Until(t, "admitted", 5*time.Second)
 
 	rs.Kill()
 	killedAt := time.Now()
 	for i, c := range clients {
-		if _, before := c.until("unavailable", 10*time.Second); slices.ContainsFunc(before, func(m msg) bool { return m.Type == "admitted" }) {
+		if _, before := c.Until(t, "unavailable", 10*time.Second); slices.ContainsFunc(before, func(m testenv.Message) bool { return m.Type == "admitted" }) {
 			t.Errorf("user %d was admitted after Redis died", i)
 		}
 	}
 	t.Logf("every socket told within %v of the kill", time.Since(killedAt).Round(time.Millisecond))
-	if code, body := srv.reserve(t, "demo", adm0.Pass, "A1"); code != http.StatusServiceUnavailable || errorCode(body) != "UNAVAILABLE" {
+	if code, body := srv.Reserve(t, "demo", adm0.Pass, "A1"); code != http.StatusServiceUnavailable || apptest.ErrorCode(body) != "UNAVAILABLE" {
 		t.Errorf("reservation while Redis is down = %d %v, want 503 UNAVAILABLE", code, body)
 	}
 
@@ -50,7 +51,7 @@ func TestRedisRestartRebuildsTheLineFromConnectedSockets(t *testing.T) {
 	restartedAt := time.Now()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("server log:\n%s", srv.out.String())
+			t.Logf("server log:\n%s", srv.Out.String())
 		}
 	})
 	// Every socket hears that the line runs again; the waiting get their rank in the rebuilt line.
@@ -59,7 +60,7 @@ func TestRedisRestartRebuildsTheLineFromConnectedSockets(t *testing.T) {
 		available, ranked := false, i == 0
 		deadline := time.Now().Add(15 * time.Second)
 		for !available || !ranked {
-			m := c.next(time.Until(deadline))
+			m := c.Next(t, time.Until(deadline))
 			switch {
 			case m.Type == "available":
 				available = true
@@ -76,18 +77,18 @@ func TestRedisRestartRebuildsTheLineFromConnectedSockets(t *testing.T) {
 	t.Logf("line rebuilt and pushed %v after Redis came back", time.Since(restartedAt).Round(time.Millisecond))
 
 	// The admitted user's slot came back with it: its pass reserves, which frees the slot for the next.
-	if code, body := srv.reserve(t, "demo", adm0.Pass, "A1"); code != http.StatusCreated {
+	if code, body := srv.Reserve(t, "demo", adm0.Pass, "A1"); code != http.StatusCreated {
 		t.Fatalf("reservation with the pass from before the restart = %d %v, want 201", code, body)
 	}
 	for i := 1; i < users; i++ {
-		adm, _ := clients[i].until("admitted", 10*time.Second)
+		adm, _ := clients[i].Until(t, "admitted", 10*time.Second)
 		seat := string(rune('A'+i)) + "1"
-		if code, body := srv.reserve(t, "demo", adm.Pass, seat); code != http.StatusCreated {
+		if code, body := srv.Reserve(t, "demo", adm.Pass, seat); code != http.StatusCreated {
 			t.Fatalf("user %d reserves %s = %d %v, want 201", i, seat, code, body)
 		}
 	}
 	// A pass is spent once, even though Redis forgot it was spent: the database has the last word.
-	if code, body := srv.reserve(t, "demo", adm0.Pass, "J10"); code != http.StatusGone && code != http.StatusUnauthorized {
+	if code, body := srv.Reserve(t, "demo", adm0.Pass, "J10"); code != http.StatusGone && code != http.StatusUnauthorized {
 		t.Errorf("the first pass again = %d %v, want 410 PASS_SPENT or 401 (its slot is gone)", code, body)
 	}
 }

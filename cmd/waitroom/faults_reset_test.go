@@ -13,12 +13,13 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/testenv"
 )
 
 // faultMsg is a server message and when the test received it.
 type faultMsg struct {
-	msg
+	testenv.Message
 	At time.Time
 }
 
@@ -26,7 +27,7 @@ type faultMsg struct {
 // came, and whether the socket was closed, while faults come and go.
 type faultSocket struct {
 	name string
-	srv  *testServer
+	srv  *apptest.Server
 	conn *websocket.Conn
 	done chan struct{} // closed when the socket ends; err says how
 
@@ -36,9 +37,9 @@ type faultSocket struct {
 }
 
 // faultWatch opens a socket to screening (with token, or none) and records it until the test ends.
-func faultWatch(t *testing.T, srv *testServer, name, screening, token string) *faultSocket {
+func faultWatch(t *testing.T, srv *apptest.Server, name, screening, token string) *faultSocket {
 	t.Helper()
-	conn := srv.dial(t, screening, token).conn
+	conn := srv.Dial(t, screening, token).Conn
 	s := &faultSocket{name: name, srv: srv, conn: conn, done: make(chan struct{})}
 	go s.read()
 	t.Cleanup(func() {
@@ -59,7 +60,7 @@ func (s *faultSocket) read() {
 			return
 		}
 		m := faultMsg{At: time.Now()}
-		if err := json.Unmarshal(data, &m.msg); err != nil {
+		if err := json.Unmarshal(data, &m.Message); err != nil {
 			m.Type = "undecodable: " + string(data)
 		}
 		s.mu.Lock()
@@ -111,11 +112,11 @@ func (s *faultSocket) await(t *testing.T, typ string, since time.Time, timeout t
 		}
 		select {
 		case <-s.done:
-			t.Fatalf("%s: socket ended (%v) before a %q message; got %s\nserver log:\n%s", s.name, s.ended(), typ, s, s.srv.out)
+			t.Fatalf("%s: socket ended (%v) before a %q message; got %s\nserver log:\n%s", s.name, s.ended(), typ, s, s.srv.Out)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %q message within %v; got %s\nserver log:\n%s", s.name, typ, timeout, s, s.srv.out)
+			t.Fatalf("%s: no %q message within %v; got %s\nserver log:\n%s", s.name, typ, timeout, s, s.srv.Out)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -138,9 +139,9 @@ func (s *faultSocket) String() string {
 }
 
 // faultLog is the server's log lines that mention what (the error behind a status, for a failure message).
-func faultLog(srv *testServer, what string) string {
+func faultLog(srv *apptest.Server, what string) string {
 	var b strings.Builder
-	for line := range strings.Lines(srv.out.String()) {
+	for line := range strings.Lines(srv.Out.String()) {
 		if strings.Contains(line, what) {
 			b.WriteString(line)
 		}
@@ -160,14 +161,14 @@ func faultAdmission(t *testing.T, m faultMsg, ttl time.Duration) time.Time {
 
 // faultLine registers n users on demo, one after the other (registration order is their index), and
 // checks each was put at the end of the line.
-func faultLine(t *testing.T, srv *testServer, n int) []*faultSocket {
+func faultLine(t *testing.T, srv *apptest.Server, n int) []*faultSocket {
 	t.Helper()
 	users := make([]*faultSocket, n)
 	for i := range users {
 		users[i] = faultWatch(t, srv, fmt.Sprintf("user %d", i), "demo", "")
 		first := users[i].await(t, "queued", time.Time{}, 5*time.Second)
 		if !first.Inserted {
-			t.Fatalf("user %d's first message = %+v, want queued, inserted", i, first.msg)
+			t.Fatalf("user %d's first message = %+v, want queued, inserted", i, first.Message)
 		}
 	}
 	return users
@@ -227,12 +228,12 @@ const faultInterval = 300 * time.Millisecond
 
 // faultRedisServer starts a redis-server of the test's own, a proxy in front of it, and the server on the
 // proxy.
-func faultRedisServer(t *testing.T, ttl time.Duration) (*testServer, *testenv.Proxy) {
+func faultRedisServer(t *testing.T, ttl time.Duration) (*apptest.Server, *testenv.Proxy) {
 	t.Helper()
 	rs := testenv.StartRedis(t)
 	env := testenv.Standalone(t, rs.Addr)
 	px := testenv.NewProxy(t, rs.Addr)
-	srv := start(t, env, map[string]string{
+	srv := apptest.Start(t, env, map[string]string{
 		"WAITROOM_REDIS_ADDR":           px.Addr(),
 		"WAITROOM_ADMISSION_INTERVAL":   faultInterval.String(),
 		"WAITROOM_ADMISSION_BATCH_SIZE": "1",
@@ -261,7 +262,7 @@ func TestFaultRedisResetKeepsEveryPlace(t *testing.T) {
 
 	at := faultAdmittedOnceInOrder(t, users, ttl)
 	var st map[string]any
-	if code := srv.getJSON(t, "/api/screenings/demo", &st); code != http.StatusOK || st["waiting"] != float64(0) || st["active"] != float64(n) {
+	if code := srv.GetJSON(t, "/api/screenings/demo", &st); code != http.StatusOK || st["waiting"] != float64(0) || st["active"] != float64(n) {
 		t.Errorf("GET /api/screenings/demo = %d %v, want waiting 0, active %d", code, st, n)
 	}
 	notes := 0
@@ -310,11 +311,11 @@ func TestFaultRedisUnreachableFailsClosedAndResumes(t *testing.T) {
 	if err := newcomer.ended(); !errors.As(err, &ce) || ce.Code != websocket.CloseTryAgainLater {
 		t.Errorf("a socket opened during the cut ended with %v, want close 1013", err)
 	}
-	if code, body := srv.reserve(t, "demo", pass, "A1"); code != http.StatusServiceUnavailable || errorCode(body) != "UNAVAILABLE" {
+	if code, body := srv.Reserve(t, "demo", pass, "A1"); code != http.StatusServiceUnavailable || apptest.ErrorCode(body) != "UNAVAILABLE" {
 		t.Errorf("reservation during the cut = %d %v, want 503 UNAVAILABLE; server log:\n%s", code, body, faultLog(srv, "reservations"))
 	}
 	var ready map[string]string
-	if code := srv.getJSON(t, "/readyz", &ready); code != http.StatusServiceUnavailable || ready["redis"] == "ok" {
+	if code := srv.GetJSON(t, "/readyz", &ready); code != http.StatusServiceUnavailable || ready["redis"] == "ok" {
 		t.Errorf("/readyz during the cut = %d %v, want 503 with the redis check failing", code, ready)
 	}
 	if ready["database"] != "ok" {
@@ -372,7 +373,7 @@ func TestFaultRedisUnreachableFailsClosedAndResumes(t *testing.T) {
 			t.Errorf("user %d, waiting at the restore: no position between the restore and its admission: %s", i, u)
 		}
 	}
-	if code, body := srv.reserve(t, "demo", pass, "A1"); code != http.StatusCreated {
+	if code, body := srv.Reserve(t, "demo", pass, "A1"); code != http.StatusCreated {
 		t.Errorf("reservation after the restore with a pass from before the cut = %d %v, want 201", code, body)
 	}
 	t.Logf("cut %s–%s; every socket told unavailable within %v; %d admitted before the cut; first admission %v after the restore",

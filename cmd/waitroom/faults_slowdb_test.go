@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -16,7 +17,7 @@ import (
 func TestFaultSlowDatabaseReservationFailsClosedInTime(t *testing.T) {
 	env := testenv.New(t, testenv.Real)
 	proxied, px := faultViaProxy(t, env.DatabaseURL)
-	srv := start(t, env, map[string]string{
+	srv := apptest.Start(t, env, map[string]string{
 		"WAITROOM_DATABASE_URL":         proxied,
 		"WAITROOM_BOOKING_DB_TIMEOUT":   "1500ms",
 		"WAITROOM_ADMISSION_INTERVAL":   "300ms",
@@ -27,21 +28,21 @@ func TestFaultSlowDatabaseReservationFailsClosedInTime(t *testing.T) {
 	// The first user warms the pool and the seat catalog while the database is quick; its reservation frees
 	// the only slot for the second, whose pass meets the slow database.
 	// (One after the other: a socket is in line once its first message arrives, not when its dial returns.)
-	a := srv.dial(t, "demo", "")
-	a.next(5 * time.Second)
-	b := srv.dial(t, "demo", "")
-	b.next(5 * time.Second)
-	first, _ := a.until("admitted", 10*time.Second)
-	if code, body := srv.reserve(t, "demo", first.Pass, "J9"); code != http.StatusCreated {
+	a := srv.Dial(t, "demo", "")
+	a.Next(t, 5*time.Second)
+	b := srv.Dial(t, "demo", "")
+	b.Next(t, 5*time.Second)
+	first, _ := a.Until(t, "admitted", 10*time.Second)
+	if code, body := srv.Reserve(t, "demo", first.Pass, "J9"); code != http.StatusCreated {
 		t.Fatalf("warm-up reservation = %d %v, want 201", code, body)
 	}
-	adm, _ := b.until("admitted", 10*time.Second)
+	adm, _ := b.Until(t, "admitted", 10*time.Second)
 
 	px.Delay(time.Second)
 	began := time.Now()
-	code, body := srv.reserve(t, "demo", adm.Pass, "A1")
-	t.Logf("reservation with a slow database answered %d %s after %v", code, errorCode(body), time.Since(began).Round(time.Millisecond))
-	if code != http.StatusServiceUnavailable || errorCode(body) != "UNAVAILABLE" {
+	code, body := srv.Reserve(t, "demo", adm.Pass, "A1")
+	t.Logf("reservation with a slow database answered %d %s after %v", code, apptest.ErrorCode(body), time.Since(began).Round(time.Millisecond))
+	if code != http.StatusServiceUnavailable || apptest.ErrorCode(body) != "UNAVAILABLE" {
 		t.Errorf("reservation with a slow database = %d %v, want 503 UNAVAILABLE", code, body)
 	}
 	px.Delay(0)
@@ -55,7 +56,7 @@ func TestFaultSlowDatabaseReservationFailsClosedInTime(t *testing.T) {
 	var got int
 	deadline := time.Now().Add(15 * time.Second)
 	for got != http.StatusCreated && time.Now().Before(deadline) {
-		got, body = srv.reserve(t, "demo", adm.Pass, "A1")
+		got, body = srv.Reserve(t, "demo", adm.Pass, "A1")
 		if got != http.StatusCreated {
 			time.Sleep(100 * time.Millisecond)
 		}

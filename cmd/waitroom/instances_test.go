@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +22,7 @@ import (
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -38,7 +36,6 @@ const (
 	instRows      = 2
 	instPerRow    = 10 // 20 seats for 30 users: the sale sells out
 	instScreening = "inst"
-	instSecret    = "instances-test-secret-0123456789abcdef"
 	// instRegisterWithin is how long after the screening is created its sale opens: every socket is in line
 	// by then, so the first ranks are exact and, until an instance dies, every tick reaches every socket.
 	instRegisterWithin = 3 * time.Second
@@ -46,22 +43,21 @@ const (
 	instUserDeadline = 50 * time.Second
 )
 
-// instProc is one server process.
-type instProc struct {
-	n        int
-	cmd      *exec.Cmd
-	url      string
-	out      *testenv.SyncBuffer
-	done     chan struct{} // closed once the process has exited
-	waitErr  error         // Wait's result, once done
-	exitedAt time.Time
+// instSettings are the instances' admission pace and lock timings.
+var instSettings = map[string]string{
+	"WAITROOM_ADMISSION_INTERVAL":   instInterval.String(),
+	"WAITROOM_ADMISSION_BATCH_SIZE": strconv.Itoa(instBatch),
+	"WAITROOM_ADMISSION_MAX_ACTIVE": "100",
+	"WAITROOM_ADMISSION_ACTIVE_TTL": "2m",
+	"WAITROOM_ADMISSION_LOCK_TTL":   "2s", // a killed instance's lock frees soon
+	"WAITROOM_BOOKING_LOCK_WAIT":    "1s",
 }
 
 // instCluster is the test's three processes and what the virtual users share.
 type instCluster struct {
 	t      *testing.T
 	env    *testenv.Env
-	procs  []*instProc
+	procs  []*apptest.Process
 	client *http.Client
 	dialer *websocket.Dialer
 	passes *queue.Passes
@@ -109,7 +105,7 @@ func (c *instCluster) markDead(i int) {
 
 // instMsg is a server message as one socket received it.
 type instMsg struct {
-	msg
+	testenv.Message
 	at time.Time
 }
 
@@ -200,23 +196,23 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 	began := time.Now()
 	env := testenv.New(t, testenv.Real)
 	ctx := context.Background()
-	bin := instBuild(t)
+	bin := apptest.Build(t)
 	t.Logf("built the server in %v", time.Since(began).Round(time.Millisecond))
 
 	c := &instCluster{
 		t: t, env: env, gate: make(chan struct{}), stop: make(chan struct{}),
-		passes: queue.NewPasses([]byte(instSecret)),
+		passes: queue.NewPasses([]byte(apptest.Secret)),
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}},
 		dialer: &websocket.Dialer{HandshakeTimeout: 3 * time.Second},
 	}
 	t.Cleanup(c.client.CloseIdleConnections)
-	procs := make([]*instProc, 3)
+	procs := make([]*apptest.Process, 3)
 	var wg sync.WaitGroup
 	for i := range procs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			procs[i] = instStart(t, c.client, bin, env, i, nil)
+			procs[i] = apptest.StartProcess(t, c.client, bin, env, i, instSettings)
 		}()
 	}
 	wg.Wait()
@@ -344,7 +340,7 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 	before := len(events.snapshot())
 	perInstance := make([]int, 3)
 	for i, p := range procs {
-		perInstance[i] = metricValue(t, c.client, p.url, "waitroom_admission_admitted_total", instScreening)
+		perInstance[i] = apptest.MetricValue(t, c.client, p.URL, "waitroom_admission_admitted_total", instScreening)
 	}
 	if after := events.snapshot(); len(after) == before {
 		sum := perInstance[0] + perInstance[1] + perInstance[2]
@@ -355,10 +351,10 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 	}
 	killAt := time.Now()
 	c.markDead(0)
-	if err := procs[0].cmd.Process.Kill(); err != nil {
+	if err := procs[0].Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-procs[0].done
+	<-procs[0].Done()
 	t.Logf("killed instance 0 at %v", killAt.Sub(began).Round(time.Millisecond))
 
 	// Its users reconnect elsewhere; the other two keep admitting and pushing.
@@ -389,18 +385,18 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 	instMidInterval()
 	c.markDead(1)
 	termAt := time.Now()
-	if err := procs[1].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := procs[1].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-procs[1].done:
+	case <-procs[1].Done():
 	case <-time.After(app.ShutdownGrace + 5*time.Second):
-		t.Fatalf("instance 1 still running %v after SIGTERM; output:\n%s", app.ShutdownGrace+5*time.Second, procs[1].out.String())
+		t.Fatalf("instance 1 still running %v after SIGTERM; output:\n%s", app.ShutdownGrace+5*time.Second, procs[1].Out.String())
 	}
-	drained := procs[1].exitedAt.Sub(termAt)
+	drained := procs[1].ExitedAt.Sub(termAt)
 	t.Logf("instance 1 drained in %v", drained.Round(time.Millisecond))
-	if procs[1].waitErr != nil {
-		t.Errorf("instance 1 after SIGTERM: %v, want exit status 0; output:\n%s", procs[1].waitErr, procs[1].out.String())
+	if procs[1].WaitErr != nil {
+		t.Errorf("instance 1 after SIGTERM: %v, want exit status 0; output:\n%s", procs[1].WaitErr, procs[1].Out.String())
 	}
 	if drained > app.ShutdownGrace {
 		t.Errorf("instance 1 took %v to drain, want at most app.ShutdownGrace %v", drained, app.ShutdownGrace)
@@ -852,12 +848,12 @@ func (c *instCluster) reserve(u *instUser, deadline time.Time) {
 			return
 		}
 		seat := seats[at%len(seats)]
-		code, body, err := c.post(c.procs[i].url, pass, u.token, seat)
+		code, body, err := c.post(c.procs[i].URL, pass, u.token, seat)
 		if err != nil {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		switch e := errorCode(body); {
+		switch e := apptest.ErrorCode(body); {
 		case code == http.StatusCreated:
 			u.mu.Lock()
 			u.reserveN++
@@ -916,7 +912,7 @@ func (c *instCluster) post(baseURL, pass, key, seat string) (int, map[string]any
 
 // dial opens a socket to instance i with token and reads its first message.
 func (c *instCluster) dial(i int, token string) (*websocket.Conn, instMsg, error) {
-	u := strings.Replace(c.procs[i].url, "http://", "ws://", 1) + "/ws/screenings/" + instScreening
+	u := strings.Replace(c.procs[i].URL, "http://", "ws://", 1) + "/ws/screenings/" + instScreening
 	if token != "" {
 		u += "?token=" + token
 	}
@@ -950,106 +946,6 @@ func instSeatIDs() []string {
 		ids = append(ids, s.ID)
 	}
 	return ids
-}
-
-// instBuild builds the server binary once for the test.
-func instBuild(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to build the server: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "waitroom")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// instStart runs instance n of the server as a process of its own and waits until it is healthy; settings
-// override this test's (nil: none). It is killed, if still running, when the test ends. It reports through
-// t.Errorf (it runs off the test's goroutine) and returns nil on failure.
-func instStart(t *testing.T, client *http.Client, bin string, env *testenv.Env, n int, settings map[string]string) *instProc {
-	vars := map[string]string{
-		"WAITROOM_HTTP_ADDR":            "127.0.0.1:0",
-		"WAITROOM_REDIS_ADDR":           env.RedisAddr,
-		"WAITROOM_REDIS_PREFIX":         env.Prefix,
-		"WAITROOM_DATABASE_URL":         env.DatabaseURL,
-		"WAITROOM_PASS_SECRET":          instSecret,
-		"WAITROOM_DEMO_ENABLED":         "false",
-		"WAITROOM_LOG_LEVEL":            "warn",
-		"WAITROOM_ADMISSION_INTERVAL":   instInterval.String(),
-		"WAITROOM_ADMISSION_BATCH_SIZE": strconv.Itoa(instBatch),
-		"WAITROOM_ADMISSION_MAX_ACTIVE": "100",
-		"WAITROOM_ADMISSION_ACTIVE_TTL": "2m",
-		"WAITROOM_ADMISSION_LOCK_TTL":   "2s", // a killed instance's lock frees soon
-		"WAITROOM_BOOKING_LOCK_WAIT":    "1s",
-	}
-	for k, v := range settings {
-		vars[k] = v
-	}
-	var environ []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "WAITROOM_") {
-			environ = append(environ, kv)
-		}
-	}
-	for k, v := range vars {
-		environ = append(environ, k+"="+v)
-	}
-	p := &instProc{n: n, out: &testenv.SyncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "-config", "")
-	p.cmd.Dir = t.TempDir()
-	p.cmd.Env = environ
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Errorf("start instance %d: %v", n, err)
-		return nil
-	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		p.exitedAt = time.Now()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-			return
-		default:
-		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(app.ShutdownGrace + 2*time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.done:
-			t.Errorf("instance %d exited before serving: %v; output:\n%s", n, p.waitErr, p.out.String())
-			return nil
-		default:
-		}
-		if _, rest, ok := strings.Cut(p.out.String(), "waitroom: open "); ok {
-			url := strings.TrimSuffix(strings.SplitN(rest, "\n", 2)[0], "/")
-			if resp, err := client.Get(url + "/healthz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					p.url = url
-					return p
-				}
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Errorf("instance %d did not become healthy; output:\n%s", n, p.out.String())
-	return nil
 }
 
 // instEvents is what the test's subscription to the screening's events received.

@@ -1,48 +1,21 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/testenv"
 )
-
-const testAdminKey = "operator-key-0123456789"
-
-// admin calls the admin API with the test's key and decodes the answer into out (when not nil).
-func (s *testServer) admin(t *testing.T, method, path string, body, out any) int {
-	t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	req, _ := http.NewRequest(method, s.URL+"/api/admin"+path, rd)
-	req.Header.Set("Authorization", "Bearer "+testAdminKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if out != nil {
-		_ = json.NewDecoder(resp.Body).Decode(out)
-	}
-	return resp.StatusCode
-}
 
 // An operator creates a screening on a running server; its sale opens on time with no restart: those who
 // came early wait in the pre-queue with the opening time, are placed at the opening, told how long the wait
 // is, told when the operator pauses and resumes, and admitted at the pace the operator sets live.
 func TestOperatorOpensASaleWithNoRestart(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		srv := start(t, env, map[string]string{
-			"WAITROOM_ADMIN_KEY":            testAdminKey,
+		srv := apptest.Start(t, env, map[string]string{
+			"WAITROOM_ADMIN_KEY":            apptest.AdminKey,
 			"WAITROOM_DEMO_ENABLED":         "false",
 			"WAITROOM_ADMISSION_MAX_ACTIVE": "100",
 		})
@@ -55,7 +28,7 @@ func TestOperatorOpensASaleWithNoRestart(t *testing.T) {
 				BatchSize int    `json:"batch_size"`
 			} `json:"admission"`
 		}
-		code := srv.admin(t, http.MethodPost, "/screenings", map[string]any{
+		code := srv.Admin(t, http.MethodPost, "/screenings", map[string]any{
 			"id": "live", "name": "Live", "starts_at": opens.Add(time.Hour), "sale_opens_at": opens,
 			"rows": 2, "seats_per_row": 5, "admission": map[string]any{"interval": "400ms", "batch_size": 1, "max_active": 10},
 		}, &created)
@@ -63,10 +36,10 @@ func TestOperatorOpensASaleWithNoRestart(t *testing.T) {
 			t.Fatalf("POST /api/admin/screenings = %d %+v, want 201, upcoming, batch 1 every 400ms", code, created)
 		}
 
-		clients := make([]*client, 3)
+		clients := make([]*testenv.Socket, 3)
 		for i := range clients {
-			clients[i] = srv.dial(t, "live", "")
-			m := clients[i].next(5 * time.Second)
+			clients[i] = srv.Dial(t, "live", "")
+			m := clients[i].Next(t, 5*time.Second)
 			at, _ := time.Parse(time.RFC3339Nano, m.OpensAt)
 			if m.Type != "prequeue" || !m.Inserted || m.Total != int64(i+1) || !at.Equal(opens) {
 				t.Fatalf("client %d's first message = %+v, want prequeue, inserted, %d waiting, opening at %v", i, m, i+1, opens)
@@ -80,7 +53,7 @@ func TestOperatorOpensASaleWithNoRestart(t *testing.T) {
 		admittedAt := make([]time.Time, len(clients))
 		sawETA := false
 		for i, c := range clients {
-			_, before := c.until("admitted", 10*time.Second)
+			_, before := c.Until(t, "admitted", 10*time.Second)
 			admittedAt[i] = time.Now()
 			for _, m := range before {
 				if m.Type != "position" {
@@ -102,26 +75,26 @@ func TestOperatorOpensASaleWithNoRestart(t *testing.T) {
 		}
 
 		// Pause: the line is told, and nobody is admitted until the operator resumes.
-		d, e := srv.dial(t, "live", ""), srv.dial(t, "live", "")
-		for _, c := range []*client{d, e} {
-			if m := c.next(5 * time.Second); m.Type != "queued" {
+		d, e := srv.Dial(t, "live", ""), srv.Dial(t, "live", "")
+		for _, c := range []*testenv.Socket{d, e} {
+			if m := c.Next(t, 5*time.Second); m.Type != "queued" {
 				t.Fatalf("first message after the opening = %+v, want queued", m)
 			}
 		}
 		var paused struct {
 			State string `json:"state"`
 		}
-		if code := srv.admin(t, http.MethodPost, "/screenings/live/pause", nil, &paused); code != http.StatusOK || paused.State != "paused" {
+		if code := srv.Admin(t, http.MethodPost, "/screenings/live/pause", nil, &paused); code != http.StatusOK || paused.State != "paused" {
 			t.Fatalf("pause = %d %+v, want 200, paused", code, paused)
 		}
-		for _, c := range []*client{d, e} {
-			if m, before := c.until("paused", 5*time.Second); len(before) > 0 && before[len(before)-1].Type == "admitted" {
+		for _, c := range []*testenv.Socket{d, e} {
+			if m, before := c.Until(t, "paused", 5*time.Second); len(before) > 0 && before[len(before)-1].Type == "admitted" {
 				t.Fatalf("admitted before the pause reached it: %+v %+v", before, m)
 			}
 		}
 		// A newcomer while paused is told at once.
-		f := srv.dial(t, "live", "")
-		if m := f.next(5 * time.Second); m.Type != "queued" || !m.Paused {
+		f := srv.Dial(t, "live", "")
+		if m := f.Next(t, 5*time.Second); m.Type != "queued" || !m.Paused {
 			t.Fatalf("first message while paused = %+v, want queued with paused", m)
 		}
 		time.Sleep(1200 * time.Millisecond) // three ticks' worth
@@ -132,7 +105,7 @@ func TestOperatorOpensASaleWithNoRestart(t *testing.T) {
 				Skips   map[string]int `json:"skips"`
 			} `json:"line"`
 		}
-		if code := srv.admin(t, http.MethodGet, "/screenings/live", nil, &line); code != http.StatusOK || line.Line.Waiting != 3 || !line.Line.Paused || line.Line.Skips["PAUSED"] == 0 {
+		if code := srv.Admin(t, http.MethodGet, "/screenings/live", nil, &line); code != http.StatusOK || line.Line.Waiting != 3 || !line.Line.Paused || line.Line.Skips["PAUSED"] == 0 {
 			t.Fatalf("GET live while paused = %d %+v, want 3 waiting, paused, PAUSED skips counted", code, line)
 		}
 
@@ -140,23 +113,23 @@ func TestOperatorOpensASaleWithNoRestart(t *testing.T) {
 		var settings struct {
 			BatchSize int `json:"batch_size"`
 		}
-		if code := srv.admin(t, http.MethodPatch, "/screenings/live/admission", map[string]any{"batch_size": 5}, &settings); code != http.StatusOK || settings.BatchSize != 5 {
+		if code := srv.Admin(t, http.MethodPatch, "/screenings/live/admission", map[string]any{"batch_size": 5}, &settings); code != http.StatusOK || settings.BatchSize != 5 {
 			t.Fatalf("PATCH admission = %d %+v, want 200, batch_size 5", code, settings)
 		}
 		time.Sleep(2500 * time.Millisecond) // the scheduler reads settings every 2 s
-		if code := srv.admin(t, http.MethodPost, "/screenings/live/resume", nil, nil); code != http.StatusOK {
+		if code := srv.Admin(t, http.MethodPost, "/screenings/live/resume", nil, nil); code != http.StatusOK {
 			t.Fatalf("resume = %d, want 200", code)
 		}
 		expires := map[string]bool{}
-		for i, c := range []*client{d, e, f} {
+		for i, c := range []*testenv.Socket{d, e, f} {
 			// While paused the line may still move (f joined): positions, without a wait estimate.
-			_, before := c.until("resumed", 5*time.Second)
+			_, before := c.Until(t, "resumed", 5*time.Second)
 			for _, m := range before {
 				if m.Type != "position" || m.ETASeconds != nil {
 					t.Errorf("waiting client %d got %+v while paused, want only positions without eta_seconds", i, m)
 				}
 			}
-			adm, _ := c.until("admitted", 5*time.Second)
+			adm, _ := c.Until(t, "admitted", 5*time.Second)
 			expires[adm.ExpiresAt] = true
 		}
 		if len(expires) != 1 {
@@ -169,8 +142,8 @@ func TestOperatorOpensASaleWithNoRestart(t *testing.T) {
 // them; one who comes back within it keeps the place.
 func TestAbandonedUserLeavesTheLine(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		srv := start(t, env, map[string]string{
-			"WAITROOM_ADMIN_KEY":            testAdminKey,
+		srv := apptest.Start(t, env, map[string]string{
+			"WAITROOM_ADMIN_KEY":            apptest.AdminKey,
 			"WAITROOM_DEMO_ENABLED":         "false",
 			"WAITROOM_QUEUE_GRACE":          "1s",
 			"WAITROOM_ADMISSION_INTERVAL":   "300ms",
@@ -178,38 +151,38 @@ func TestAbandonedUserLeavesTheLine(t *testing.T) {
 			"WAITROOM_ADMISSION_MAX_ACTIVE": "1",
 		})
 		now := time.Now().UTC()
-		if code := srv.admin(t, http.MethodPost, "/screenings", map[string]any{
+		if code := srv.Admin(t, http.MethodPost, "/screenings", map[string]any{
 			"id": "gone", "name": "Gone", "starts_at": now.Add(time.Hour), "sale_opens_at": now.Add(-time.Minute), "seats": []string{"A1", "A2"},
 		}, nil); code != http.StatusCreated {
 			t.Fatalf("create = %d, want 201", code)
 		}
-		holder := srv.dial(t, "gone", "")
-		if m := holder.next(5 * time.Second); m.Type != "queued" {
+		holder := srv.Dial(t, "gone", "")
+		if m := holder.Next(t, 5*time.Second); m.Type != "queued" {
 			t.Fatalf("first message = %+v, want queued", m)
 		}
-		holder.until("admitted", 5*time.Second) // holds the only slot for active_ttl: the line stands still
+		holder.Until(t, "admitted", 5*time.Second) // holds the only slot for active_ttl: the line stands still
 
-		b := srv.dial(t, "gone", "")
-		qb := b.next(5 * time.Second)
-		c := srv.dial(t, "gone", "")
-		qc := c.next(5 * time.Second)
+		b := srv.Dial(t, "gone", "")
+		qb := b.Next(t, 5*time.Second)
+		c := srv.Dial(t, "gone", "")
+		qc := c.Next(t, 5*time.Second)
 		if qb.Rank != 1 || qc.Rank != 2 {
 			t.Fatalf("b and c queued at ranks %d and %d, want 1 and 2", qb.Rank, qc.Rank)
 		}
 
 		// c refreshes within the grace: the same place.
-		c.conn.Close()
+		c.Close()
 		time.Sleep(200 * time.Millisecond)
-		c = srv.dial(t, "gone", qc.Token)
-		if m := c.next(5 * time.Second); m.Type != "queued" || m.Inserted || m.Rank != 2 {
+		c = srv.Dial(t, "gone", qc.Token)
+		if m := c.Next(t, 5*time.Second); m.Type != "queued" || m.Inserted || m.Rank != 2 {
 			t.Fatalf("c back within the grace: %+v, want queued at rank 2, not inserted", m)
 		}
 
 		// b goes for good: after the grace, a tick drops it and c moves up.
-		b.conn.Close()
-		var pos msg
+		b.Close()
+		var pos testenv.Message
 		for pos.Rank != 1 {
-			pos, _ = c.until("position", 5*time.Second)
+			pos, _ = c.Until(t, "position", 5*time.Second)
 		}
 		if pos.Total != 1 {
 			t.Errorf("c's position after b was dropped = %+v, want rank 1 of 1", pos)
@@ -217,7 +190,7 @@ func TestAbandonedUserLeavesTheLine(t *testing.T) {
 		// The tick counts after it published: give the metric a moment.
 		n := 0
 		for deadline := time.Now().Add(2 * time.Second); n != 1 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			n = metricValue(t, http.DefaultClient, srv.URL, "waitroom_queue_abandoned_total", "gone")
+			n = apptest.MetricValue(t, http.DefaultClient, srv.URL, "waitroom_queue_abandoned_total", "gone")
 		}
 		if n != 1 {
 			t.Errorf("waitroom_queue_abandoned_total{screening=gone} = %d, want 1", n)
@@ -227,12 +200,12 @@ func TestAbandonedUserLeavesTheLine(t *testing.T) {
 				Abandoned int `json:"abandoned_total"`
 			} `json:"line"`
 		}
-		if code := srv.admin(t, http.MethodGet, "/screenings/gone", nil, &figures); code != http.StatusOK || figures.Line.Abandoned != 1 {
+		if code := srv.Admin(t, http.MethodGet, "/screenings/gone", nil, &figures); code != http.StatusOK || figures.Line.Abandoned != 1 {
 			t.Errorf("GET /api/admin/screenings/gone = %d %+v, want abandoned_total 1", code, figures)
 		}
 		// b comes back too late: a new place at the end.
-		b = srv.dial(t, "gone", qb.Token)
-		if m := b.next(5 * time.Second); m.Type != "queued" || !m.Inserted || m.Rank != 2 {
+		b = srv.Dial(t, "gone", qb.Token)
+		if m := b.Next(t, 5*time.Second); m.Type != "queued" || !m.Inserted || m.Rank != 2 {
 			t.Errorf("b back after the grace: %+v, want queued anew at rank 2", m)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -12,11 +13,11 @@ import (
 // transactions find them open. PostgreSQL only: SQLite's pool is one connection, open from the migration on.
 func TestServerOpensItsDatabasePoolAheadOfDemand(t *testing.T) {
 	env := testenv.New(t, testenv.Real)
-	s := start(t, env, map[string]string{"WAITROOM_DATABASE_MIN_CONNS": "6", "WAITROOM_DEMO_ENABLED": "false"})
+	s := apptest.Start(t, env, map[string]string{"WAITROOM_DATABASE_MIN_CONNS": "6", "WAITROOM_DEMO_ENABLED": "false"})
 	const want = 6
 	got := -1
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if n, ok := metricSeries(t, http.DefaultClient, s.URL, `go_sql_open_connections{db_name="waitroom"}`); ok {
+		if n, ok := apptest.MetricSeries(t, http.DefaultClient, s.URL, `go_sql_open_connections{db_name="waitroom"}`); ok {
 			got = n
 		}
 		// At least: the scheduler may open one more if it reads while the warm-up holds the rest.

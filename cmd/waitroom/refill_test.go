@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -13,26 +14,26 @@ import (
 func TestReservationRefillsTheSlotAtOnce(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		const interval = 3 * time.Second
-		srv := start(t, env, map[string]string{
+		srv := apptest.Start(t, env, map[string]string{
 			"WAITROOM_ADMISSION_INTERVAL":   interval.String(),
 			"WAITROOM_ADMISSION_BATCH_SIZE": "1",
 			"WAITROOM_ADMISSION_MAX_ACTIVE": "1",
 		})
-		a := srv.dial(t, "demo", "")
-		if m := a.next(5 * time.Second); m.Type != "queued" {
+		a := srv.Dial(t, "demo", "")
+		if m := a.Next(t, 5*time.Second); m.Type != "queued" {
 			t.Fatalf("first client's first message = %+v, want queued", m)
 		}
-		b := srv.dial(t, "demo", "")
-		if m := b.next(5 * time.Second); m.Type != "queued" {
+		b := srv.Dial(t, "demo", "")
+		if m := b.Next(t, 5*time.Second); m.Type != "queued" {
 			t.Fatalf("second client's first message = %+v, want queued", m)
 		}
 
-		admA, _ := a.until("admitted", 2*interval)
+		admA, _ := a.Until(t, "admitted", 2*interval)
 		admittedA := time.Now() // within milliseconds of a tick: the next one is an interval away
-		if code, body := srv.reserve(t, "demo", admA.Pass, "A1"); code != http.StatusCreated {
+		if code, body := srv.Reserve(t, "demo", admA.Pass, "A1"); code != http.StatusCreated {
 			t.Fatalf("first client reserves: %d %v, want 201", code, body)
 		}
-		admB, _ := b.until("admitted", 2*interval)
+		admB, _ := b.Until(t, "admitted", 2*interval)
 		took := time.Since(admittedA)
 		t.Logf("second client admitted %v after the first", took)
 		if admB.Pass == "" {

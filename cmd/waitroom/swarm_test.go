@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/swarm"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -16,7 +17,7 @@ import (
 func TestSwarmSellsEachSeatOnceAndTellsEveryoneElse(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		env.Demo(t, "s30", 3, 10)
-		srv := start(t, env, map[string]string{
+		srv := apptest.Start(t, env, map[string]string{
 			"WAITROOM_DEMO_ENABLED":         "false",
 			"WAITROOM_ADMISSION_INTERVAL":   "100ms",
 			"WAITROOM_ADMISSION_BATCH_SIZE": "10",

@@ -1,0 +1,114 @@
+// The HTTP calls of the end-to-end tests: a reservation, a JSON read, the admin API, and a metric.
+
+package apptest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// AdminKey is the admin key of the tests that start a server with WAITROOM_ADMIN_KEY set to it.
+const AdminKey = "operator-key-0123456789"
+
+// Reserve posts a reservation of seats with pass as its bearer token ("" sends none) and returns the
+// status and the decoded body.
+func (s *Server) Reserve(t testing.TB, screening, pass string, seats ...string) (int, map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"seats": seats})
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/screenings/"+screening+"/reservations", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if pass != "" {
+		req.Header.Set("Authorization", "Bearer "+pass)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// GetJSON gets path and decodes the body into v, failing the test if it is not JSON; it returns the status.
+func (s *Server) GetJSON(t testing.TB, path string, v any) int {
+	t.Helper()
+	resp, err := http.Get(s.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: decode: %v", path, err)
+	}
+	return resp.StatusCode
+}
+
+// Admin calls the admin API (path under /api/admin) with AdminKey, sends body as JSON when not nil, and
+// decodes the answer into out when not nil; it returns the status.
+func (s *Server) Admin(t testing.TB, method, path string, body, out any) int {
+	t.Helper()
+	var rd *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, _ := http.NewRequest(method, s.URL+"/api/admin"+path, rd)
+	req.Header.Set("Authorization", "Bearer "+AdminKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		_ = json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+// ErrorCode is the code of an error body {"error":{"code":…}}, or "".
+func ErrorCode(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+// MetricValue reads the counter name{screening} from a server's /metrics (0 when absent: never counted
+// there).
+func MetricValue(t testing.TB, client *http.Client, baseURL, name, screening string) int {
+	t.Helper()
+	n, _ := MetricSeries(t, client, baseURL, fmt.Sprintf("%s{screening=%q}", name, screening))
+	return n
+}
+
+// MetricSeries reads one series (its name and labels as /metrics spells them) from a server's /metrics,
+// and whether it is there.
+func MetricSeries(t testing.TB, client *http.Client, baseURL, series string) (int, bool) {
+	t.Helper()
+	resp, err := client.Get(baseURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	prefix := series + " "
+	for line := range strings.Lines(buf.String()) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metrics line %q: %v", line, err)
+			}
+			return int(n), true
+		}
+	}
+	return 0, false
+}
