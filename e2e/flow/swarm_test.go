@@ -1,4 +1,6 @@
-package main
+// A swarm of virtual users (package swarm) against one server sells each seat once.
+
+package flow
 
 import (
 	"bytes"

@@ -1,4 +1,6 @@
-package main
+// A reservation hands its slot to the next in line at once.
+
+package flow
 
 import (
 	"net/http"

@@ -1,4 +1,6 @@
-package main
+// The database pool is open before the first request needs it.
+
+package flow
 
 import (
 	"net/http"

@@ -1,4 +1,7 @@
-package main
+// What an operator does to a running server: open a sale with no restart, pause, resume and pace it; and
+// a user who abandons the line.
+
+package flow
 
 import (
 	"net/http"
