@@ -1,4 +1,7 @@
-package main
+// The waiting room page in Chromium: a rank that falls as the line moves, then the seat map and a booking;
+// and the pre-queue's countdown before the sale opens.
+
+package browser
 
 import (
 	"bytes"
@@ -6,11 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,133 +22,8 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
-const (
-	// browserStepTimeout bounds each wait of the browser scenario.
-	browserStepTimeout = 30 * time.Second
-	// aheadTimeout bounds how long a client ahead in line may take to be admitted and to reserve.
-	aheadTimeout = 60 * time.Second
-)
-
-// chromium returns the path of the browser, skipping the test when there is none (failing it under CI).
-func chromium(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium"
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("CI is set and chromium is not installed (apt-get install -y chromium)")
-	}
-	t.Skip("chromium is not installed (apt-get install -y chromium); skipping the browser test")
-	return ""
-}
-
-// newTab starts a headless Chromium with a fresh profile and returns the context of its first tab. The
-// browser and its goroutines stop when the test ends. JavaScript exceptions and console errors on the page
-// fail the test, except errors that one of expected matches (a status the test provokes on purpose).
-func newTab(t *testing.T, path string, expected ...func(chromedp.ConsoleMessage) bool) context.Context {
-	t.Helper()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("lang", "en-US"),
-		chromedp.Flag("accept-lang", "en-US"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1000),
-	)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	// The first Run starts the browser and binds it to ctx, which has no deadline.
-	if err := chromedp.Do(ctx); err != nil {
-		cancel()
-		cancelAlloc()
-		t.Fatalf("start chromium %s: %v", path, err)
-	}
-	var (
-		mu       sync.Mutex
-		problems []string
-	)
-	messages := chromedp.Console(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.IsException() || m.Type == chromedp.ConsoleError {
-				if !m.IsException() && slices.ContainsFunc(expected, func(ok func(chromedp.ConsoleMessage) bool) bool { return ok(m) }) {
-					continue
-				}
-				mu.Lock()
-				problems = append(problems, m.String())
-				mu.Unlock()
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel() // closes the tab and the browser
-		cancelAlloc()
-		<-watched
-		mu.Lock()
-		defer mu.Unlock()
-		for _, p := range problems {
-			t.Errorf("browser console: %s", p)
-		}
-	})
-	return ctx
-}
-
-// networkStatus matches the browser's own log line for a response with the HTTP status code ("Failed to load
-// resource: the server responded with a status of 401"), which a page cannot silence.
-func networkStatus(code int) func(chromedp.ConsoleMessage) bool {
-	return func(m chromedp.ConsoleMessage) bool {
-		return m.Source == "network" && strings.Contains(m.Text, fmt.Sprintf("status of %d", code))
-	}
-}
-
-// step runs actions with a timeout of their own; the browser outlives it.
-func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
-	defer cancel()
-	if err := chromedp.Do(sctx, actions...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// value runs one action that returns a value, with a timeout of its own.
-func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
-	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
-	defer cancel()
-	v, err := chromedp.Run(sctx, a)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return v
-}
-
-// screenshot saves a full-page PNG in the test's artifact directory (kept with go test -artifacts).
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
-	path := filepath.Join(t.ArtifactDir(), name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-}
+// aheadTimeout bounds how long a client ahead in line may take to be admitted and to reserve.
+const aheadTimeout = 60 * time.Second
 
 // admitThenReserve is a client ahead of the browser: it waits for its pass, says so on admitted, waits for
 // the gate, then reserves seat. It runs in its own goroutine, so it returns errors instead of failing the test.
@@ -251,7 +125,7 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 		const firstRank = 2
 		step(t, tab, "rank shown", chromedp.Poll[chromedp.Void](
 			`document.querySelector('[data-testid="rank"]').dataset.rank !== ''`,
-			chromedp.WithPollingTimeout(browserStepTimeout)))
+			chromedp.WithPollingTimeout(stepTimeout)))
 		step(t, tab, "connection shown as live", chromedp.WaitVisible(chromedp.CSS(`[data-testid="status"][data-conn="open"]`)))
 		type place struct{ Rank, Total, RankText, TotalText string }
 		got := value(t, tab, "place in line", chromedp.Evaluate[place](`(() => {

@@ -1,7 +1,8 @@
-package main
+// The control room page in Chromium: the admin key, the live charts, and an operator's every control.
+
+package browser
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,21 +12,6 @@ import (
 	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/testenv"
 )
-
-// fill sets a form field as typing would, with the input event the page listens to.
-func fill(sel, v string) chromedp.Action[chromedp.Void] {
-	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
-		const e = document.querySelector(%q);
-		e.value = %q;
-		e.dispatchEvent(new Event('input', {bubbles: true}));
-	})()`, sel, v))
-}
-
-// selectedState polls until the control room shows the selected screening in state.
-func selectedState(state string) chromedp.Action[chromedp.Void] {
-	return chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector('[data-testid="state"]').dataset.state === %q`, state),
-		chromedp.WithPollingTimeout(browserStepTimeout))
-}
 
 // TestAdminBrowserWatchesAndControlsASale drives the control room in Chromium: a wrong key is refused, the
 // right one opens live charts of the demo screening, and the operator creates a screening, pauses and
@@ -51,7 +37,7 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 			chromedp.SendKeys(chromedp.ID("admin-key"), "not-the-operator-key"),
 			chromedp.Click(chromedp.ID("login-submit")),
 			chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="login-error"]').textContent !== ''`,
-				chromedp.WithPollingTimeout(browserStepTimeout)),
+				chromedp.WithPollingTimeout(stepTimeout)),
 		)
 		if msg := value(t, tab, "login error", chromedp.Text(chromedp.CSS(`[data-testid="login-error"]`))); !strings.Contains(msg, "Wrong key") {
 			t.Errorf("after a wrong key the page says %q, want the wrong-key message", msg)
@@ -72,7 +58,7 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 		}
 		step(t, tab, "live charts of demo", chromedp.Poll[chromedp.Void](`[...document.querySelectorAll('figure.chart')]
 			.every((f) => f.dataset.screening === 'demo' && Number(f.dataset.points) >= 2)`,
-			chromedp.WithPollingTimeout(browserStepTimeout)))
+			chromedp.WithPollingTimeout(stepTimeout)))
 		type chart struct {
 			Name, Value, Label string
 			Painted            bool
@@ -104,9 +90,9 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 			fill("#new-per-row", "6"),
 			chromedp.Click(chromedp.CSS(`[data-testid="create-submit"]`)),
 			chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="create-message"]').textContent.includes('Created s1')`,
-				chromedp.WithPollingTimeout(browserStepTimeout)),
+				chromedp.WithPollingTimeout(stepTimeout)),
 			chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="screening-select"]').value === 's1'`,
-				chromedp.WithPollingTimeout(browserStepTimeout)),
+				chromedp.WithPollingTimeout(stepTimeout)),
 			selectedState("on_sale"),
 		)
 		var s1 struct {
@@ -130,7 +116,7 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 			fill("#new-name", "Again"),
 			chromedp.Click(chromedp.CSS(`[data-testid="create-submit"]`)),
 			chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="create-message"]').textContent.includes('SCREENING_EXISTS')`,
-				chromedp.WithPollingTimeout(browserStepTimeout)),
+				chromedp.WithPollingTimeout(stepTimeout)),
 		)
 
 		// Pause, then resume.
@@ -140,7 +126,7 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 		}
 		step(t, tab, "paused frames keep the state", chromedp.Poll[chromedp.Void](
 			`document.querySelector('#resume').disabled === false && document.querySelector('#pause').disabled === true`,
-			chromedp.WithPollingTimeout(browserStepTimeout)))
+			chromedp.WithPollingTimeout(stepTimeout)))
 		step(t, tab, "resume", chromedp.Click(chromedp.CSS(`[data-testid="resume"]`)), selectedState("on_sale"))
 		if srv.Admin(t, http.MethodGet, "/screenings/s1", nil, &s1); s1.Line.Paused || s1.State != "on_sale" {
 			t.Errorf("s1 after resume = state %q, paused %v; want on_sale", s1.State, s1.Line.Paused)
@@ -151,7 +137,7 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 			fill("#adm-batch", "7"),
 			chromedp.Click(chromedp.CSS(`[data-testid="admission-submit"]`)),
 			chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="current-batch_size"]').textContent === '7'`,
-				chromedp.WithPollingTimeout(browserStepTimeout)),
+				chromedp.WithPollingTimeout(stepTimeout)),
 		)
 		if srv.Admin(t, http.MethodGet, "/screenings/s1", nil, &s1); s1.Admission.BatchSize != 7 {
 			t.Errorf("s1 batch_size after the change = %d, want 7", s1.Admission.BatchSize)
@@ -161,7 +147,7 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 		}
 		step(t, tab, "charts of s1", chromedp.Poll[chromedp.Void](`[...document.querySelectorAll('figure.chart')]
 			.every((f) => f.dataset.screening === 's1' && Number(f.dataset.points) >= 2)`,
-			chromedp.WithPollingTimeout(browserStepTimeout)))
+			chromedp.WithPollingTimeout(stepTimeout)))
 		screenshot(t, tab, "admin-control-room.png")
 
 		// At 360 px wide nothing makes the page scroll sideways.
@@ -190,7 +176,7 @@ func TestAdminBrowserWatchesAndControlsASale(t *testing.T) {
 			chromedp.Reload(),
 			chromedp.WaitVisible(chromedp.ID("view-console")),
 			chromedp.Poll[chromedp.Void](`document.querySelector('figure.chart').dataset.screening === 's1'`,
-				chromedp.WithPollingTimeout(browserStepTimeout)),
+				chromedp.WithPollingTimeout(stepTimeout)),
 		)
 
 		// The control room speaks Korean too.
