@@ -20,7 +20,7 @@ test:
 # The end-to-end flow on a 3-master Redis Cluster that scripts/redis-cluster.sh starts on free loopback ports
 # (two instances, one database): needs redis-server and the real PostgreSQL.
 test-cluster:
-	$(GO) test -race -count=1 -tags cluster -run Cluster ./cmd/waitroom/
+	$(GO) test -race -count=1 -tags cluster -run Cluster ./e2e/cluster/
 
 # The randomized fault run: two instances behind fault proxies to a Redis of its own (restarted empty once)
 # and the real PostgreSQL, a seeded schedule of resets and cuts, the history checked afterwards

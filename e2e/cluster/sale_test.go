@@ -1,20 +1,18 @@
 //go:build cluster
 
-package main
+// Two instances on one Redis Cluster sell two screenings, on two masters, each seat once, with every
+// socket's rank true and every pass delivered whichever instance admitted it.
+
+package cluster
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,16 +25,13 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
-// clusterScript starts and stops the test's Redis Cluster (relative to this package's directory).
-const clusterScript = "../../scripts/redis-cluster.sh"
-
 // The admission pace of the cluster test: two at a time, four holding a slot at most, and users who take a
 // moment to pick a seat, so admitting a line takes several ticks and refills, run by either instance.
 const (
-	clusterInterval  = 500 * time.Millisecond
-	clusterBatchSize = 2
-	clusterMaxActive = 4
-	clusterThinkTime = 300 * time.Millisecond
+	interval  = 500 * time.Millisecond
+	batchSize = 2
+	maxActive = 4
+	thinkTime = 300 * time.Millisecond
 )
 
 // TestClusterTwoInstancesAdmitEverySocketAndSellEachSeatOnce runs two server instances on one 3-master Redis
@@ -55,9 +50,9 @@ func TestClusterTwoInstancesAdmitEverySocketAndSellEachSeatOnce(t *testing.T) {
 
 	settings := map[string]string{
 		"WAITROOM_DEMO_ENABLED":         "false",
-		"WAITROOM_ADMISSION_INTERVAL":   clusterInterval.String(),
-		"WAITROOM_ADMISSION_BATCH_SIZE": strconv.Itoa(clusterBatchSize),
-		"WAITROOM_ADMISSION_MAX_ACTIVE": strconv.Itoa(clusterMaxActive),
+		"WAITROOM_ADMISSION_INTERVAL":   interval.String(),
+		"WAITROOM_ADMISSION_BATCH_SIZE": strconv.Itoa(batchSize),
+		"WAITROOM_ADMISSION_MAX_ACTIVE": strconv.Itoa(maxActive),
 		"WAITROOM_BOOKING_LOCK_WAIT":    "1s",
 	}
 	srvs := []*apptest.Server{apptest.Start(t, env, settings), apptest.Start(t, env, settings)}
@@ -65,7 +60,7 @@ func TestClusterTwoInstancesAdmitEverySocketAndSellEachSeatOnce(t *testing.T) {
 	// The sale opens once every socket is in line, so each queued rank is exact and the line only shrinks.
 	const registerWithin = 3 * time.Second
 	opens := time.Now().Add(registerWithin).Truncate(time.Millisecond)
-	lines := []*clusterLine{
+	lines := []*line{
 		{id: short.id, seats: 8, users: 12},
 		{id: roomy.id, seats: 10, users: 4},
 	}
@@ -82,7 +77,7 @@ func TestClusterTwoInstancesAdmitEverySocketAndSellEachSeatOnce(t *testing.T) {
 	// Users alternate between the instances, so every admission of two spans both.
 	for _, l := range lines {
 		for i := range l.users {
-			u := &clusterUser{screening: l.id, seq: int64(i + 1), inst: i % 2}
+			u := &user{screening: l.id, seq: int64(i + 1), inst: i % 2}
 			u.c = srvs[u.inst].Dial(t, l.id, "")
 			u.queued = u.c.Next(t, 5*time.Second)
 			if q := u.queued; q.Type != "prequeue" || !q.Inserted || q.Total != u.seq {
@@ -122,8 +117,8 @@ func TestClusterTwoInstancesAdmitEverySocketAndSellEachSeatOnce(t *testing.T) {
 
 	// The first tick admitted the first two of the shuffled line together (one expiry); every user got its pass
 	// on whichever instance it joined, whichever ran the tick (check above).
-	bySeq := func(seq int64) *clusterUser {
-		return lines[0].all[slices.IndexFunc(lines[0].all, func(u *clusterUser) bool { return u.seq == seq })]
+	bySeq := func(seq int64) *user {
+		return lines[0].all[slices.IndexFunc(lines[0].all, func(u *user) bool { return u.seq == seq })]
 	}
 	first, second := bySeq(1), bySeq(2)
 	if first.admitted.ExpiresAt != second.admitted.ExpiresAt {
@@ -146,15 +141,15 @@ func TestClusterTwoInstancesAdmitEverySocketAndSellEachSeatOnce(t *testing.T) {
 	t.Logf("cluster test took %v", time.Since(began).Round(time.Millisecond))
 }
 
-// clusterLine is one screening's side of the test.
-type clusterLine struct {
+// line is one screening's side of the test.
+type line struct {
 	id           string
 	seats, users int
-	all          []*clusterUser
+	all          []*user
 }
 
-// clusterUser is one socket in line; follow fills in what happened to it.
-type clusterUser struct {
+// user is one socket in line; follow fills in what happened to it.
+type user struct {
 	screening string
 	seq       int64 // its place in the order of arrival, 1-based: its rank when the sale opened
 	inst      int   // the instance its socket is on; it reserves through the other one
@@ -173,7 +168,7 @@ type clusterUser struct {
 // follow reads u's socket until it is admitted or told sold out, then reserves one seat through the server at
 // reserveURL. When the screening sells out (soldOutComing), it then reads on until its socket is told so.
 // It runs on its own goroutine: it records problems in u.err rather than failing the test.
-func (u *clusterUser) follow(reserveURL string, soldOutComing bool) {
+func (u *user) follow(reserveURL string, soldOutComing bool) {
 	deadline := time.Now().Add(30 * time.Second)
 	for u.admitted.Type == "" && !u.toldSoldOut {
 		m, err := u.read(deadline)
@@ -197,7 +192,7 @@ func (u *clusterUser) follow(reserveURL string, soldOutComing bool) {
 			u.err = fmt.Errorf("admitted %+v, want its own token %s and a pass", u.admitted, u.queued.Token)
 			return
 		}
-		time.Sleep(clusterThinkTime)
+		time.Sleep(thinkTime)
 		if u.err = u.reserve(reserveURL); u.err != nil {
 			return
 		}
@@ -213,7 +208,7 @@ func (u *clusterUser) follow(reserveURL string, soldOutComing bool) {
 	}
 }
 
-func (u *clusterUser) read(deadline time.Time) (testenv.Message, error) {
+func (u *user) read(deadline time.Time) (testenv.Message, error) {
 	_ = u.c.SetReadDeadline(deadline)
 	var m testenv.Message
 	err := u.c.ReadJSON(&m)
@@ -221,7 +216,7 @@ func (u *clusterUser) read(deadline time.Time) (testenv.Message, error) {
 }
 
 // reserve buys one seat with u's pass: the first shown available, the next one when that is taken.
-func (u *clusterUser) reserve(baseURL string) error {
+func (u *user) reserve(baseURL string) error {
 	for range 20 {
 		var seats []struct{ ID, Status string }
 		if err := getJSONErr(baseURL+"/api/screenings/"+u.screening+"/seats", &seats); err != nil {
@@ -252,7 +247,7 @@ func (u *clusterUser) reserve(baseURL string) error {
 
 // check holds one screening to its promises: true ranks falling to admission, a pass per socket, each seat
 // sold once (in SQL and in Redis's sold set), everyone else told sold out, each admission run once.
-func (l *clusterLine) check(t *testing.T, ctx context.Context, env *testenv.Env, rdb *redis.ClusterClient, srvs []*apptest.Server) {
+func (l *line) check(t *testing.T, ctx context.Context, env *testenv.Env, rdb *redis.ClusterClient, srvs []*apptest.Server) {
 	t.Helper()
 	n := int64(len(l.all))
 	tickets := map[string]int64{} // seat -> user
@@ -275,11 +270,11 @@ func (l *clusterLine) check(t *testing.T, ctx context.Context, env *testenv.Env,
 			}
 			last = p.Rank
 		}
-		if u.admitted.Type == "admitted" && len(u.positions) == 0 && u.seq > clusterBatchSize {
-			t.Errorf("%s user %d: admitted at the opening from place %d, want at most %d (the opening's tick takes a batch)", l.id, u.seq, u.seq, clusterBatchSize)
+		if u.admitted.Type == "admitted" && len(u.positions) == 0 && u.seq > batchSize {
+			t.Errorf("%s user %d: admitted at the opening from place %d, want at most %d (the opening's tick takes a batch)", l.id, u.seq, u.seq, batchSize)
 		}
-		if u.admitted.Type == "admitted" && len(u.positions) > 0 && last > clusterBatchSize {
-			t.Errorf("%s user %d: admitted from rank %d, want at most %d (one admission takes at most a batch)", l.id, u.seq, last, clusterBatchSize)
+		if u.admitted.Type == "admitted" && len(u.positions) > 0 && last > batchSize {
+			t.Errorf("%s user %d: admitted from rank %d, want at most %d (one admission takes at most a batch)", l.id, u.seq, last, batchSize)
 		}
 		switch {
 		case u.seat != "":
@@ -336,172 +331,8 @@ func (l *clusterLine) check(t *testing.T, ctx context.Context, env *testenv.Env,
 	}
 }
 
-// checkKeysStayInTheirSlot finds every key of the test on the masters that hold them: each names one of the
-// two screenings by its hash tag, sits in that screening's slot, on the master owning it (all but the
-// instances' report, which is no screening's).
-func checkKeysStayInTheirSlot(t *testing.T, ctx context.Context, rdb *redis.ClusterClient, prefix string, screenings ...clusterScreening) {
-	t.Helper()
-	var mu sync.Mutex
-	where := map[string]string{} // key -> master address
-	err := rdb.ForEachMaster(ctx, func(ctx context.Context, master *redis.Client) error {
-		keys, err := master.Keys(ctx, prefix+"*").Result()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, k := range keys {
-			where[k] = master.Options().Addr
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int{}
-	for key, addr := range where {
-		if key == prefix+"instances" {
-			continue // the instances' socket reports for the control room: one hash, no screening's
-		}
-		i := slices.IndexFunc(screenings, func(s clusterScreening) bool {
-			return strings.HasPrefix(key, queue.Key(prefix, s.id, ""))
-		})
-		if i < 0 {
-			t.Errorf("key %s on %s belongs to neither screening", key, addr)
-			continue
-		}
-		s := screenings[i]
-		count[s.id]++
-		slot, err := rdb.ClusterKeySlot(ctx, key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slot != s.slot || addr != s.master {
-			t.Errorf("key %s in slot %d on %s, want slot %d on %s", key, slot, addr, s.slot, s.master)
-		}
-	}
-	for _, s := range screenings {
-		t.Logf("screening %s: %d keys in slot %d on %s", s.id, count[s.id], s.slot, s.master)
-		if count[s.id] < 5 {
-			t.Errorf("screening %s: %d keys found, want its line's and seats' (at least 5)", s.id, count[s.id])
-		}
-	}
-}
-
-// clusterScreening is a screening id with the slot of its keys and the master that owns the slot.
-type clusterScreening struct {
-	id     string
-	slot   int64
-	master string
-}
-
-// screeningsOnTwoMasters picks two screening ids whose keys hash to slots owned by different masters.
-func screeningsOnTwoMasters(t *testing.T, ctx context.Context, rdb *redis.ClusterClient, prefix string) (clusterScreening, clusterScreening) {
-	t.Helper()
-	shards, err := rdb.ClusterShards(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	locate := func(id string) clusterScreening {
-		slot, err := rdb.ClusterKeySlot(ctx, queue.Key(prefix, id, "waiting")).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range shards {
-			for _, r := range s.Slots {
-				if r.Start <= slot && slot <= r.End {
-					return clusterScreening{id: id, slot: slot, master: shardMaster(s)}
-				}
-			}
-		}
-		t.Fatalf("slot %d of %s: no master in %v", slot, id, shards)
-		return clusterScreening{}
-	}
-	short := locate("short")
-	for i := range 100 {
-		if roomy := locate(fmt.Sprintf("roomy%d", i)); roomy.master != short.master {
-			return short, roomy
-		}
-	}
-	t.Fatal("no screening id found on another master than short's")
-	return clusterScreening{}, clusterScreening{}
-}
-
-// shardMaster is the address ("host:port", as CLUSTER SLOTS gave it) of the master of a shard that CLUSTER
-// SHARDS lists, or "" if the shard has none.
-func shardMaster(s redis.ClusterShard) string {
-	for _, n := range s.Nodes {
-		if n.Role == "master" {
-			return net.JoinHostPort(n.Endpoint, strconv.FormatInt(n.Port, 10))
-		}
-	}
-	return ""
-}
-
-// startCluster runs scripts/redis-cluster.sh in a temp dir on free ports and stops the cluster when the test
-// ends. It returns the nodes' addresses.
-func startCluster(t *testing.T) []string {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set and redis-server is missing: %v", err)
-		}
-		t.Skipf("redis-server is missing: %v", err)
-	}
-	dir := t.TempDir()
-	stop := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if out, err := exec.CommandContext(ctx, "bash", clusterScript, "stop", dir).CombinedOutput(); err != nil {
-			t.Errorf("stop the cluster: %v\n%s", err, out)
-		}
-	}
-	t.Cleanup(stop)
-	for attempt := 1; ; attempt++ {
-		base := freeBasePort(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		var stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, "bash", clusterScript, "start", dir, strconv.Itoa(base))
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		cancel()
-		if err == nil {
-			addrs := strings.Split(strings.TrimSpace(string(out)), ",")
-			if len(addrs) != 3 {
-				t.Fatalf("cluster script printed %q, want 3 addresses", out)
-			}
-			t.Logf("redis cluster %v", addrs)
-			return addrs
-		}
-		stop() // a start cut short by the timeout leaves its nodes behind
-		if attempt == 3 {
-			t.Fatalf("start the cluster (last base port %d): %v\n%s", base, err, stderr.String())
-		}
-		t.Logf("start the cluster on base port %d: %v; trying other ports", base, err)
-	}
-}
-
-// freeBasePort finds a base port whose 3 node ports and 3 cluster bus ports (+10000) are free now, below the
-// ephemeral range (32768 and up) so no outgoing connection takes one meanwhile.
-func freeBasePort(t *testing.T) int {
-	t.Helper()
-	for range 100 {
-		base := 15000 + rand.IntN(7000)
-		free := true
-		for _, p := range []int{base, base + 1, base + 2, base + 10000, base + 10001, base + 10002} {
-			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err != nil {
-				free = false
-				break
-			}
-			ln.Close()
-		}
-		if free {
-			return base
-		}
-	}
-	t.Fatal("no free base port for the cluster")
-	return 0
-}
-
-// getJSONErr and reserveErr are getJSON and reserve for goroutines other than the test's: they return errors.
+// getJSONErr and reserveErr are apptest's GetJSON and Reserve for goroutines other than the test's: they
+// return errors.
 func getJSONErr(url string, v any) error {
 	resp, err := http.Get(url)
 	if err != nil {

@@ -1,6 +1,8 @@
 //go:build cluster
 
-package main
+// A screening's slot moves to another master and its sockets are still pushed.
+
+package cluster
 
 import (
 	"context"
