@@ -26,7 +26,7 @@ test-cluster:
 # and the real PostgreSQL, a seeded schedule of resets and cuts, the history checked afterwards
 # (docs/reliability.md). WAITROOM_FAULT_SEED=<seed> replays a schedule.
 test-faults:
-	$(GO) test -race -count=1 -tags faults -run RandomFault -v ./cmd/waitroom/
+	$(GO) test -race -count=1 -tags faults -run RandomFault -v ./e2e/faults/random/
 
 # go vet and staticcheck (pinned in go.mod as a tool, run with `go tool staticcheck`), each over the default
 # build and the one with the cluster and fault tests; then gofmt over every tracked Go file.

@@ -1,4 +1,6 @@
-package main
+// PostgreSQL unreachable: a reservation fails closed, and the same pass reserves once it is back.
+
+package faults
 
 import (
 	"context"
@@ -12,9 +14,9 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
-// faultViaProxy returns databaseURL with its host:port replaced by a proxy's (the database, search_path and
+// viaProxy returns databaseURL with its host:port replaced by a proxy's (the database, search_path and
 // other parameters kept), and the proxy.
-func faultViaProxy(t *testing.T, databaseURL string) (string, *testenv.Proxy) {
+func viaProxy(t *testing.T, databaseURL string) (string, *testenv.Proxy) {
 	t.Helper()
 	u, err := url.Parse(databaseURL)
 	if err != nil {
@@ -30,7 +32,7 @@ func faultViaProxy(t *testing.T, databaseURL string) (string, *testenv.Proxy) {
 // waiting room goes on (sockets stay open) and /readyz says the database is down.
 func TestFaultDatabaseUnreachableReservationFailsClosed(t *testing.T) {
 	env := testenv.New(t, testenv.Real)
-	proxied, px := faultViaProxy(t, env.DatabaseURL)
+	proxied, px := viaProxy(t, env.DatabaseURL)
 	srv := apptest.Start(t, env, map[string]string{
 		"WAITROOM_DATABASE_URL":         proxied,
 		"WAITROOM_ADMISSION_INTERVAL":   "300ms",
@@ -38,9 +40,9 @@ func TestFaultDatabaseUnreachableReservationFailsClosed(t *testing.T) {
 		"WAITROOM_ADMISSION_MAX_ACTIVE": "1",
 		"WAITROOM_ADMISSION_ACTIVE_TTL": "1m",
 	})
-	admitted := faultWatch(t, srv, "admitted user", "demo", "")
+	admitted := watch(t, srv, "admitted user", "demo", "")
 	admitted.await(t, "queued", time.Time{}, 5*time.Second) // first in line: max_active 1 admits it alone
-	waiting := faultWatch(t, srv, "waiting user", "demo", "")
+	waiting := watch(t, srv, "waiting user", "demo", "")
 	waiting.await(t, "queued", time.Time{}, 5*time.Second)
 	pass := admitted.await(t, "admitted", time.Time{}, 10*time.Second).Pass
 
@@ -48,7 +50,7 @@ func TestFaultDatabaseUnreachableReservationFailsClosed(t *testing.T) {
 	cutAt := time.Now()
 	code, body := srv.Reserve(t, "demo", pass, "A1", "A2")
 	if code != http.StatusServiceUnavailable || apptest.ErrorCode(body) != "UNAVAILABLE" {
-		t.Errorf("reservation with the database cut = %d %v, want 503 UNAVAILABLE; server log:\n%s", code, body, faultLog(srv, "reservations"))
+		t.Errorf("reservation with the database cut = %d %v, want 503 UNAVAILABLE; server log:\n%s", code, body, serverLog(srv, "reservations"))
 	}
 	t.Logf("reservation refused %v after the cut", time.Since(cutAt).Round(time.Millisecond))
 
@@ -64,11 +66,11 @@ func TestFaultDatabaseUnreachableReservationFailsClosed(t *testing.T) {
 		t.Errorf("/readyz with the database cut = %d %v, want 503 with the database check failing", code, ready)
 	}
 	// The waiting room does not need the database once it knows the screening: a newcomer joins.
-	newcomer := faultWatch(t, srv, "newcomer", "demo", "")
+	newcomer := watch(t, srv, "newcomer", "demo", "")
 	first := newcomer.await(t, "queued", time.Time{}, 5*time.Second)
 	t.Logf("a socket opened with the database cut got %s (rank %d)", first.Type, first.Rank)
 	time.Sleep(time.Until(cutAt.Add(2 * time.Second)))
-	for _, s := range []*faultSocket{admitted, waiting, newcomer} {
+	for _, s := range []*socket{admitted, waiting, newcomer} {
 		if err := s.ended(); err != nil {
 			t.Errorf("%s: socket ended during the database cut: %v", s.name, err)
 		}
@@ -107,7 +109,7 @@ func TestFaultDatabaseUnreachableReservationFailsClosed(t *testing.T) {
 	}
 	// The reservation freed the only slot: the line moves on.
 	waiting.await(t, "admitted", restoredAt, 10*time.Second)
-	for _, s := range []*faultSocket{admitted, waiting, newcomer} {
+	for _, s := range []*socket{admitted, waiting, newcomer} {
 		if err := s.ended(); err != nil {
 			t.Errorf("%s: socket ended: %v", s.name, err)
 		}

@@ -1,4 +1,6 @@
-package main
+// Redis restarted empty mid-sale: the line is rebuilt from the sockets still connected.
+
+package faults
 
 import (
 	"net/http"

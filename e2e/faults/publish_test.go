@@ -1,4 +1,6 @@
-package main
+// An admission whose publisher died before publishing still reaches its sockets.
+
+package faults
 
 import (
 	"context"

@@ -1,13 +1,13 @@
-package main
+// Redis behind a fault proxy: every connection reset mid-sale loses nothing, and Redis unreachable for a
+// few seconds fails closed and resumes in queue order.
+
+package faults
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,140 +17,8 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
-// faultMsg is a server message and when the test received it.
-type faultMsg struct {
-	testenv.Message
-	At time.Time
-}
-
-// faultSocket records every message of one socket from a goroutine of its own, so a test can look at what
-// came, and whether the socket was closed, while faults come and go.
-type faultSocket struct {
-	name string
-	srv  *apptest.Server
-	conn *websocket.Conn
-	done chan struct{} // closed when the socket ends; err says how
-
-	mu   sync.Mutex
-	msgs []faultMsg
-	err  error
-}
-
-// faultWatch opens a socket to screening (with token, or none) and records it until the test ends.
-func faultWatch(t *testing.T, srv *apptest.Server, name, screening, token string) *faultSocket {
-	t.Helper()
-	conn := srv.Dial(t, screening, token).Conn
-	s := &faultSocket{name: name, srv: srv, conn: conn, done: make(chan struct{})}
-	go s.read()
-	t.Cleanup(func() {
-		conn.Close()
-		<-s.done
-	})
-	return s
-}
-
-func (s *faultSocket) read() {
-	defer close(s.done)
-	for {
-		_, data, err := s.conn.ReadMessage()
-		if err != nil {
-			s.mu.Lock()
-			s.err = err
-			s.mu.Unlock()
-			return
-		}
-		m := faultMsg{At: time.Now()}
-		if err := json.Unmarshal(data, &m.Message); err != nil {
-			m.Type = "undecodable: " + string(data)
-		}
-		s.mu.Lock()
-		s.msgs = append(s.msgs, m)
-		s.mu.Unlock()
-	}
-}
-
-// messages is what came so far.
-func (s *faultSocket) messages() []faultMsg {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.msgs)
-}
-
-// ended is how the socket ended: nil while it is open.
-func (s *faultSocket) ended() error {
-	select {
-	case <-s.done:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.err
-	default:
-		return nil
-	}
-}
-
-// ofType returns the messages of type typ (every one when typ is "").
-func ofType(msgs []faultMsg, typ string) []faultMsg {
-	var out []faultMsg
-	for _, m := range msgs {
-		if typ == "" || m.Type == typ {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// await waits until a message of type typ came after since (the zero time: any) and returns the first such,
-// failing the test after timeout or when the socket ends first.
-func (s *faultSocket) await(t *testing.T, typ string, since time.Time, timeout time.Duration) faultMsg {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		for _, m := range s.messages() {
-			if m.Type == typ && !m.At.Before(since) {
-				return m
-			}
-		}
-		select {
-		case <-s.done:
-			t.Fatalf("%s: socket ended (%v) before a %q message; got %s\nserver log:\n%s", s.name, s.ended(), typ, s, s.srv.Out)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %q message within %v; got %s\nserver log:\n%s", s.name, typ, timeout, s, s.srv.Out)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// String lists the messages so far, for failure messages.
-func (s *faultSocket) String() string {
-	var b strings.Builder
-	for _, m := range s.messages() {
-		fmt.Fprintf(&b, "%s", m.Type)
-		switch m.Type {
-		case "queued", "position":
-			fmt.Fprintf(&b, "(%d/%d)", m.Rank, m.Total)
-		case "error":
-			fmt.Fprintf(&b, "(%s)", m.Code)
-		}
-		fmt.Fprintf(&b, "@%s ", m.At.Format("15:04:05.000"))
-	}
-	return "[" + strings.TrimSpace(b.String()) + "]"
-}
-
-// faultLog is the server's log lines that mention what (the error behind a status, for a failure message).
-func faultLog(srv *apptest.Server, what string) string {
-	var b strings.Builder
-	for line := range strings.Lines(srv.Out.String()) {
-		if strings.Contains(line, what) {
-			b.WriteString(line)
-		}
-	}
-	return b.String()
-}
-
-// faultAdmission is when the server admitted a user: its expiry less the active_ttl it was started with.
-func faultAdmission(t *testing.T, m faultMsg, ttl time.Duration) time.Time {
+// admissionTime is when the server admitted a user: its expiry less the active_ttl it was started with.
+func admissionTime(t *testing.T, m message, ttl time.Duration) time.Time {
 	t.Helper()
 	exp, err := time.Parse(time.RFC3339, m.ExpiresAt)
 	if err != nil {
@@ -159,13 +27,13 @@ func faultAdmission(t *testing.T, m faultMsg, ttl time.Duration) time.Time {
 	return exp.Add(-ttl)
 }
 
-// faultLine registers n users on demo, one after the other (registration order is their index), and
+// joinLine registers n users on demo, one after the other (registration order is their index), and
 // checks each was put at the end of the line.
-func faultLine(t *testing.T, srv *apptest.Server, n int) []*faultSocket {
+func joinLine(t *testing.T, srv *apptest.Server, n int) []*socket {
 	t.Helper()
-	users := make([]*faultSocket, n)
+	users := make([]*socket, n)
 	for i := range users {
-		users[i] = faultWatch(t, srv, fmt.Sprintf("user %d", i), "demo", "")
+		users[i] = watch(t, srv, fmt.Sprintf("user %d", i), "demo", "")
 		first := users[i].await(t, "queued", time.Time{}, 5*time.Second)
 		if !first.Inserted {
 			t.Fatalf("user %d's first message = %+v, want queued, inserted", i, first.Message)
@@ -174,8 +42,8 @@ func faultLine(t *testing.T, srv *apptest.Server, n int) []*faultSocket {
 	return users
 }
 
-// faultAdmittedCount is how many of users have received an admission.
-func faultAdmittedCount(users []*faultSocket) int {
+// admittedCount is how many of users have received an admission.
+func admittedCount(users []*socket) int {
 	n := 0
 	for _, u := range users {
 		if len(ofType(u.messages(), "admitted")) > 0 {
@@ -185,22 +53,22 @@ func faultAdmittedCount(users []*faultSocket) int {
 	return n
 }
 
-// faultWaitAdmitted waits until at least n of users were admitted.
-func faultWaitAdmitted(t *testing.T, users []*faultSocket, n int, timeout time.Duration) {
+// waitAdmitted waits until at least n of users were admitted.
+func waitAdmitted(t *testing.T, users []*socket, n int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for faultAdmittedCount(users) < n {
+	for admittedCount(users) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d users admitted within %v, want %d", faultAdmittedCount(users), len(users), timeout, n)
+			t.Fatalf("%d of %d users admitted within %v, want %d", admittedCount(users), len(users), timeout, n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-// faultAdmittedOnceInOrder checks every user received exactly one admission, that admissions followed
+// admittedOnceInOrder checks every user received exactly one admission, that admissions followed
 // registration order (one per tick: each expiry later than the previous user's), and that no socket
 // was closed.
-func faultAdmittedOnceInOrder(t *testing.T, users []*faultSocket, ttl time.Duration) []time.Time {
+func admittedOnceInOrder(t *testing.T, users []*socket, ttl time.Duration) []time.Time {
 	t.Helper()
 	at := make([]time.Time, len(users))
 	for i, u := range users {
@@ -211,7 +79,7 @@ func faultAdmittedOnceInOrder(t *testing.T, users []*faultSocket, ttl time.Durat
 				continue
 			}
 		}
-		at[i] = faultAdmission(t, adm[0], ttl)
+		at[i] = admissionTime(t, adm[0], ttl)
 		if i > 0 && !at[i-1].IsZero() && !at[i].After(at[i-1]) {
 			t.Errorf("user %d admitted at %s, not after user %d (%s): admission out of registration order",
 				i, at[i].Format("15:04:05.000"), i-1, at[i-1].Format("15:04:05.000"))
@@ -223,19 +91,19 @@ func faultAdmittedOnceInOrder(t *testing.T, users []*faultSocket, ttl time.Durat
 	return at
 }
 
-// faultInterval is the admission interval of the Redis fault tests.
-const faultInterval = 300 * time.Millisecond
+// interval is the admission interval of the Redis fault tests.
+const interval = 300 * time.Millisecond
 
-// faultRedisServer starts a redis-server of the test's own, a proxy in front of it, and the server on the
+// proxiedRedis starts a redis-server of the test's own, a proxy in front of it, and the server on the
 // proxy.
-func faultRedisServer(t *testing.T, ttl time.Duration) (*apptest.Server, *testenv.Proxy) {
+func proxiedRedis(t *testing.T, ttl time.Duration) (*apptest.Server, *testenv.Proxy) {
 	t.Helper()
 	rs := testenv.StartRedis(t)
 	env := testenv.Standalone(t, rs.Addr)
 	px := testenv.NewProxy(t, rs.Addr)
 	srv := apptest.Start(t, env, map[string]string{
 		"WAITROOM_REDIS_ADDR":           px.Addr(),
-		"WAITROOM_ADMISSION_INTERVAL":   faultInterval.String(),
+		"WAITROOM_ADMISSION_INTERVAL":   interval.String(),
 		"WAITROOM_ADMISSION_BATCH_SIZE": "1",
 		"WAITROOM_ADMISSION_ACTIVE_TTL": ttl.String(),
 	})
@@ -247,20 +115,20 @@ func faultRedisServer(t *testing.T, ttl time.Duration) (*apptest.Server, *testen
 // sockets they opened before the reset.
 func TestFaultRedisResetKeepsEveryPlace(t *testing.T) {
 	const ttl = time.Minute
-	srv, px := faultRedisServer(t, ttl)
+	srv, px := proxiedRedis(t, ttl)
 	const n = 10
-	users := faultLine(t, srv, n)
+	users := joinLine(t, srv, n)
 
-	faultWaitAdmitted(t, users, 2, 10*time.Second)
+	waitAdmitted(t, users, 2, 10*time.Second)
 	px.Reset()
 	firstReset := time.Now()
-	faultWaitAdmitted(t, users, 5, 15*time.Second)
+	waitAdmitted(t, users, 5, 15*time.Second)
 	px.Reset()
 	secondReset := time.Now()
-	faultWaitAdmitted(t, users, n, 20*time.Second)
-	time.Sleep(3 * faultInterval) // three more ticks: room for a duplicate admission to show
+	waitAdmitted(t, users, n, 20*time.Second)
+	time.Sleep(3 * interval) // three more ticks: room for a duplicate admission to show
 
-	at := faultAdmittedOnceInOrder(t, users, ttl)
+	at := admittedOnceInOrder(t, users, ttl)
 	var st map[string]any
 	if code := srv.GetJSON(t, "/api/screenings/demo", &st); code != http.StatusOK || st["waiting"] != float64(0) || st["active"] != float64(n) {
 		t.Errorf("GET /api/screenings/demo = %d %v, want waiting 0, active %d", code, st, n)
@@ -282,10 +150,10 @@ func TestFaultRedisResetKeepsEveryPlace(t *testing.T) {
 // and a pass from before the cut still reserves.
 func TestFaultRedisUnreachableFailsClosedAndResumes(t *testing.T) {
 	const ttl = time.Minute
-	srv, px := faultRedisServer(t, ttl)
+	srv, px := proxiedRedis(t, ttl)
 	const n = 8
-	users := faultLine(t, srv, n)
-	faultWaitAdmitted(t, users, 2, 10*time.Second)
+	users := joinLine(t, srv, n)
+	waitAdmitted(t, users, 2, 10*time.Second)
 	pass := ofType(users[0].messages(), "admitted")[0].Pass
 
 	px.Cut()
@@ -298,7 +166,7 @@ func TestFaultRedisUnreachableFailsClosedAndResumes(t *testing.T) {
 	}
 	told := time.Since(cutAt)
 
-	newcomer := faultWatch(t, srv, "newcomer", "demo", "")
+	newcomer := watch(t, srv, "newcomer", "demo", "")
 	select {
 	case <-newcomer.done:
 	case <-time.After(10 * time.Second):
@@ -312,7 +180,7 @@ func TestFaultRedisUnreachableFailsClosedAndResumes(t *testing.T) {
 		t.Errorf("a socket opened during the cut ended with %v, want close 1013", err)
 	}
 	if code, body := srv.Reserve(t, "demo", pass, "A1"); code != http.StatusServiceUnavailable || apptest.ErrorCode(body) != "UNAVAILABLE" {
-		t.Errorf("reservation during the cut = %d %v, want 503 UNAVAILABLE; server log:\n%s", code, body, faultLog(srv, "reservations"))
+		t.Errorf("reservation during the cut = %d %v, want 503 UNAVAILABLE; server log:\n%s", code, body, serverLog(srv, "reservations"))
 	}
 	var ready map[string]string
 	if code := srv.GetJSON(t, "/readyz", &ready); code != http.StatusServiceUnavailable || ready["redis"] == "ok" {
@@ -324,7 +192,7 @@ func TestFaultRedisUnreachableFailsClosedAndResumes(t *testing.T) {
 	}
 	time.Sleep(time.Until(cutAt.Add(3 * time.Second)))
 
-	admittedBefore := faultAdmittedCount(users)
+	admittedBefore := admittedCount(users)
 	px.Restore()
 	restoredAt := time.Now()
 	for i, u := range users {
@@ -333,10 +201,10 @@ func TestFaultRedisUnreachableFailsClosedAndResumes(t *testing.T) {
 			t.Logf("first socket told available %v after the restore", time.Since(restoredAt).Round(time.Millisecond))
 		}
 	}
-	faultWaitAdmitted(t, users, n, 20*time.Second)
-	time.Sleep(3 * faultInterval)
+	waitAdmitted(t, users, n, 20*time.Second)
+	time.Sleep(3 * interval)
 
-	at := faultAdmittedOnceInOrder(t, users, ttl)
+	at := admittedOnceInOrder(t, users, ttl)
 	var firstAfter time.Time
 	for i, u := range users {
 		msgs := u.messages()
@@ -366,10 +234,10 @@ func TestFaultRedisUnreachableFailsClosedAndResumes(t *testing.T) {
 		// Still waiting two intervals after the line ran again: the subscription was restored and the line
 		// moved meanwhile, so a fresh position came before its own admission. (A user admitted sooner may
 		// get its admission first: a tick due during the cut and the next one can run back to back.)
-		fresh := slices.ContainsFunc(ofType(msgs, "position"), func(m faultMsg) bool {
+		fresh := slices.ContainsFunc(ofType(msgs, "position"), func(m message) bool {
 			return !m.At.Before(restoredAt) && m.At.Before(adm[0].At)
 		})
-		if av := ofType(msgs, "available"); len(av) > 0 && adm[0].At.Sub(av[0].At) > 2*faultInterval && !fresh {
+		if av := ofType(msgs, "available"); len(av) > 0 && adm[0].At.Sub(av[0].At) > 2*interval && !fresh {
 			t.Errorf("user %d, waiting at the restore: no position between the restore and its admission: %s", i, u)
 		}
 	}

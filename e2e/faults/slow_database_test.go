@@ -1,4 +1,6 @@
-package main
+// A slow PostgreSQL: a reservation fails closed within booking.db_timeout.
+
+package faults
 
 import (
 	"context"
@@ -16,7 +18,7 @@ import (
 // so it reserves once the database is quick again.
 func TestFaultSlowDatabaseReservationFailsClosedInTime(t *testing.T) {
 	env := testenv.New(t, testenv.Real)
-	proxied, px := faultViaProxy(t, env.DatabaseURL)
+	proxied, px := viaProxy(t, env.DatabaseURL)
 	srv := apptest.Start(t, env, map[string]string{
 		"WAITROOM_DATABASE_URL":         proxied,
 		"WAITROOM_BOOKING_DB_TIMEOUT":   "1500ms",
