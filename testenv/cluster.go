@@ -15,8 +15,8 @@ import (
 
 // Cluster returns an Env on the Redis Cluster at addrs (a test starts one with scripts/redis-cluster.sh) and
 // a schema of its own in the real PostgreSQL, torn down when t ends. It is of Kind Real: RedisAddr is the
-// comma-separated address list, which run() turns into a cluster client as it does in production, and Redis
-// is a *redis.ClusterClient. Without PostgreSQL the test is skipped, or fails under CI.
+// comma-separated address list, which app.Main turns into a cluster client as it does in production, and
+// Redis is a *redis.ClusterClient. Without PostgreSQL the test is skipped, or fails under CI.
 func Cluster(t testing.TB, addrs []string) *Env {
 	t.Helper()
 	ctx := context.Background()

@@ -43,7 +43,7 @@ const (
 // Env is one test's private slice of a backend pair.
 type Env struct {
 	Kind Kind
-	// Redis is a client for the Redis; RedisAddr is its address ("" for embedded: run() starts its own).
+	// Redis is a client for the Redis; RedisAddr is its address ("" for embedded: app.Main starts its own).
 	Redis     redis.UniversalClient
 	RedisAddr string
 	// Prefix is the test's own key prefix.
@@ -228,7 +228,7 @@ func (e *Env) Demo(t testing.TB, id string, rows, perRow int) {
 	}
 }
 
-// SyncBuffer is an io.Writer a server writes (logs, run()'s stdout) while the test reads it.
+// SyncBuffer is an io.Writer a server writes (logs, app.Main's stdout) while the test reads it.
 type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
