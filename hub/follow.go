@@ -23,7 +23,7 @@ type followed struct {
 	// seen is the newest event epoch whose dispatch began (see missed). Only the screening's follower writes
 	// it.
 	seen atomic.Int64
-	// pace is the screening's measured admission rate, for the wait estimates. Only the follower touches it.
+	// pace is the screening's measured admission rate, for the wait estimates. The follower moves it.
 	pace pace
 	// recheck asks the follower to read the line whole (watchRedis found an event missing).
 	recheck chan struct{}

@@ -3,13 +3,18 @@
 
 package hub
 
+import "sync"
+
 // paceWindow is how far back the admission rate is measured: long enough to smooth the ticks, short
 // enough to follow an operator's change of pace within a minute.
 const paceWindowMs = 60_000
 
 // pace is a moving average of a screening's admission rate: the admissions of the events in the last
-// paceWindow, over the time they span. Owned by the screening's subscription goroutine.
+// paceWindow, over the time they span. The screening's follower moves it, once per event; the mutex keeps it
+// whole when something else dispatches an event too (Hub.Dispatch, called by a test while the follower reads
+// the line).
 type pace struct {
+	mu      sync.Mutex
 	samples []paceSample
 }
 
@@ -22,6 +27,8 @@ type paceSample struct {
 
 // add records an event at atMs that admitted n (0 for one that only moved the line).
 func (p *pace) add(atMs int64, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(p.samples) > 0 && atMs < p.samples[len(p.samples)-1].atMs {
 		return // an event from another instance's clock that crossed a later one: keep time monotonic
 	}
@@ -43,6 +50,8 @@ func (p *pace) add(atMs int64, n int) {
 // missed it, then measures the rate from the first event it hears, as one that heard the admission does:
 // the start line's own admissions are not part of the rate either way.
 func (p *pace) start(atMs int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(p.samples) == 0 && atMs > 0 {
 		p.samples = append(p.samples, paceSample{atMs: atMs, read: true})
 	}
@@ -58,6 +67,8 @@ type paceRate struct {
 // rate is the admissions over the window and the time they span; zero while fewer than two events span it:
 // the admissions of the first event are the start line, not part of the rate.
 func (p *pace) rate() paceRate {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(p.samples) < 2 {
 		return paceRate{}
 	}
