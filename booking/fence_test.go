@@ -155,7 +155,7 @@ func TestStaleHolderLosesToNewerHolder(t *testing.T) {
 			running := newInFlight(t)
 			paused, release := pauseFirstAfterFence(t, f.book)
 
-			a := running.reserve(f.book, id, users[0].pass, "A1")
+			a := running.reserve(f.book, id, users[0].Pass, "A1")
 			select {
 			case <-paused:
 			case r := <-a:
@@ -164,7 +164,7 @@ func TestStaleHolderLosesToNewerHolder(t *testing.T) {
 				t.Fatal("A did not reach its fence within 5s")
 			}
 			waitFor(t, 5*time.Second, "A's lock on A1 to lapse", func() bool { return !f.seatLocked(t, id, "A1") })
-			b := running.reserve(f.book, id, users[1].pass, "A1")
+			b := running.reserve(f.book, id, users[1].Pass, "A1")
 			waitFor(t, 5*time.Second, "B to lock A1", func() bool { return f.seatLocked(t, id, "A1") })
 			if env.Kind == testenv.Real {
 				waitFor(t, 5*time.Second, "B to wait for A's row lock", func() bool { return rowLockWaiters(t, env) > 0 })
@@ -189,10 +189,10 @@ func TestStaleHolderLosesToNewerHolder(t *testing.T) {
 				t.Errorf("A1 fence = %d, its sale recorded %d; want the same positive number (the winner's)", seatFence, soldFence)
 			}
 			// The stale holder booked nothing: its pass is not spent, and asking again it learns the seat is sold.
-			if err := f.q.CheckPass(ctx, f.claims(t, id, users[0].pass)); err != nil {
+			if err := f.q.CheckPass(ctx, f.claims(t, id, users[0].Pass)); err != nil {
 				t.Errorf("CheckPass of the stale holder = %v, want nil (nothing was booked)", err)
 			}
-			if _, err := f.book.Reserve(ctx, id, users[0].pass, []string{"A1"}); !errors.Is(err, booking.ErrSeatTaken) {
+			if _, err := f.book.Reserve(ctx, id, users[0].Pass, []string{"A1"}); !errors.Is(err, booking.ErrSeatTaken) {
 				t.Errorf("stale holder's retry of A1 = %v, want ErrSeatTaken", err)
 			}
 		})
@@ -223,10 +223,10 @@ func TestStaleHolderLosesToNewerHolder(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			a := running.reserve(f.book, id, users[0].pass, "A1", "A2")
+			a := running.reserve(f.book, id, users[0].Pass, "A1", "A2")
 			waitFor(t, 5*time.Second, "A to wait for the row lock on A1 (its fencing number taken)", func() bool { return waitersOn(t, hold) == 1 })
 			waitFor(t, 5*time.Second, "A's locks to lapse", func() bool { return !f.seatLocked(t, id, "A1") && !f.seatLocked(t, id, "A2") })
-			rb := await(t, "B (the newer holder of A2)", running.reserve(f.book, id, users[1].pass, "A2"), 10*time.Second)
+			rb := await(t, "B (the newer holder of A2)", running.reserve(f.book, id, users[1].Pass, "A2"), 10*time.Second)
 			if rb.err != nil {
 				t.Fatalf("newer holder's Reserve(A2) = %v, want nil", rb.err)
 			}
@@ -265,14 +265,14 @@ func TestStaleHolderFirstToFenceStillSellsTheSeatOnce(t *testing.T) {
 		running := newInFlight(t)
 		paused, release := pauseFirstAfterFence(t, f.book)
 
-		a := running.reserve(f.book, "s1", users[0].pass, "A1")
+		a := running.reserve(f.book, "s1", users[0].Pass, "A1")
 		select {
 		case <-paused:
 		case <-time.After(5 * time.Second):
 			t.Fatal("A did not reach its fence within 5s")
 		}
 		waitFor(t, 5*time.Second, "A's lock on A1 to lapse", func() bool { return !f.seatLocked(t, "s1", "A1") })
-		b := running.reserve(f.book, "s1", users[1].pass, "A1")
+		b := running.reserve(f.book, "s1", users[1].Pass, "A1")
 		waitFor(t, 5*time.Second, "B to lock A1", func() bool { return f.seatLocked(t, "s1", "A1") })
 		if env.Kind == testenv.Real {
 			waitFor(t, 5*time.Second, "B to wait for A's row lock", func() bool { return rowLockWaiters(t, env) > 0 })
@@ -322,7 +322,7 @@ func TestSeatSoldPastTheLocksIsNamedByTheConstraint(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := running.reserve(f.book, id, users[0].pass, "A1", "A2")
+	c := running.reserve(f.book, id, users[0].Pass, "A1", "A2")
 	waitFor(t, 5*time.Second, "the reservation's insert to wait for the other sale of A2", func() bool { return waitersOn(t, sell) == 1 })
 	if err := sell.Commit(); err != nil {
 		t.Fatal(err)

@@ -53,55 +53,19 @@ func newFixture(t testing.TB, env *testenv.Env, prefix string, s booking.Setting
 }
 
 // user is an admitted token with its signed pass.
-type user struct {
-	token     string
-	pass      string
-	expiresAt time.Time
-}
+type user = testenv.Admitted
 
 // admit puts n fresh tokens in the screening's line and admits them in one tick, as the scheduler would.
 func (f *fixture) admit(t testing.TB, screening string, n int) []user {
 	t.Helper()
-	tokens := make([]string, n)
-	for i := range tokens {
-		tokens[i] = queue.NewToken()
-	}
-	return f.admitTokens(t, screening, time.Now(), tokens...)
+	return testenv.AdmitNew(t, f.q, f.passes, screening, n)
 }
 
 // admitTokens registers tokens and admits them at now; the same tokens admitted at the same now in another
 // prefix get the same expiry, hence the same pass.
 func (f *fixture) admitTokens(t testing.TB, screening string, now time.Time, tokens ...string) []user {
 	t.Helper()
-	ctx := context.Background()
-	for _, tok := range tokens {
-		if _, err := f.q.Register(ctx, screening, tok); err != nil {
-			t.Fatalf("Register(%s) = %v", screening, err)
-		}
-	}
-	_, active, err := f.q.Counts(ctx, screening)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := len(tokens)
-	res, err := f.q.Admit(ctx, screening, now, queue.Settings{
-		BatchSize: n, MaxActive: int(active) + n, ActiveTTL: time.Minute, LockTTL: time.Second, Interval: time.Second,
-	})
-	if err != nil {
-		t.Fatalf("Admit(%s) = %v", screening, err)
-	}
-	if len(res.Admitted) != n {
-		t.Fatalf("Admit(%s) admitted %d (skip %q), want %d", screening, len(res.Admitted), res.Skip, n)
-	}
-	users := make([]user, n)
-	for i, tok := range res.Admitted {
-		pass, err := f.passes.Issue(screening, tok, res.ExpiresAt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		users[i] = user{token: tok, pass: pass, expiresAt: res.ExpiresAt}
-	}
-	return users
+	return testenv.Admit(t, f.q, f.passes, screening, now, tokens...)
 }
 
 // claims verifies a pass the test signed.
@@ -264,8 +228,8 @@ func together(t *testing.T, n int, limit time.Duration, fn func(i int)) {
 func unsignedPass(t *testing.T, u user) string {
 	t.Helper()
 	s, err := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.RegisteredClaims{
-		Subject: u.token, Audience: jwt.ClaimStrings{"s1"}, ExpiresAt: jwt.NewNumericDate(u.expiresAt),
-		ID: queue.PassID("s1", u.token, u.expiresAt),
+		Subject: u.Token, Audience: jwt.ClaimStrings{"s1"}, ExpiresAt: jwt.NewNumericDate(u.ExpiresAt),
+		ID: queue.PassID("s1", u.Token, u.ExpiresAt),
 	}).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	if err != nil {
 		t.Fatal(err)

@@ -32,12 +32,12 @@ func TestIdempotentRetryReturnsTheSameReservation(t *testing.T) {
 			ctx := context.Background()
 			u := f.admit(t, "s1", 1)[0]
 			const key = "retry-1"
-			first, err := f.book.ReserveOnce(ctx, "s1", u.pass, key, []string{"A2", "A1"})
+			first, err := f.book.ReserveOnce(ctx, "s1", u.Pass, key, []string{"A2", "A1"})
 			if err != nil {
 				t.Fatalf("ReserveOnce(%q, A2+A1) = %v, want nil", key, err)
 			}
 			// The same request again, its seats listed in another order: the same request all the same.
-			again, err := f.book.ReserveOnce(ctx, "s1", u.pass, key, []string{"A1", "A2"})
+			again, err := f.book.ReserveOnce(ctx, "s1", u.Pass, key, []string{"A1", "A2"})
 			if err != nil || !sameReservation(again, first) {
 				t.Errorf("retry ReserveOnce(%q, A1+A2) = %+v, %v; want %+v, nil", key, again, err, first)
 			}
@@ -45,15 +45,15 @@ func TestIdempotentRetryReturnsTheSameReservation(t *testing.T) {
 				t.Errorf("reservation %d holds %v in SQL, want [A1 A2]", first.ID, got)
 			}
 
-			_, err = f.book.ReserveOnce(ctx, "s1", u.pass, key, []string{"A3"})
+			_, err = f.book.ReserveOnce(ctx, "s1", u.Pass, key, []string{"A3"})
 			if !errors.Is(err, booking.ErrIdempotencyMismatch) {
 				t.Errorf("ReserveOnce(%q, A3) after it reserved A1+A2 = %v, want ErrIdempotencyMismatch", key, err)
 			}
-			_, err = f.book.ReserveOnce(ctx, "s1", u.pass, "another-key", []string{"A1", "A2"})
+			_, err = f.book.ReserveOnce(ctx, "s1", u.Pass, "another-key", []string{"A1", "A2"})
 			if !errors.Is(err, queue.ErrPassSpent) {
 				t.Errorf("ReserveOnce(another key, A1+A2) = %v, want ErrPassSpent", err)
 			}
-			_, err = f.book.Reserve(ctx, "s1", u.pass, []string{"A1", "A2"})
+			_, err = f.book.Reserve(ctx, "s1", u.Pass, []string{"A1", "A2"})
 			if !errors.Is(err, queue.ErrPassSpent) {
 				t.Errorf("Reserve without a key, after the pass reserved = %v, want ErrPassSpent", err)
 			}
@@ -62,7 +62,7 @@ func TestIdempotentRetryReturnsTheSameReservation(t *testing.T) {
 			}
 
 			// A key belongs to the pass that used it: another pass with the same key reserves anew.
-			other, err := f.book.ReserveOnce(ctx, "s1", f.admit(t, "s1", 1)[0].pass, key, []string{"A3"})
+			other, err := f.book.ReserveOnce(ctx, "s1", f.admit(t, "s1", 1)[0].Pass, key, []string{"A3"})
 			if err != nil || other.ID == first.ID || !slices.Equal(other.Seats, []string{"A3"}) {
 				t.Errorf("another pass's ReserveOnce(%q, A3) = %+v, %v; want a new reservation of A3", key, other, err)
 			}
@@ -72,10 +72,10 @@ func TestIdempotentRetryReturnsTheSameReservation(t *testing.T) {
 			ctx := context.Background()
 			u := f.admit(t, "s1", 1)[0]
 			const key = "retry-2"
-			if _, err := f.book.ReserveOnce(ctx, "s1", u.pass, key, []string{"A1"}); !errors.Is(err, booking.ErrSeatTaken) {
+			if _, err := f.book.ReserveOnce(ctx, "s1", u.Pass, key, []string{"A1"}); !errors.Is(err, booking.ErrSeatTaken) {
 				t.Fatalf("ReserveOnce(%q, A1) with A1 sold = %v, want ErrSeatTaken", key, err)
 			}
-			r, err := f.book.ReserveOnce(ctx, "s1", u.pass, key, []string{"A4"})
+			r, err := f.book.ReserveOnce(ctx, "s1", u.Pass, key, []string{"A4"})
 			if err != nil || !slices.Equal(r.Seats, []string{"A4"}) {
 				t.Errorf("ReserveOnce(%q, A4) after the key's request failed = %+v, %v; want A4, nil", key, r, err)
 			}
@@ -90,7 +90,7 @@ func TestIdempotentRetryReturnsTheSameReservation(t *testing.T) {
 			// Requests 2i and 2i+1 are one request of user i sent twice at once, under one key.
 			together(t, 2*pairs, 30*time.Second, func(i int) {
 				seat := fmt.Sprintf("B%d", i/2+1)
-				r, err := f.book.ReserveOnce(ctx, "s1", users[i/2].pass, fmt.Sprintf("pair-%d", i/2), []string{seat})
+				r, err := f.book.ReserveOnce(ctx, "s1", users[i/2].Pass, fmt.Sprintf("pair-%d", i/2), []string{seat})
 				replies[i] = reply{r, err}
 			})
 			for p := range pairs {

@@ -37,7 +37,7 @@ func TestThousandOverlappingMultiSeatRequests(t *testing.T) {
 
 		replies := make([]reply, n)
 		together(t, n, 2*time.Minute, func(i int) {
-			r, err := f.book.Reserve(ctx, "s1", users[i].pass, requests[i])
+			r, err := f.book.Reserve(ctx, "s1", users[i].Pass, requests[i])
 			replies[i] = reply{r, err}
 		})
 

@@ -29,7 +29,7 @@ func BenchmarkReserve(b *testing.B) {
 			ctx := context.Background()
 			b.ResetTimer()
 			for i := range b.N {
-				if _, err := f.book.Reserve(ctx, id, users[i].pass, []string{seats[i].ID}); err != nil {
+				if _, err := f.book.Reserve(ctx, id, users[i].Pass, []string{seats[i].ID}); err != nil {
 					b.Fatalf("Reserve(%s) = %v", seats[i].ID, err)
 				}
 			}

@@ -32,7 +32,7 @@ func TestSameSeatTwiceOneWinner(t *testing.T) {
 
 		var o outcomes
 		together(t, n, 30*time.Second, func(i int) {
-			o.add(f.book.Reserve(context.Background(), "s1", users[i].pass, []string{"A1"}))
+			o.add(f.book.Reserve(context.Background(), "s1", users[i].Pass, []string{"A1"}))
 		})
 
 		if len(o.won) != 1 || o.taken+o.locked != n-1 {
@@ -73,7 +73,7 @@ func TestDoubleBookingImpossibleWhenLocksLapse(t *testing.T) {
 
 				var o outcomes
 				together(t, n, 30*time.Second, func(i int) {
-					o.add(f.book.Reserve(context.Background(), id, users[i].pass, []string{"A1", "B1"}))
+					o.add(f.book.Reserve(context.Background(), id, users[i].Pass, []string{"A1", "B1"}))
 				})
 
 				if len(o.won) < c.minWinners || len(o.won) > 1 || len(o.won)+o.taken+o.locked+o.lockLost != n {
@@ -105,7 +105,7 @@ func TestMultiSeatRequestLocksNoneWhenOneIsHeld(t *testing.T) {
 		}
 
 		began := time.Now()
-		_, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A1", "A2"})
+		_, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"A1", "A2"})
 		waited := time.Since(began)
 
 		var locked *booking.LockedError
@@ -125,10 +125,10 @@ func TestMultiSeatRequestLocksNoneWhenOneIsHeld(t *testing.T) {
 		if got := soldRows(t, env, "s1", "A1"); got != 0 {
 			t.Errorf("reservation_seats rows for A1 = %d, want 0", got)
 		}
-		if err := f.q.CheckPass(ctx, f.claims(t, "s1", users[0].pass)); err != nil {
+		if err := f.q.CheckPass(ctx, f.claims(t, "s1", users[0].Pass)); err != nil {
 			t.Errorf("CheckPass after a refused request = %v, want nil (the pass is not spent)", err)
 		}
-		if _, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"A1"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", users[1].Pass, []string{"A1"}); err != nil {
 			t.Errorf("Reserve(A1) by another user = %v, want nil", err)
 		}
 		if got, err := env.Redis.Get(ctx, queue.Key(env.Prefix, "s1", "seat:A2")).Result(); got != "someone-else" {
@@ -153,7 +153,7 @@ func TestMultiSeatRequestWaitsForALockReleasedInTime(t *testing.T) {
 			released <- env.Redis.Del(ctx, key).Err()
 		}()
 
-		r, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A2", "A1"})
+		r, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A2", "A1"})
 		if rerr := <-released; rerr != nil {
 			t.Fatal(rerr)
 		}
@@ -221,7 +221,7 @@ func TestOverlappingRequestsNeverDeadlockOrPartiallyBook(t *testing.T) {
 
 				var o outcomes
 				together(t, n, 30*time.Second, func(i int) {
-					o.add(f.book.Reserve(context.Background(), id, users[i].pass, requests[i]))
+					o.add(f.book.Reserve(context.Background(), id, users[i].Pass, requests[i]))
 				})
 
 				if len(o.won) < c.minWinners || len(o.won)+o.taken+o.locked+o.soldOut+o.lockLost != n {
@@ -266,7 +266,7 @@ func TestSeatSoldElsewhereIsTakenAndRedisLearnsIt(t *testing.T) {
 		// Another deployment over the same database, with its own Redis keys: this one's Redis never hears
 		// of its sales.
 		other := newFixture(t, env, env.Prefix+"other:", defaults)
-		if _, err := other.book.Reserve(ctx, "s1", other.admit(t, "s1", 1)[0].pass, []string{"A1", "A3"}); err != nil {
+		if _, err := other.book.Reserve(ctx, "s1", other.admit(t, "s1", 1)[0].Pass, []string{"A1", "A3"}); err != nil {
 			t.Fatal(err)
 		}
 		f := newFixture(t, env, env.Prefix, defaults)
@@ -275,7 +275,7 @@ func TestSeatSoldElsewhereIsTakenAndRedisLearnsIt(t *testing.T) {
 			t.Fatal("A1 in this prefix's sold set before any request here; the test needs Redis not to know")
 		}
 
-		_, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A3", "A2", "A1"})
+		_, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A3", "A2", "A1"})
 
 		var taken *booking.TakenError
 		if !errors.As(err, &taken) || !errors.Is(err, booking.ErrSeatTaken) {
@@ -293,7 +293,7 @@ func TestSeatSoldElsewhereIsTakenAndRedisLearnsIt(t *testing.T) {
 			t.Errorf("A2 marked, sold or locked after a refused A1+A2+A3 request, want it untouched")
 		}
 		// The loser keeps its admission and can pick another seat.
-		if _, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A2"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A2"}); err != nil {
 			t.Errorf("Reserve(A2) with the loser's pass = %v, want nil", err)
 		}
 	})
@@ -305,11 +305,11 @@ func TestTakenNamesEverySoldSeat(t *testing.T) {
 		env.Demo(t, "s1", 2, 5)
 		f := newFixture(t, env, env.Prefix, defaults)
 		users := f.admit(t, "s1", 2)
-		if _, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A1", "A3"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"A1", "A3"}); err != nil {
 			t.Fatal(err)
 		}
 
-		_, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"A3", "A2", "A1"})
+		_, err := f.book.Reserve(ctx, "s1", users[1].Pass, []string{"A3", "A2", "A1"})
 
 		var taken *booking.TakenError
 		if !errors.As(err, &taken) {
@@ -328,7 +328,7 @@ func TestSeatForgottenByRedisIsTakenAndRedisRelearnsIt(t *testing.T) {
 		env.Demo(t, "s1", 2, 5)
 		f := newFixture(t, env, env.Prefix, defaults)
 		users := f.admit(t, "s1", 2)
-		if _, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"B3"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"B3"}); err != nil {
 			t.Fatal(err)
 		}
 		if !f.soldInRedis(t, "s1", "B3") {
@@ -341,7 +341,7 @@ func TestSeatForgottenByRedisIsTakenAndRedisRelearnsIt(t *testing.T) {
 		// refuses B3 without asking Redis (TestSeatSoldHereIsRefusedWithNoLockOrScript).
 		g := newFixture(t, env, env.Prefix, defaults)
 
-		_, err := g.book.Reserve(ctx, "s1", users[1].pass, []string{"B3"})
+		_, err := g.book.Reserve(ctx, "s1", users[1].Pass, []string{"B3"})
 
 		if !errors.Is(err, booking.ErrSeatTaken) {
 			t.Fatalf("Reserve(B3) after Redis forgot it was sold = %v, want ErrSeatTaken", err)
@@ -370,14 +370,14 @@ func TestInvalidPassesAreRefused(t *testing.T) {
 			return s
 		}
 		passes := map[string]string{
-			"forged":           sign(queue.NewPasses([]byte("not-the-secret-0123456789abcdef")), "s1", u.token, u.expiresAt),
-			"expired":          sign(f.passes, "s1", u.token, time.Now().Add(-time.Minute).Truncate(time.Second)),
-			"other screening":  sign(f.passes, "s2", u.token, u.expiresAt),
+			"forged":           sign(queue.NewPasses([]byte("not-the-secret-0123456789abcdef")), "s1", u.Token, u.ExpiresAt),
+			"expired":          sign(f.passes, "s1", u.Token, time.Now().Add(-time.Minute).Truncate(time.Second)),
+			"other screening":  sign(f.passes, "s2", u.Token, u.ExpiresAt),
 			"garbage":          "not-a-pass",
 			"empty":            "",
-			"tampered payload": tampered(u.pass, sign(f.passes, "s1", queue.NewToken(), u.expiresAt)),
+			"tampered payload": tampered(u.Pass, sign(f.passes, "s1", queue.NewToken(), u.ExpiresAt)),
 			"unsigned (none)":  unsignedPass(t, u),
-			"malformed token":  sign(f.passes, "s1", "NOT-A-TOKEN", u.expiresAt),
+			"malformed token":  sign(f.passes, "s1", "NOT-A-TOKEN", u.ExpiresAt),
 		}
 		for name, pass := range passes {
 			t.Run(name, func(t *testing.T) {
@@ -390,7 +390,7 @@ func TestInvalidPassesAreRefused(t *testing.T) {
 		if got := soldRows(t, env, "s1", "A1"); got != 0 {
 			t.Errorf("reservation_seats rows for A1 = %d, want 0", got)
 		}
-		if _, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A1"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A1"}); err != nil {
 			t.Errorf("Reserve with the real pass afterwards = %v, want nil", err)
 		}
 	})
@@ -402,10 +402,10 @@ func TestPassOfAnAdmissionThatEndedIsNotActive(t *testing.T) {
 		env.Demo(t, "s1", 2, 5)
 		f := newFixture(t, env, env.Prefix, defaults)
 		u := f.admit(t, "s1", 1)[0]
-		if left, err := f.q.Leave(ctx, "s1", u.token); err != nil || !left {
+		if left, err := f.q.Leave(ctx, "s1", u.Token); err != nil || !left {
 			t.Fatalf("Leave = %v, %v; want true, nil", left, err)
 		}
-		_, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A1"})
+		_, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A1"})
 		if !errors.Is(err, queue.ErrNotActive) {
 			t.Errorf("Reserve with the pass of a left admission = %v, want ErrNotActive", err)
 		}
@@ -431,10 +431,10 @@ func TestPassReservesOnce(t *testing.T) {
 		env.Demo(t, "s1", 2, 5)
 		f := newFixture(t, env, env.Prefix, defaults)
 		u := f.admit(t, "s1", 1)[0]
-		if _, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A1"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A1"}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A2"})
+		_, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A2"})
 		if !errors.Is(err, queue.ErrPassSpent) {
 			t.Errorf("second Reserve with one pass = %v, want ErrPassSpent", err)
 		}
@@ -455,7 +455,7 @@ func TestSamePassConcurrentlyReservesOnce(t *testing.T) {
 		// Request 2i and 2i+1 use user i's pass for different seats.
 		together(t, 2*pairs, 30*time.Second, func(i int) {
 			seat := fmt.Sprintf("%c%d", 'A'+i%2, i/2+1)
-			results[i/2].add(f.book.Reserve(context.Background(), "s1", users[i/2].pass, []string{seat}))
+			results[i/2].add(f.book.Reserve(context.Background(), "s1", users[i/2].Pass, []string{seat}))
 		})
 
 		for i := range results {
@@ -488,14 +488,14 @@ func TestPassSpentInSQLButUnknownToRedisIsSpent(t *testing.T) {
 		tok, now := queue.NewToken(), time.Now()
 		u := f.admitTokens(t, "s1", now, tok)[0]
 		// Same screening, token and expiry: the same admission id, so u's pass is valid in both prefixes.
-		if o := other.admitTokens(t, "s1", now, tok)[0]; !o.expiresAt.Equal(u.expiresAt) {
-			t.Fatalf("the two admissions expire at %v and %v; the test needs the same", o.expiresAt, u.expiresAt)
+		if o := other.admitTokens(t, "s1", now, tok)[0]; !o.ExpiresAt.Equal(u.ExpiresAt) {
+			t.Fatalf("the two admissions expire at %v and %v; the test needs the same", o.ExpiresAt, u.ExpiresAt)
 		}
-		if _, err := other.book.Reserve(ctx, "s1", u.pass, []string{"A1"}); err != nil {
+		if _, err := other.book.Reserve(ctx, "s1", u.Pass, []string{"A1"}); err != nil {
 			t.Fatal(err)
 		}
 
-		_, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A2"})
+		_, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A2"})
 
 		if !errors.Is(err, queue.ErrPassSpent) {
 			t.Fatalf("Reserve with a pass spent only in SQL = %v, want ErrPassSpent", err)
@@ -506,7 +506,7 @@ func TestPassSpentInSQLButUnknownToRedisIsSpent(t *testing.T) {
 		if f.seatLocked(t, "s1", "A2") {
 			t.Errorf("A2 still locked after the refused request, want released")
 		}
-		if _, err := f.book.Reserve(ctx, "s1", f.admit(t, "s1", 1)[0].pass, []string{"A2"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", f.admit(t, "s1", 1)[0].Pass, []string{"A2"}); err != nil {
 			t.Errorf("Reserve(A2) by another user = %v, want nil", err)
 		}
 	})
@@ -523,7 +523,7 @@ func TestReservationFreesTheSlotAndSpendsThePass(t *testing.T) {
 		}
 
 		before := time.Now()
-		r, err := f.book.Reserve(ctx, "s1", u.pass, []string{"B2", "A3"})
+		r, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"B2", "A3"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -537,10 +537,10 @@ func TestReservationFreesTheSlotAndSpendsThePass(t *testing.T) {
 		if _, active, err := f.q.Counts(ctx, "s1"); err != nil || active != 0 {
 			t.Errorf("active after the reservation = %d (%v), want 0", active, err)
 		}
-		if err := f.q.CheckPass(ctx, f.claims(t, "s1", u.pass)); !errors.Is(err, queue.ErrPassSpent) {
+		if err := f.q.CheckPass(ctx, f.claims(t, "s1", u.Pass)); !errors.Is(err, queue.ErrPassSpent) {
 			t.Errorf("CheckPass after the reservation = %v, want ErrPassSpent", err)
 		}
-		if e, err := f.q.Status(ctx, "s1", u.token); err != nil || e.State != queue.Unknown {
+		if e, err := f.q.Status(ctx, "s1", u.Token); err != nil || e.State != queue.Unknown {
 			t.Errorf("Status after the reservation = %v (%v), want %v", e.State, err, queue.Unknown)
 		}
 		for _, seat := range r.Seats {
@@ -564,14 +564,14 @@ func TestLastSeatClosesTheLine(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		r, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A1"})
+		r, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"A1"})
 		if err != nil || r.SeatsLeft != 2 {
 			t.Fatalf("Reserve(A1) = %d left, %v; want 2, nil", r.SeatsLeft, err)
 		}
 		if closed, _ := f.q.Closed(ctx, "s1"); closed {
 			t.Fatalf("line closed with 2 seats left, want open")
 		}
-		r, err = f.book.Reserve(ctx, "s1", users[1].pass, []string{"A3", "A2"})
+		r, err = f.book.Reserve(ctx, "s1", users[1].Pass, []string{"A3", "A2"})
 		if err != nil || r.SeatsLeft != 0 {
 			t.Fatalf("Reserve(A2+A3) = %d left, %v; want 0, nil", r.SeatsLeft, err)
 		}
@@ -587,7 +587,7 @@ func TestLastSeatClosesTheLine(t *testing.T) {
 		}
 		// A latecomer admitted before the close is told the screening is sold out, not merely that its seat
 		// is taken (every seat is).
-		_, err = f.book.Reserve(ctx, "s1", users[2].pass, []string{"A1"})
+		_, err = f.book.Reserve(ctx, "s1", users[2].Pass, []string{"A1"})
 		if !errors.Is(err, booking.ErrSoldOut) {
 			t.Errorf("Reserve after the last seat = %v, want ErrSoldOut", err)
 		}
@@ -601,13 +601,13 @@ func TestSoldOutInSQLIsSoldOutAndClosesTheLine(t *testing.T) {
 		ctx := context.Background()
 		env.Demo(t, "s1", 1, 2)
 		other := newFixture(t, env, env.Prefix+"other:", defaults)
-		if _, err := other.book.Reserve(ctx, "s1", other.admit(t, "s1", 1)[0].pass, []string{"A1", "A2"}); err != nil {
+		if _, err := other.book.Reserve(ctx, "s1", other.admit(t, "s1", 1)[0].Pass, []string{"A1", "A2"}); err != nil {
 			t.Fatal(err)
 		}
 		f := newFixture(t, env, env.Prefix, defaults)
 		users := f.admit(t, "s1", 2)
 
-		_, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A2"})
+		_, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"A2"})
 
 		if !errors.Is(err, booking.ErrSoldOut) {
 			t.Fatalf("Reserve(A2) with every seat sold only in SQL = %v, want ErrSoldOut", err)
@@ -635,7 +635,7 @@ func TestConcurrentLastSeatsCloseTheLine(t *testing.T) {
 
 			var o outcomes
 			together(t, seats, 30*time.Second, func(i int) {
-				o.add(f.book.Reserve(ctx, id, users[i].pass, []string{fmt.Sprintf("A%d", i+1)}))
+				o.add(f.book.Reserve(ctx, id, users[i].Pass, []string{fmt.Sprintf("A%d", i+1)}))
 			})
 			if len(o.won) != seats {
 				t.Fatalf("%s: %d users each reserving their own seat: %s; want all %d won", id, seats, &o, seats)
@@ -665,12 +665,12 @@ func TestSeatSoldHereIsRefusedWithNoLockOrScript(t *testing.T) {
 		counted := testenv.CountCalls(env.Redis)
 		f := newFixture(t, env, env.Prefix, defaults)
 		users := f.admit(t, "s1", 2)
-		if _, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A1", "A3"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"A1", "A3"}); err != nil {
 			t.Fatal(err)
 		}
 		before := counted.Scripts.Load()
 
-		_, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"A3", "A2", "A1"})
+		_, err := f.book.Reserve(ctx, "s1", users[1].Pass, []string{"A3", "A2", "A1"})
 
 		var taken *booking.TakenError
 		if !errors.As(err, &taken) || !slices.Equal(taken.Seats, []string{"A1", "A3"}) {
@@ -680,7 +680,7 @@ func TestSeatSoldHereIsRefusedWithNoLockOrScript(t *testing.T) {
 			t.Errorf("the refusal ran %d Redis scripts, want none", n)
 		}
 		f.untouched(t, "s1", "A2")
-		if _, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"A2"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", users[1].Pass, []string{"A2"}); err != nil {
 			t.Errorf("Reserve(A2) with the refused user's pass = %v, want nil", err)
 		}
 	})
@@ -700,7 +700,7 @@ func TestWaitersOnAHolderHereRunNoLockScript(t *testing.T) {
 
 		holder := make(chan error, 1)
 		go func() {
-			_, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"B2"})
+			_, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"B2"})
 			holder <- err
 		}()
 		<-paused // the holder has B2's lock and is inside its transaction
@@ -708,7 +708,7 @@ func TestWaitersOnAHolderHereRunNoLockScript(t *testing.T) {
 		errs := make(chan error, waiters)
 		for i := 1; i <= waiters; i++ {
 			go func() {
-				_, err := f.book.Reserve(ctx, "s1", users[i].pass, []string{"B2", "B4"})
+				_, err := f.book.Reserve(ctx, "s1", users[i].Pass, []string{"B2", "B4"})
 				errs <- err
 			}()
 		}
@@ -756,7 +756,7 @@ func TestRequestsRacingForASeatHereRunOneLockScript(t *testing.T) {
 		for i := range n {
 			go func() {
 				<-start
-				_, err := f.book.Reserve(ctx, "s1", users[i].pass, []string{"B2"})
+				_, err := f.book.Reserve(ctx, "s1", users[i].Pass, []string{"B2"})
 				errs <- err
 			}()
 		}
@@ -802,15 +802,15 @@ func TestSoldOutElsewhereIsSoldOutForASeatSoldHere(t *testing.T) {
 		f := newFixture(t, env, env.Prefix, defaults)
 		g := newFixture(t, env, env.Prefix, defaults) // another instance on the same Redis and database
 		users := f.admit(t, "s1", 3)
-		if _, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"A1"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"A1"}); err != nil {
 			t.Fatal(err)
 		}
-		r, err := g.book.Reserve(ctx, "s1", users[1].pass, []string{"A2"})
+		r, err := g.book.Reserve(ctx, "s1", users[1].Pass, []string{"A2"})
 		if err != nil || r.SeatsLeft != 0 {
 			t.Fatalf("the last seat: %+v, %v; want it sold with 0 left", r, err)
 		}
 
-		_, err = f.book.Reserve(ctx, "s1", users[2].pass, []string{"A1"})
+		_, err = f.book.Reserve(ctx, "s1", users[2].Pass, []string{"A1"})
 
 		if !errors.Is(err, booking.ErrSoldOut) {
 			t.Fatalf("Reserve(A1) on the instance that sold it, after the other sold the last seat = %v, want ErrSoldOut", err)

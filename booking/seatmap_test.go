@@ -54,7 +54,7 @@ func TestSeatMapServedWithoutSQL(t *testing.T) {
 		if ids, sold := seatMap(t, f.book, "s1"); !slices.Equal(ids, all) || len(sold) != 0 {
 			t.Fatalf("seat map before any sale = %v with %v sold, want %v, none sold", ids, sold, all)
 		}
-		if _, err := f.book.Reserve(ctx, "s1", users[0].pass, []string{"B2", "A1"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"B2", "A1"}); err != nil {
 			t.Fatal(err)
 		}
 		if ids, sold := seatMap(t, f.book, "s1"); !slices.Equal(ids, all) || !slices.Equal(sold, []string{"A1", "B2"}) {
@@ -74,7 +74,7 @@ func TestSeatMapServedWithoutSQL(t *testing.T) {
 			}
 		}
 		// Rebuilt once, it goes on learning from reservations.
-		if _, err := f.book.Reserve(ctx, "s1", users[1].pass, []string{"A5"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", users[1].Pass, []string{"A5"}); err != nil {
 			t.Fatal(err)
 		}
 		if ids, sold := seatMap(t, f.book, "s1"); !slices.Equal(ids, all) || !slices.Equal(sold, []string{"A1", "A5", "B2"}) {
@@ -92,7 +92,7 @@ func TestSeatMapAsksNothingOfSQLOnceWarm(t *testing.T) {
 		env.Demo(t, "s1", 2, 5)
 		f := newFixture(t, env, env.Prefix, defaults)
 		all := gridIDs(2, 5)
-		if _, err := f.book.Reserve(ctx, "s1", f.admit(t, "s1", 1)[0].pass, []string{"A3"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", f.admit(t, "s1", 1)[0].Pass, []string{"A3"}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -115,7 +115,7 @@ func TestSeatMapAsksNothingOfSQLOnceWarm(t *testing.T) {
 			}
 		}
 		// Another instance (over the same Redis) sells B4: the warm map shows it without SQL.
-		if _, err := f.book.Reserve(ctx, "s1", f.admit(t, "s1", 1)[0].pass, []string{"B4"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", f.admit(t, "s1", 1)[0].Pass, []string{"B4"}); err != nil {
 			t.Fatal(err)
 		}
 		if ids, sold := seatMap(t, reader, "s1"); !slices.Equal(ids, all) || !slices.Equal(sold, []string{"A3", "B4"}) {

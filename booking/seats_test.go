@@ -70,13 +70,13 @@ func TestBadSeatListDoesNotSpendThePass(t *testing.T) {
 		env.Demo(t, "s1", 2, 5)
 		f := newFixture(t, env, env.Prefix, defaults)
 		u := f.admit(t, "s1", 1)[0]
-		if _, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A1", "A1"}); !errors.Is(err, booking.ErrBadRequest) {
+		if _, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A1", "A1"}); !errors.Is(err, booking.ErrBadRequest) {
 			t.Fatalf("Reserve(A1, A1) = %v, want ErrBadRequest", err)
 		}
 		if f.seatLocked(t, "s1", "A1") {
 			t.Errorf("A1 locked after a bad request, want no lock")
 		}
-		if _, err := f.book.Reserve(ctx, "s1", u.pass, []string{"A1"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A1"}); err != nil {
 			t.Errorf("Reserve(A1) after a bad request = %v, want nil", err)
 		}
 	})

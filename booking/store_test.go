@@ -96,7 +96,7 @@ func TestStoreCountsSeats(t *testing.T) {
 		}
 		env.Demo(t, "s1", 2, 12) // starts in an hour: listed before "later"
 		f := newFixture(t, env, env.Prefix, defaults)
-		if _, err := f.book.Reserve(ctx, "s1", f.admit(t, "s1", 1)[0].pass, []string{"B10", "A2"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "s1", f.admit(t, "s1", 1)[0].Pass, []string{"B10", "A2"}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -183,10 +183,10 @@ func TestSoldOutScreeningLeavesTheSales(t *testing.T) {
 		env.Demo(t, "two", 1, 2)
 		store := booking.NewStore(env.DB)
 		f := newFixture(t, env, env.Prefix, defaults)
-		if _, err := f.book.Reserve(ctx, "one", f.admit(t, "one", 1)[0].pass, []string{"A1"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "one", f.admit(t, "one", 1)[0].Pass, []string{"A1"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.book.Reserve(ctx, "two", f.admit(t, "two", 1)[0].pass, []string{"A1"}); err != nil {
+		if _, err := f.book.Reserve(ctx, "two", f.admit(t, "two", 1)[0].Pass, []string{"A1"}); err != nil {
 			t.Fatal(err)
 		}
 		sales, err := store.Sales(ctx, time.Now())
