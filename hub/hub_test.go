@@ -489,24 +489,6 @@ func TestWaitEstimateFromTheFirstTickHeard(t *testing.T) {
 	})
 }
 
-// dropPublish makes a Redis client's PUBLISH and SPUBLISH fail without reaching Redis: an instance whose
-// connection broke right after its script ran.
-type dropPublish struct{}
-
-func (dropPublish) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (dropPublish) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (dropPublish) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); n == "publish" || n == "spublish" {
-			cmd.SetErr(errors.New("connection reset"))
-			return cmd.Err()
-		}
-		return next(ctx, cmd)
-	}
-}
-
 // A sold-out message that never reached this instance (another closed the line, and its publish failed)
 // still ends the wait of the sockets here: the closing is numbered like the line's events, the hub finds
 // the number missing, reads the line, and finds it closed.
@@ -520,7 +502,9 @@ func TestLostSoldOutIsRecoveredFromTheLine(t *testing.T) {
 		}
 		other := redis.NewClient(env.Redis.(*redis.Client).Options())
 		t.Cleanup(func() { other.Close() })
-		other.AddHook(dropPublish{})
+		// Its PUBLISH and SPUBLISH fail without reaching Redis: an instance whose connection broke right after
+		// its script ran.
+		other.AddHook(testenv.Refuse{Names: []string{"publish", "spublish"}, Err: errors.New("connection reset")})
 		if err := queue.New(other, env.Prefix).Close(context.Background(), "s1"); err == nil {
 			t.Fatal("Close with its publish dropped = nil, want the publish's error")
 		}

@@ -193,7 +193,7 @@ func TestBrokenDependenciesAreUnreadyAndInternal(t *testing.T) {
 		db.Close()
 		// Redis answers the queue's scripts (the test admits with them) but never a PING: to /readyz it is down.
 		unready := redis.NewClient(env.Redis.(*redis.Client).Options())
-		unready.AddHook(refusePing{})
+		unready.AddHook(testenv.Refuse{Names: []string{"ping"}, Err: errors.New("dial tcp 127.0.0.1:1: connect: connection refused")})
 		t.Cleanup(func() { unready.Close() })
 		a := newAppOn(t, env, app.Backends{Redis: unready, DB: db}, func(c *config.Config) {
 			c.Booking.LockWait, c.Booking.LockLease = time.Second, time.Second
@@ -238,23 +238,6 @@ func TestBrokenDependenciesAreUnreadyAndInternal(t *testing.T) {
 			t.Errorf("socket close code with the database closed = %d, want 1011 or 1013 (retry later)", code)
 		}
 	})
-}
-
-// refusePing fails a Redis client's PING without sending it, as a Redis that does not answer would.
-type refusePing struct{}
-
-func (refusePing) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (refusePing) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (refusePing) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "ping" {
-			cmd.SetErr(errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
-			return cmd.Err()
-		}
-		return next(ctx, cmd)
-	}
 }
 
 func decodeAny(t *testing.T, r response, v any) {

@@ -140,3 +140,25 @@ func (l *Lossy) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 		return lost
 	}
 }
+
+// Refuse makes a Redis client fail, without sending them, the commands sent alone whose name (lower case:
+// "ping", "publish") is among Names, each with Err: a Redis that does not answer them, or a connection that
+// broke just before they went out. Add it to a client of its own, so the test's other calls still reach Redis.
+type Refuse struct {
+	Names []string
+	Err   error
+}
+
+func (r Refuse) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r Refuse) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (r Refuse) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if slices.Contains(r.Names, cmd.Name()) {
+			cmd.SetErr(r.Err)
+			return r.Err
+		}
+		return next(ctx, cmd)
+	}
+}
