@@ -157,7 +157,7 @@ func TestCatchUpPositionIsMarked(t *testing.T) {
 
 // A socket that registers while the hub reads a screening's line for the first time has a number that
 // read may not know. That is no sign that Redis lost the line: the hub must not rebuild it (a rebuild holds
-// admission for queue.RebuildHold).
+// admission for a few seconds: rebuildHold in queue/restore.go).
 func TestSocketRegisteringDuringTheLineReadIsNoLoss(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		ctx := context.Background()
