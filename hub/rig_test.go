@@ -73,7 +73,7 @@ func (r *rig) socket(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	id := strings.TrimPrefix(req.URL.Path, "/ws/screenings/")
-	r.hub.Welcome(req.Context(), hub.Arrival{Conn: conn, Screening: id, Token: req.URL.Query().Get("token"), OpensAt: r.saleTime(id), Log: quiet})
+	r.hub.Welcome(req.Context(), hub.Arrival{Conn: conn, Screening: id, Token: req.URL.Query().Get("token"), OpensAt: r.saleTime(id)})
 }
 
 // setSaleTime makes the screening's sale open at opensAt (before it, sockets wait in the pre-queue).

@@ -7,7 +7,6 @@ package hub
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -22,8 +21,8 @@ type Arrival struct {
 	Token string
 	// OpensAt is the screening's sale time: a token that arrives before it waits in the pre-queue.
 	OpensAt time.Time
-	// Log is the request's log (it carries the request's id).
-	Log *slog.Logger
+	// RequestID is the upgrade's HTTP request id, for the log.
+	RequestID string
 	// Gone, when not nil, runs once the socket is gone, whether it was welcomed or turned away.
 	Gone func()
 }
@@ -33,12 +32,12 @@ type Arrival struct {
 // came in between, then serves it on a goroutine of the hub's own, so the HTTP handler that upgraded it
 // returns and its deep stack is freed: an idle socket then costs one small reading goroutine. A socket the
 // hub cannot take (a malformed token, a sold-out line, Redis not answering, the hub draining) is told why and
-// closed. ctx is the upgrade's request; the served socket's Redis calls keep its values, not its end.
+// closed. ctx is the upgrade's request: the reader outlives it, and its own Redis calls have their own
+// deadlines.
 func (h *Hub) Welcome(ctx context.Context, a Arrival) {
-	gone := func() {
-		if a.Gone != nil {
-			a.Gone()
-		}
+	gone := a.Gone
+	if gone == nil {
+		gone = func() {}
 	}
 	c, e := h.admitArrival(ctx, a)
 	if c == nil {
@@ -46,10 +45,15 @@ func (h *Hub) Welcome(ctx context.Context, a Arrival) {
 		return
 	}
 	h.catchUp(ctx, c, e)
-	go func() {
-		h.serve(context.WithoutCancel(ctx), c)
-		gone()
-	}()
+	// The reader holds only the client and gone: nothing of the request (its context, its log) stays with
+	// an idle socket.
+	go h.read(c, gone)
+}
+
+// read serves the client's socket until it is gone, then calls gone.
+func (h *Hub) read(c *client, gone func()) {
+	h.serve(context.Background(), c)
+	gone()
 }
 
 // admitArrival registers the arrival and joins it to the hub, or turns it away (nil).
@@ -64,11 +68,7 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival) (*client, queue.Entry
 		Reject(a.Conn, SoldOutMessage(), websocket.CloseNormalClosure, "sold out")
 		return nil, e
 	case err != nil:
-		log := a.Log
-		if log == nil {
-			log = h.log
-		}
-		log.Error("socket: register", "screening", a.Screening, "err", err)
+		h.log.Error("socket: register", "request_id", a.RequestID, "screening", a.Screening, "err", err)
 		if e.Token != "" {
 			// No answer: the registration may have run. Undone, it counts nothing for a socket that never
 			// joined, and leaves no fresh token in line that its client never learnt.

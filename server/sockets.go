@@ -65,7 +65,8 @@ func (s *Server) socket(c echo.Context) error {
 		return nil
 	}
 	s.Hub.Welcome(ctx, hub.Arrival{
-		Conn: conn, Screening: id, Token: c.QueryParam("token"), OpensAt: opensAt, Log: s.logFor(c),
+		Conn: conn, Screening: id, Token: c.QueryParam("token"), OpensAt: opensAt,
+		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
 		Gone: func() { s.addrs.release(addr) },
 	})
 	return nil
