@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"context"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -36,7 +35,7 @@ func Join(h *Hub, conn *websocket.Conn, screening, token string, seq int64, paus
 }
 
 // Serve reads c until its socket closes, on the caller's goroutine (Welcome serves on one of its own).
-func Serve(h *Hub, ctx context.Context, c *Client) { h.serve(ctx, c) }
+func Serve(h *Hub, c *Client) { h.serve(c, func() {}) }
 
 // Send queues msg for c.
 func Send(c *Client, msg []byte) bool { return c.send(msg) }

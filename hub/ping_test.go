@@ -23,7 +23,7 @@ func TestEverySocketIsPingedEachPeriodASliceAtATime(t *testing.T) {
 		if err != nil {
 			return
 		}
-		hub.Serve(h, req.Context(), hub.Join(h, conn, "s1", queue.NewToken(), 0, false, nil))
+		hub.Serve(h, hub.Join(h, conn, "s1", queue.NewToken(), 0, false, nil))
 	}))
 	defer srv.Close()
 

@@ -72,7 +72,7 @@ func benchHub(b *testing.B) (*hub.Hub, []*hub.Client, *sync.WaitGroup) {
 		mu.Unlock()
 		c := hub.Join(h, conn, "s1", queue.NewToken(), seq, false, nil)
 		joined <- c
-		hub.Serve(h, req.Context(), c)
+		hub.Serve(h, c)
 	}))
 	b.Cleanup(srv.Close)
 	got := &sync.WaitGroup{}

@@ -31,23 +31,26 @@ const (
 	closeWait = time.Second
 )
 
-// serve reads the client's messages until the socket closes, then removes it from the hub. ctx is for the
-// Redis calls the client's messages and its end make.
+// serve reads the client's messages until the socket closes, then takes it out of the hub and calls gone.
+// It is the socket's goroutine (Welcome starts it), and its Redis calls (a leave, the count-off) have
+// deadlines of their own.
 //
-// An idle socket's goroutine waits here, nearly always inside NextReader, so this frame is kept small and the
-// handling of a message is in handle. Go halves a goroutine's stack at a collection only while less than a
-// quarter of it is in use, and a reader that starts on the 8 KiB stack a registration burst makes the
-// default (GODEBUG adaptivestackstart) waits in under 2 KiB this way, so its stack shrinks to 4 KiB; with the
-// handling inline it waited in 2.1 KiB and kept 8 KiB: 155 MB at 19,000 sockets instead of 79 MB
-// (docs/benchmarks.md).
-func (h *Hub) serve(ctx context.Context, c *client) {
+// An idle socket's goroutine waits here, nearly always inside NextReader, so this frame is kept small (not
+// even a context) and the handling of a message is in handle. Go halves a goroutine's stack at a
+// collection only while less than a quarter of it is in use, and a reader that starts on the 8 KiB stack a
+// registration burst makes the default (GODEBUG adaptivestackstart) waits in under 2 KiB this way, so its
+// stack shrinks to 4 KiB; with the handling inline it waited in 2.1 KiB and kept 8 KiB: 155 MB at 19,000
+// sockets instead of 79 MB (docs/benchmarks.md). A frame more between the goroutine's start and this one
+// (a context and a wrapper function) did the same: 120–150 MB.
+func (h *Hub) serve(c *client, gone func()) {
+	defer gone()
 	defer h.serving.Done()
-	defer h.leave(ctx, c)
+	defer h.leave(c)
 	c.prepareRead()
 	var st readState
 	for {
 		_, r, err := c.conn.NextReader()
-		if !h.handle(ctx, c, r, err, &st) {
+		if !h.handle(c, r, err, &st) {
 			return
 		}
 	}
@@ -86,7 +89,7 @@ func (c *client) prepareRead() {
 // handle acts on one client message (r, or the read error err) and tells whether to go on reading.
 //
 //go:noinline
-func (h *Hub) handle(ctx context.Context, c *client, r io.Reader, err error, st *readState) bool {
+func (h *Hub) handle(c *client, r io.Reader, err error, st *readState) bool {
 	var data []byte
 	if err == nil {
 		data, err = io.ReadAll(r)
@@ -116,7 +119,7 @@ func (h *Hub) handle(ctx context.Context, c *client, r io.Reader, err error, st 
 		return true
 	}
 	_ = in // a leave: the only message there is
-	leaveCtx, cancel := context.WithTimeout(ctx, redisTimeout)
+	leaveCtx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 	_, err = h.leaver.Leave(leaveCtx, c.screening, c.token)
 	cancel()
 	if err != nil {
@@ -159,9 +162,9 @@ func (c *client) closeRead(code int, reason string, readerFailed bool) {
 // leave closes the client's socket, counts it off in Redis, so a waiting user who never comes back stops
 // costing an admission after the grace (an admitted one's count is just dropped), and takes it out of the
 // hub.
-func (h *Hub) leave(ctx context.Context, c *client) {
+func (h *Hub) leave(c *client) {
 	c.close(websocket.CloseNormalClosure, "")
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 	if err := h.lines.Disconnected(ctx, c.screening, c.token); errors.Is(err, queue.ErrQueued) {
 		// A mass close (a drain, a crowd leaving at once) outran the wait; the count-off still goes out.
 		h.log.Debug("hub: disconnect still queued", "screening", c.screening)

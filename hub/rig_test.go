@@ -192,7 +192,7 @@ func serveOne(t testing.TB, h *hub.Hub, join func(*websocket.Conn) *hub.Client) 
 		}
 		c := join(conn)
 		joined <- c
-		hub.Serve(h, req.Context(), c)
+		hub.Serve(h, c)
 	}))
 	t.Cleanup(srv.Close)
 	conn, resp, err := websocket.DefaultDialer.Dial(strings.Replace(srv.URL, "http://", "ws://", 1), nil)

@@ -47,13 +47,7 @@ func (h *Hub) Welcome(ctx context.Context, a Arrival) {
 	h.catchUp(ctx, c, e)
 	// The reader holds only the client and gone: nothing of the request (its context, its log) stays with
 	// an idle socket.
-	go h.read(c, gone)
-}
-
-// read serves the client's socket until it is gone, then calls gone.
-func (h *Hub) read(c *client, gone func()) {
-	h.serve(context.Background(), c)
-	gone()
+	go h.serve(c, gone)
 }
 
 // admitArrival registers the arrival and joins it to the hub, or turns it away (nil).
