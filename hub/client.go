@@ -38,26 +38,27 @@ type client struct {
 	told
 }
 
-// outbox is what waits for a writer, and the socket's closing. Guarded by client.mu.
+// outbox is what waits for a writer, and the socket's closing. Guarded by client.mu. The flags are last and
+// together, so that padding does not push a client (one per socket) into a larger size class.
 type outbox struct {
 	out        []outMsg // messages queued for the socket, at most sendBuffer
 	spare      []outMsg // out's previous backing array, reused
-	scheduled  bool     // in the writers' queue or being written (writer.go)
-	pendingPos int      // index in out of a queued position a newer one may replace; -1 when none
+	pong       []byte   // the payload of the pong to write, when pongDue
+	closeText  string
+	closeCode  int
+	pendingPos int  // index in out of a queued position a newer one may replace; -1 when none
+	scheduled  bool // in the writers' queue or being written (writer.go)
 	pingDue    bool
 	pongDue    bool // a pong answering the peer's last ping is to be written, with pong as its payload
-	pong       []byte
 	closed     bool
-	closeCode  int
-	closeText  string
 	linger     bool // the reader closes the connection after the close frame (closeRead), not the writer
 }
 
 // told is what the socket was last told of its standing. Guarded by client.mu.
 type told struct {
-	toldPaused bool   // whether the client was last told admission is paused
 	admittedMs int64  // expiry of the admission whose pass was sent; 0 while waiting
 	ticks      uint64 // tick messages (positions, passes) queued so far
+	toldPaused bool   // whether the client was last told admission is paused
 }
 
 func newClient(h *Hub, conn *websocket.Conn, screening, token string, seq int64, paused bool) *client {
