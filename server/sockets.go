@@ -67,7 +67,7 @@ func (s *Server) socket(c echo.Context) error {
 	s.Hub.Welcome(ctx, hub.Arrival{
 		Conn: conn, Screening: id, Token: c.QueryParam("token"), OpensAt: opensAt,
 		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
-		Gone: func() { s.addrs.release(addr) },
+		Gone:      func() { s.addrs.release(addr) },
 	})
 	return nil
 }
