@@ -335,6 +335,39 @@ func TestShutdownClosesSocketsWithServiceRestart(t *testing.T) {
 	}
 }
 
+// A socket that arrives while the hub drains was registered before the hub turned it away, and is counted
+// off again: its token counts no open socket, and is noted gone so the grace drops it unless it comes back
+// (to another instance) in time.
+func TestSocketTurnedAwayWhileDrainingIsCountedOff(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		r := newRig(t, env, queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 1, ActiveTTL: time.Minute, LockTTL: time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := r.hub.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		token := queue.NewToken()
+		c := r.dial(t, "s1", token)
+		if code := c.CloseCode(t, readWait); code != hub.CloseServiceRestart {
+			t.Errorf("socket while draining closed %d, want %d", code, hub.CloseServiceRestart)
+		}
+		conns, gone := queue.Key(env.Prefix, "s1", "conns"), queue.Key(env.Prefix, "s1", "gone")
+		if err := env.Redis.ZScore(ctx, queue.Key(env.Prefix, "s1", "waiting"), token).Err(); err != nil {
+			t.Fatalf("the token is not in line (%v): the socket was turned away before it registered, not after", err)
+		}
+		for {
+			n, err := env.Redis.HGet(ctx, conns, token).Int64()
+			if (errors.Is(err, redis.Nil) || (err == nil && n == 0)) && env.Redis.ZScore(ctx, gone, token).Err() == nil {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the token turned away still counts %d open sockets (%v), or is not noted gone", n, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
 func asClose(err error, target **websocket.CloseError) bool {
 	ce, ok := err.(*websocket.CloseError)
 	if ok {
