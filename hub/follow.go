@@ -95,7 +95,7 @@ func (h *Hub) follow(ctx context.Context, f *followed) {
 func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 	f := h.followedOf(ev.Screening)
 	if ev.Kind == queue.EventTick || ev.Kind == queue.EventOpened || ev.Kind == queue.EventRebuilt || ev.Kind == queue.EventSoldOut {
-		h.markSeen(f, ev.Epoch) // before listing the sockets: see missed
+		f.markSeen(ev.Epoch) // before listing the sockets: see missed
 	}
 	clients := h.clients(ev.Screening)
 	switch ev.Kind {
@@ -164,14 +164,15 @@ func (h *Hub) followedOf(screening string) *followed {
 }
 
 // markSeen raises the screening's seen epoch to epoch; setSeen sets it, lower too (after reading the line).
-// Only the screening's follower calls them, so a load and a store need no compare-and-swap.
-func (h *Hub) markSeen(f *followed, epoch int64) {
+// Only the screening's follower calls them, so a load and a store need no compare-and-swap. Both do nothing
+// on a screening the hub does not follow (nil).
+func (f *followed) markSeen(epoch int64) {
 	if f != nil && f.seen.Load() < epoch {
 		f.seen.Store(epoch)
 	}
 }
 
-func (h *Hub) setSeen(f *followed, epoch int64) {
+func (f *followed) setSeen(epoch int64) {
 	if f != nil {
 		f.seen.Store(epoch)
 	}
@@ -194,9 +195,7 @@ func (h *Hub) setPause(f *followed, screening string, paused, all bool) {
 // placePre gives the sockets that joined in the pre-queue their place in the opened line: one round trip
 // for all of them, once per opening.
 func (h *Hub) placePre(ctx context.Context, screening string, clients []*client) {
-	h.place(ctx, screening, clients, func(c *client) bool { return c.seq.Load() == 0 }, func(c *client, seq int64) {
-		c.seq.CompareAndSwap(0, seq)
-	})
+	h.place(ctx, screening, clients, func(c *client) bool { return c.seq.Load() == 0 }, (*client).place)
 }
 
 // renumber reads again the number of every waiting socket after a rebuild, since the rebuild moves a token

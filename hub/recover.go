@@ -30,7 +30,7 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 	if fresh.Closed {
 		// Sold out while this instance did not hear it (the message lost, or the subscription down).
 		*line = fresh
-		h.setSeen(f, line.Epoch)
+		f.setSeen(line.Epoch)
 		soldOut(h.clients(screening))
 		return
 	}
@@ -44,7 +44,7 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 	*line = fresh
 	// Events lost while the subscription was down may include a pause or a resume.
 	h.setPause(f, screening, fresh.Paused, true)
-	h.setSeen(f, line.Epoch) // before listing the sockets: see missed
+	f.setSeen(line.Epoch) // before listing the sockets: see missed
 	clients := h.clients(screening)
 	if line.Epoch > 0 {
 		h.placePre(ctx, screening, clients)
@@ -89,7 +89,7 @@ func (h *Hub) readLine(ctx context.Context, screening string, f *followed) (queu
 		if err == nil {
 			return fresh, nil
 		}
-		h.setSeen(f, math.MaxInt64)
+		f.setSeen(math.MaxInt64)
 		if attempt == 0 {
 			h.log.Error("hub: read line; retrying", "screening", screening, "err", err)
 		}

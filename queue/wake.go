@@ -22,15 +22,12 @@ func (q *Queue) removeWaker(s *Scheduler) {
 }
 
 // slotFreed wakes the screening's loop in every scheduler running on q. With none running, it wakes
-// nothing: the next tick, wherever one runs, admits into the freed slot.
+// nothing: the next tick, wherever one runs, admits into the freed slot. The wakes happen under wakersMu:
+// wake never blocks, and the scheduler's own lock, which it takes, is never held while taking wakersMu.
 func (q *Queue) slotFreed(screening string) {
 	q.wakersMu.Lock()
-	wakers := make([]*Scheduler, 0, len(q.wakers))
+	defer q.wakersMu.Unlock()
 	for s := range q.wakers {
-		wakers = append(wakers, s)
-	}
-	q.wakersMu.Unlock()
-	for _, s := range wakers {
 		s.wake(screening)
 	}
 }
