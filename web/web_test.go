@@ -25,7 +25,7 @@ var (
 // not, as a modulepreload, and nothing else, so the browser fetches them all in one round instead of one
 // round per level of imports (a crowd's page loads are the burst the server's first seconds serve).
 func TestPagesPreloadEveryModuleTheyImport(t *testing.T) {
-	for _, page := range []string{"index.html", "room.html", "admin.html"} {
+	for _, page := range []string{"index.html", "room.html", "admin.html", "ticket.html", "checkout.html"} {
 		html := read(t, page)
 		entries := moduleScript.FindAllStringSubmatch(html, -1)
 		if len(entries) != 1 {
@@ -53,7 +53,7 @@ func TestPagesPreloadEveryModuleTheyImport(t *testing.T) {
 // a module names is in FS, every import is relative, and every module in FS is loaded by some page.
 func TestPagesLoadOnlyEmbeddedModules(t *testing.T) {
 	reached := map[string]bool{}
-	for _, page := range []string{"index.html", "room.html", "admin.html"} {
+	for _, page := range []string{"index.html", "room.html", "admin.html", "ticket.html", "checkout.html"} {
 		html := read(t, page)
 		for _, m := range pageAsset.FindAllStringSubmatch(html, -1) {
 			if _, err := fs.Stat(FS, m[1]); err != nil {
