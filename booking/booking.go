@@ -3,7 +3,9 @@
 //
 // Guarantees: a reservation needs a valid, unspent pass of an admission still holding its slot; all seats of
 // a request are locked at once or none; losers of a lock never reach SQL; the write is one transaction; and
-// the UNIQUE (screening, seat) constraint makes a double booking impossible even if a lock lease runs out.
+// the partial unique index on a screening's live seats makes a double booking impossible even if a lock
+// lease runs out. A reservation is an order: held while its buyer pays (hold mode), or confirmed; every
+// transition of it is one transaction, and a seat is in at most one held or confirmed order.
 //
 // Where things are:
 //   - booking.go: the service (Booking, New), its settings and what it needs of the queue.
@@ -14,7 +16,11 @@
 //   - local.go: what the requests of one instance share: the seats known sold, the locks held here.
 //   - catalog.go: a screening's seats and sale time, in memory once loaded.
 //   - seats.go: seat ids under one grammar, a request's seat list, listed and grid catalogs.
-//   - seatmap.go: the seat map during a sale, without SQL.
+//   - seatmap.go: the seat map during a sale, without SQL: available, held, sold.
+//   - orders.go: orders, their statuses and codes, read by code or by screening.
+//   - transitions.go: an order confirmed, cancelled or expired, each in one transaction, and what follows.
+//   - sweeper.go: the holds that lapse, expired once cluster-wide.
+//   - outbox.go: the webhooks' outbox, written in the transaction of each transition.
 //   - store.go, store_read.go, store_write.go: the SQL side, its reads, a reservation's write.
 //   - screenings.go: creating and managing screenings, and the scheduler's list of sales.
 //   - db.go: opening the database and migrating it (migrations/postgres, migrations/sqlite).
@@ -34,11 +40,21 @@ import (
 
 // Admissions is what booking needs of the queue: who may reserve, and what a reservation ends.
 type Admissions interface {
-	// CheckPassLine checks the pass (CheckPass) and tells, from the same round trip, whether the line is
-	// closed.
-	CheckPassLine(ctx context.Context, c queue.Claims) (closed bool, err error)
+	// CheckPassLine checks the pass (CheckPass) and tells, from the same round trip, the state of the line:
+	// closed, and its count of released seats.
+	CheckPassLine(ctx context.Context, c queue.Claims) (queue.LineState, error)
 	Finish(ctx context.Context, c queue.Claims) error
-	Close(ctx context.Context, screening string) error
+	// SellOut closes the line of a screening sold out, and returns the closing's epoch.
+	SellOut(ctx context.Context, screening string) (int64, error)
+	// Hold spends the pass of a held order and keeps its slot until the hold lapses; Release frees it when
+	// the order ends.
+	Hold(ctx context.Context, c queue.Claims, until time.Time) error
+	Release(ctx context.Context, screening, token string, until time.Time) error
+	// AllHeld tells the line every seat is held or sold; Reopen that seats came back.
+	AllHeld(ctx context.Context, screening string) error
+	Reopen(ctx context.Context, screening string, mayReopen bool) (int64, error)
+	// PublishSeats tells every instance's admitted sockets that seats changed state.
+	PublishSeats(ctx context.Context, screening string, seats []queue.SeatChange) error
 }
 
 // PassVerifier checks a pass's signature, expiry and screening.
@@ -54,6 +70,12 @@ type Settings struct {
 	// DBTimeout bounds a reservation's database statements before its commit (0: none), so a slow database
 	// fails the request closed (503) instead of holding it and a pooled connection for as long as it is slow.
 	DBTimeout time.Duration
+	// Checkout is the server's checkout mode (CheckoutInstant or CheckoutHold; empty: instant), for the
+	// screenings without one of their own; HoldTTL how long a held order keeps its seats.
+	Checkout string
+	HoldTTL  time.Duration
+	// Webhooks: write every order transition to the webhooks' outbox (webhooks.url is set).
+	Webhooks bool
 }
 
 // Booking reserves seats.
@@ -71,6 +93,7 @@ type Booking struct {
 	released releases            // wakes this instance's waiters when a seat lock here is released
 	sold     soldSeats           // the seats this instance knows are sold: a sale is never undone
 	instance string              // starts every lock owner id of this process, so a waiter knows a local holder
+	metrics  *Metrics            // nil: nothing counted (SetMetrics)
 
 	// Tests only: afterFence runs inside the transaction after the fence is written (to pause a holder
 	// past its lease); noHeldCheck skips the check before commit (so a lapsed holder reaches the fence and

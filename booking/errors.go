@@ -31,6 +31,19 @@ var (
 	// ErrBadScreening: a screening to create is malformed (its id, times, seats or admission settings; an
 	// InvalidError says which).
 	ErrBadScreening = errors.New("bad screening")
+	// ErrNotEnoughSeats: a best-available request for a number of seats found too few free.
+	ErrNotEnoughSeats = errors.New("not enough seats free")
+
+	// ErrBadOrderCode: the text cannot be an order code.
+	ErrBadOrderCode = errors.New("malformed order code")
+	// ErrOrderNotFound: no order has that code.
+	ErrOrderNotFound = errors.New("no such order")
+	// ErrHoldExpired: the order's hold lapsed before it was confirmed (its seats may have been sold again).
+	ErrHoldExpired = errors.New("the hold expired")
+	// ErrOrderCancelled: the order was cancelled.
+	ErrOrderCancelled = errors.New("the order was cancelled")
+	// ErrOrderConfirmed: the order is confirmed; only the operator may cancel it (a refund).
+	ErrOrderConfirmed = errors.New("the order is confirmed")
 )
 
 // InvalidError refuses what a caller sent: Kind is ErrBadRequest (a reservation's seat list) or

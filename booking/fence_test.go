@@ -315,7 +315,7 @@ func TestSeatSoldPastTheLocksIsNamedByTheConstraint(t *testing.T) {
 	}
 	defer sell.Rollback()
 	var rid int64
-	if err := sell.GetContext(ctx, &rid, `INSERT INTO reservations (screening_id, holder, pass_id) VALUES ($1, 'elsewhere', 'pass-elsewhere') RETURNING id`, id); err != nil {
+	if err := sell.GetContext(ctx, &rid, `INSERT INTO reservations (screening_id, holder, pass_id, code) VALUES ($1, 'elsewhere', 'pass-elsewhere', 'elsewhere') RETURNING id`, id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sell.ExecContext(ctx, `INSERT INTO reservation_seats (reservation_id, screening_id, seat_id) VALUES ($1, $2, 'A2')`, rid, id); err != nil {

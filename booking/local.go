@@ -8,28 +8,71 @@ import (
 	"sync"
 )
 
-// soldSeats is what this instance has learnt is sold, per screening: from its own commits, and from SQL's
-// or Redis's refusals. A seat once sold stays sold (nothing cancels a reservation), so the memo is never
-// stale, only incomplete; Redis and then SQL decide for any seat it does not list.
+// soldSeats is what this instance has learnt is taken (sold or held), per screening: from its own commits,
+// and from SQL's or Redis's refusals. A seat comes back only when an order is cancelled or expires, and each
+// such release moves the screening's released count in Redis (queue.ReleasedKey), which every pass check
+// reads: a memo older than the count is dropped (sync) before it refuses anyone. Between releases it is
+// never stale, only incomplete; Redis and then SQL decide for any seat it does not list.
 type soldSeats struct {
-	mu     sync.RWMutex
-	byID   map[string]map[string]bool // screening -> seat ids
-	closed map[string]bool            // screenings whose line is closed (sold out or closed by the operator: for good)
+	mu       sync.RWMutex
+	byID     map[string]map[string]bool // screening -> seat ids
+	closed   map[string]bool            // screenings whose line is closed (sold out or closed by the operator)
+	released map[string]int64           // screening -> the released count the memo is as of
 }
 
-// close records that the screening's line is closed.
-func (s *soldSeats) close(screening string) {
+// sync drops what is remembered of the screening if its released count moved since: seats came back, or
+// the line reopened.
+func (s *soldSeats) sync(screening string, released int64) {
+	s.mu.RLock()
+	same := s.released[screening] == released
+	s.mu.RUnlock()
+	if same {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.released == nil {
+		s.released = map[string]int64{}
+	}
+	if s.released[screening] != released {
+		delete(s.byID, screening)
+		delete(s.closed, screening)
+		s.released[screening] = released
+	}
+}
+
+// forget drops seats from what is remembered of the screening (this instance released them).
+func (s *soldSeats) forget(screening string, seats []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range seats {
+		delete(s.byID[screening], id)
+	}
+	delete(s.closed, screening)
+}
+
+// close records that the screening's line is closed, as learnt by a request that checked its pass when the
+// released count was asOf (a request older than the latest release learns nothing the memo keeps).
+func (s *soldSeats) close(screening string, asOf int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released[screening] != asOf {
+		return
+	}
 	if s.closed == nil {
 		s.closed = map[string]bool{}
 	}
 	s.closed[screening] = true
 }
 
-func (s *soldSeats) add(screening string, seats []string) {
+// add records seats of the screening as taken, as learnt by a request that checked its pass when the
+// released count was asOf (see close).
+func (s *soldSeats) add(screening string, seats []string, asOf int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.released[screening] != asOf {
+		return
+	}
 	if s.byID == nil {
 		s.byID = map[string]map[string]bool{}
 	}

@@ -50,6 +50,8 @@ type hold struct {
 	deadline time.Time // lock_wait from the request's start
 	locked   bool      // every seat lock taken, and not released yet
 	sold     []string  // seats the request learnt are sold: the unlock adds them to Redis's sold set
+	held     bool      // sold holds its own seats, held by its order (not sold): the unlock marks them held
+	released int64     // the screening's released count its pass check read (soldSeats.sync)
 }
 
 // newHold is the hold, not locked yet, of a request for seats of screening (of total seats).
@@ -210,11 +212,11 @@ func (b *Booking) tryLock(ctx context.Context, h *hold, args []any, claimed bool
 		for _, s := range res[1:] {
 			taken = append(taken, s.(string))
 		}
-		b.sold.add(h.screening, taken)
+		b.sold.add(h.screening, taken, h.released)
 		unclaim()
 		return nil, &TakenError{Seats: taken}
 	case -2:
-		b.sold.close(h.screening)
+		b.sold.close(h.screening, h.released)
 		unclaim()
 		return nil, fmt.Errorf("booking: reserve: %w", ErrSoldOut)
 	}
@@ -283,14 +285,24 @@ func (b *Booking) unlock(ctx context.Context, h *hold) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	args := make([]any, 0, len(h.sold)+1)
-	args = append(args, h.owner)
+	args := make([]any, 0, len(h.sold)+2)
+	args = append(args, h.owner, boolFlag(h.held))
 	for _, s := range h.sold {
 		args = append(args, s)
 	}
+	keys := make([]string, 0, len(h.keys)+1)
+	keys = append(keys, h.keys[1], queue.Key(b.prefix, h.screening, "held"))
+	keys = append(keys, h.seatKeys()...)
 	// The sold set is a hint for the lock script (SQL stays the guard), so a failure here is not the
 	// request's: the locks then lapse by their lease.
-	_ = unlockScript.Run(ctx, b.rdb, h.keys[1:], args...).Err()
+	_ = unlockScript.Run(ctx, b.rdb, keys, args...).Err()
 	b.released.release(h.seatKeys(), h.owner)
 	h.locked = false
+}
+
+func boolFlag(v bool) string {
+	if v {
+		return "1"
+	}
+	return "0"
 }

@@ -12,12 +12,18 @@ import (
 	"github.com/waitroom/waitroom/queue"
 )
 
-// Reservation is a committed booking of one pass.
+// Reservation is a committed booking of one pass: an order of the box office (orders.go), held while its
+// buyer pays or confirmed.
 type Reservation struct {
 	ID        int64     `json:"id"`
+	Code      string    `json:"code"`
+	Status    string    `json:"status"`
 	Screening string    `json:"screening"`
 	Seats     []string  `json:"seats"`
 	CreatedAt time.Time `json:"created_at"`
+	// HoldExpiresAt is when a held order lapses (and when it would have).
+	HoldExpiresAt *time.Time `json:"hold_expires_at,omitempty"`
+	ConfirmedAt   *time.Time `json:"confirmed_at,omitempty"`
 	// SeatsLeft is how many seats of the screening are still available after this reservation (-1 when the
 	// count failed after commit). Not sent: a replayed response must equal the first one.
 	SeatsLeft int `json:"-"`
@@ -60,11 +66,24 @@ func (b *Booking) ReserveOnce(ctx context.Context, screening, pass, key string, 
 // for a holder here; check the pass, and what is known sold; lock every seat or none; write and commit while
 // the locks hold; then settle what follows. The locks are released on every way out.
 func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash string, seats []string) (Reservation, error) {
+	return b.reserveHold(ctx, claims, key, hash, seats, false)
+}
+
+// reserveNow is reserve without waiting for a seat another request holds: a LockedError at once (best
+// available picks again).
+func (b *Booking) reserveNow(ctx context.Context, claims queue.Claims, key, hash string, seats []string) (Reservation, error) {
+	return b.reserveHold(ctx, claims, key, hash, seats, true)
+}
+
+func (b *Booking) reserveHold(ctx context.Context, claims queue.Claims, key, hash string, seats []string, noWait bool) (Reservation, error) {
 	cat, err := b.catalog(ctx, claims.Screening)
 	if err != nil {
 		return Reservation{}, err
 	}
 	h := b.newHold(claims.Screening, len(cat.seats), seats)
+	if noWait {
+		h.deadline = time.Now()
+	}
 	// A seat another request here holds is waited for here, before any Redis call: the losers of a burst on
 	// a few seats wait without a lock script each, and check their pass once the winner has committed.
 	if err := b.awaitHolders(ctx, h); err != nil {
@@ -79,7 +98,8 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 	}
 	r, err := b.commit(ctx, h, write{
 		screening: h.screening, holder: claims.Token, passID: claims.ID, seats: seats, total: h.total,
-		idempotencyKey: key, hash: hash,
+		idempotencyKey: key, hash: hash, code: NewOrderCode(), checkout: b.settings.Checkout,
+		holdTTL: b.settings.HoldTTL, webhooks: b.settings.Webhooks,
 	})
 	if err != nil {
 		return Reservation{}, b.refused(ctx, h, err)
@@ -91,12 +111,14 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 // is closed; then it refuses, with no lock, a seat this instance saw sold (a spent pass was told so first,
 // and a closed line was just read with the pass).
 func (b *Booking) checkPass(ctx context.Context, claims queue.Claims, h *hold) error {
-	closed, err := b.admissions.CheckPassLine(ctx, claims)
+	line, err := b.admissions.CheckPassLine(ctx, claims)
 	if err != nil {
 		return fmt.Errorf("booking: %w", err)
 	}
-	if closed {
-		b.sold.close(h.screening) // for good: the memo below answers SOLD_OUT, as the lock script would
+	b.sold.sync(h.screening, line.Released)
+	h.released = line.Released
+	if line.Closed {
+		b.sold.close(h.screening, h.released) // until seats come back: the memo answers SOLD_OUT, as the lock script would
 	}
 	return b.sold.refuse(h.screening, h.seats, h.total)
 }
@@ -135,7 +157,7 @@ func (b *Booking) commit(ctx context.Context, h *hold, w write) (Reservation, er
 	}
 	// The seats are sold: the requests here waiting for them learn it now and are refused at once, not
 	// after this request's count, Redis updates and unlock (they find the seats in the memo).
-	b.sold.add(h.screening, h.seats)
+	b.sold.add(h.screening, h.seats, h.released)
 	b.released.wake(h.seatKeys())
 	return r, nil
 }
@@ -146,58 +168,81 @@ func (b *Booking) commit(ctx context.Context, h *hold, w write) (Reservation, er
 func (b *Booking) refused(ctx context.Context, h *hold, err error) error {
 	var taken *TakenError
 	if errors.As(err, &taken) {
-		b.sold.add(h.screening, taken.Seats)
+		b.sold.add(h.screening, taken.Seats, h.released)
 		h.sold = taken.Seats
 	}
 	if errors.Is(err, ErrSoldOut) {
-		b.sold.close(h.screening)
-		if cerr := b.admissions.Close(ctx, h.screening); cerr != nil {
+		b.sold.close(h.screening, h.released)
+		if cerr := b.sellOut(ctx, h.screening); cerr != nil {
 			return errors.Join(err, cerr)
 		}
 	}
 	return err
 }
 
-// settle does what follows a commit, which cannot undo it: count the seats left, free the slot (a failure
-// leaves it to expire by time), close the line if that was the last seat, and release the locks with the
-// seats marked sold. Freeing the slot and releasing the locks go to Redis side by side: the winner waits one
-// round trip for both, not two. A failure among these is an AfterCommitError, with the reservation.
+// settle does what follows a commit, which cannot undo it: count the seats left, spend the pass (a held
+// order keeps its slot until the hold lapses; a confirmed one frees it, and a failure leaves it to expire by
+// time), close the line if that was the last seat (or, while some are only held, tell the line they all
+// are), and release the locks with the seats marked taken. Spending the pass and releasing the locks go to
+// Redis side by side: the winner waits one round trip for both, not two. A failure among these is an
+// AfterCommitError, with the reservation.
 func (b *Booking) settle(ctx context.Context, claims queue.Claims, h *hold, r Reservation) (Reservation, error) {
 	var after []error
-	var err error
-	if r.SeatsLeft, err = b.seatsLeft(ctx, h); err != nil {
+	left, err := b.seatsLeft(ctx, h)
+	if err != nil {
 		after = append(after, err)
 	}
-	h.sold = r.Seats
-	finished := make(chan error, 1)
-	go func() { finished <- b.admissions.Finish(ctx, claims) }()
-	if r.SeatsLeft == 0 {
-		// The line closes before the locks go, so a request that waited for them is told SOLD_OUT.
-		b.sold.close(h.screening)
-		if err := b.admissions.Close(ctx, h.screening); err != nil {
-			after = append(after, err)
+	r.SeatsLeft = left.available
+	h.sold, h.held = r.Seats, r.Status == StatusHeld
+	if h.held {
+		b.metrics.transition("hold", nil)
+	}
+	spent := make(chan error, 1)
+	go func() {
+		if h.held {
+			spent <- b.admissions.Hold(ctx, claims, *r.HoldExpiresAt)
+			return
 		}
+		spent <- b.admissions.Finish(ctx, claims)
+	}()
+	if err == nil {
+		after = append(after, b.noneLeft(ctx, h, left))
 	}
 	b.unlock(ctx, h)
-	if err := <-finished; err != nil {
-		after = append(after, err)
-	}
+	after = append(after, <-spent, b.seatsChanged(ctx, h.screening, r.Seats, r.Status))
 	if err := errors.Join(after...); err != nil {
 		return r, &AfterCommitError{Err: err}
 	}
 	return r, nil
 }
 
-// seatsLeft counts the seats of the hold's screening still available, right after its commit; -1 and the
-// error if the count fails.
+// noneLeft closes the line when no seat of the screening is left and every one is sold (before the locks
+// go, so a request that waited for them is told SOLD_OUT), or tells the line they are all held when some
+// are only held (the line stays open: a hold may lapse).
+func (b *Booking) noneLeft(ctx context.Context, h *hold, left counts) error {
+	switch {
+	case left.available > 0:
+		return nil
+	case left.held == 0:
+		b.sold.close(h.screening, h.released)
+		return b.sellOut(ctx, h.screening)
+	}
+	return b.admissions.AllHeld(ctx, h.screening)
+}
+
+// counts are a screening's seats by state.
+type counts struct{ available, held, sold int }
+
+// seatsLeft counts the seats of the hold's screening by state, right after its commit; available -1 and
+// the error if the count fails.
 //
 // Counted after commit, not inside the transaction: two reservations committing side by side each see only
-// their own insert in there, and neither would notice it sold the last seat. After commit, the later of
+// their own insert in there, and neither would notice it took the last seat. After commit, the later of
 // them sees both.
-func (b *Booking) seatsLeft(ctx context.Context, h *hold) (int, error) {
-	sold, err := b.store.seatsSold(ctx, h.screening)
+func (b *Booking) seatsLeft(ctx context.Context, h *hold) (counts, error) {
+	c, err := b.store.seatsTaken(ctx, h.screening, h.total)
 	if err != nil {
-		return -1, fmt.Errorf("booking: reserve: count after commit: %w", err)
+		return counts{available: -1}, fmt.Errorf("booking: reserve: count after commit: %w", err)
 	}
-	return h.total - sold, nil
+	return c, nil
 }

@@ -207,7 +207,8 @@ func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error
 	}
 	err := s.db.SelectContext(ctx, &rows, s.db.Rebind(`SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms, ended
 		FROM (SELECT s.*, (s.closed_at IS NOT NULL OR
-			(SELECT COUNT(*) FROM reservation_seats r WHERE r.screening_id = s.id) >=
+			(SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
+				WHERE r.screening_id = s.id AND r.live AND o.status = 'confirmed') >=
 			(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id)) AS ended
 			FROM screenings s WHERE s.sale_opens_at <= ?) x
 		WHERE NOT ended OR starts_at > ? ORDER BY id`), until.UTC(), time.Now().UTC())
@@ -254,3 +255,19 @@ func nullMs(d time.Duration) sql.NullInt64 {
 }
 
 func nullInt(n int) sql.NullInt64 { return sql.NullInt64{Int64: int64(n), Valid: n > 0} }
+
+// SetCheckout sets the screening's own checkout mode (CheckoutInstant or CheckoutHold; empty: back to the
+// server's). The next reservation uses it: the mode is read inside each reservation's transaction.
+func (s *Store) SetCheckout(ctx context.Context, id, mode string) error {
+	if mode != "" && mode != CheckoutInstant && mode != CheckoutHold {
+		return badScreening("checkout %q: want %q or %q", truncate(mode, 20), CheckoutInstant, CheckoutHold)
+	}
+	res, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE screenings SET checkout = ? WHERE id = ?`), nullable(mode), id)
+	if err != nil {
+		return fmt.Errorf("booking: checkout of %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("booking: checkout of %q: %w", id, ErrUnknownScreening)
+	}
+	return nil
+}

@@ -1,5 +1,5 @@
-// The seat map of a screening during a sale, served from the catalog in memory and the sold set in Redis,
-// without SQL.
+// The seat map of a screening during a sale, served from the catalog in memory and the sold and held sets in
+// Redis, without SQL: each seat available, held (by an order whose buyer pays) or sold.
 
 package booking
 
@@ -23,44 +23,68 @@ type SeatStatus struct {
 const soldSentinel = "-"
 
 // Seats returns the seat map without touching SQL: the catalog (in memory, it never changes) and the sold
-// set in Redis that every committed reservation adds to. A sold set Redis does not have (first use, or
-// after a Redis restart) is loaded from SQL once and marked with a sentinel.
+// and held sets in Redis that every committed order and transition changes (the sold set holds every seat
+// taken, the held set those only held). Sets Redis does not have (first use, or after a Redis restart) are
+// loaded from SQL once, and the sold set is marked with a sentinel.
 func (b *Booking) Seats(ctx context.Context, screening string) ([]SeatStatus, error) {
 	cat, err := b.catalog(ctx, screening)
 	if err != nil {
 		return nil, err
 	}
-	key := queue.Key(b.prefix, screening, "sold")
-	members, err := b.rdb.SMembers(ctx, key).Result()
-	if err != nil {
+	soldKey, heldKey := queue.Key(b.prefix, screening, "sold"), queue.Key(b.prefix, screening, "held")
+	pipe := b.rdb.Pipeline()
+	soldCmd, heldCmd := pipe.SMembers(ctx, soldKey), pipe.SMembers(ctx, heldKey)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("booking: seat map of %s: %w", screening, err)
 	}
-	if !slices.Contains(members, soldSentinel) {
-		fromSQL, err := b.store.Seats(ctx, screening)
-		if err != nil {
+	taken, held := soldCmd.Val(), heldCmd.Val()
+	if !slices.Contains(taken, soldSentinel) {
+		if taken, held, err = b.reloadSeats(ctx, screening, soldKey, heldKey); err != nil {
 			return nil, err
 		}
-		add := []any{soldSentinel}
-		for _, s := range fromSQL {
-			if s.Status == "sold" {
-				add = append(add, s.ID)
-				members = append(members, s.ID)
-			}
-		}
-		if err := b.rdb.SAdd(ctx, key, add...).Err(); err != nil {
-			return nil, fmt.Errorf("booking: seat map of %s: %w", screening, err)
-		}
 	}
-	soldSet := make(map[string]bool, len(members))
-	for _, m := range members {
-		soldSet[m] = true
+	state := make(map[string]string, len(taken))
+	for _, m := range taken {
+		state[m] = "sold"
+	}
+	for _, m := range held {
+		state[m] = "held"
 	}
 	out := make([]SeatStatus, len(cat.seats))
 	for i, s := range cat.seats {
 		out[i] = SeatStatus{ID: s.ID, Row: s.Row, Number: s.Number, Status: "available"}
-		if soldSet[s.ID] {
-			out[i].Status = "sold"
+		if st, ok := state[s.ID]; ok {
+			out[i].Status = st
 		}
 	}
 	return out, nil
+}
+
+// reloadSeats fills the screening's sold and held sets in Redis from SQL, and returns what they hold.
+func (b *Booking) reloadSeats(ctx context.Context, screening, soldKey, heldKey string) (taken, held []string, err error) {
+	fromSQL, err := b.store.Seats(ctx, screening)
+	if err != nil {
+		return nil, nil, err
+	}
+	addTaken, addHeld := []any{soldSentinel}, []any{}
+	for _, s := range fromSQL {
+		switch s.Status {
+		case "held":
+			addHeld = append(addHeld, s.ID)
+			held = append(held, s.ID)
+			fallthrough
+		case "sold":
+			addTaken = append(addTaken, s.ID)
+			taken = append(taken, s.ID)
+		}
+	}
+	pipe := b.rdb.Pipeline()
+	if len(addHeld) > 0 {
+		pipe.SAdd(ctx, heldKey, addHeld...)
+	}
+	pipe.SAdd(ctx, soldKey, addTaken...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, nil, fmt.Errorf("booking: seat map of %s: %w", screening, err)
+	}
+	return taken, held, nil
 }

@@ -19,20 +19,28 @@ type Summary struct {
 	Screening
 	SeatsTotal     int `db:"seats_total" json:"seats_total"`
 	SeatsAvailable int `db:"seats_available" json:"seats_available"`
+	// SeatsHeld are in orders held while their buyers pay; SeatsSold in confirmed orders.
+	SeatsHeld int `db:"seats_held" json:"seats_held"`
+	SeatsSold int `db:"seats_sold" json:"seats_sold"`
+	// Checkout is the screening's own checkout mode ("instant" or "hold"); empty: the server's.
+	Checkout string `db:"checkout" json:"checkout,omitempty"`
 	// ClosedAt is when the operator closed the sale (nil while it is not closed).
 	ClosedAt *time.Time `db:"closed_at" json:"closed_at,omitempty"`
 }
 
-const summarySQL = `SELECT s.id, s.name, s.starts_at, s.sale_opens_at, s.closed_at,
+const summarySQL = `SELECT x.*, x.seats_total - x.seats_held - x.seats_sold AS seats_available FROM (
+	SELECT s.id, s.name, s.starts_at, s.sale_opens_at, s.closed_at, COALESCE(s.checkout, '') AS checkout,
 	(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) AS seats_total,
-	(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) -
-	(SELECT COUNT(*) FROM reservation_seats r WHERE r.screening_id = s.id) AS seats_available
+	(SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
+		WHERE r.screening_id = s.id AND r.live AND o.status = 'held') AS seats_held,
+	(SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
+		WHERE r.screening_id = s.id AND r.live AND o.status = 'confirmed') AS seats_sold
 	FROM screenings s`
 
 // Screenings lists every screening with its seat counts, by start time.
 func (s *Store) Screenings(ctx context.Context) ([]Summary, error) {
 	out := []Summary{}
-	if err := s.db.SelectContext(ctx, &out, summarySQL+` ORDER BY s.starts_at, s.id`); err != nil {
+	if err := s.db.SelectContext(ctx, &out, summarySQL+`) x ORDER BY x.starts_at, x.id`); err != nil {
 		return nil, fmt.Errorf("booking: screenings: %w", err)
 	}
 	return out, nil
@@ -41,7 +49,7 @@ func (s *Store) Screenings(ctx context.Context) ([]Summary, error) {
 // Screening returns one screening with its seat counts, or ErrUnknownScreening.
 func (s *Store) Screening(ctx context.Context, id string) (Summary, error) {
 	var out Summary
-	err := s.db.GetContext(ctx, &out, s.db.Rebind(summarySQL+` WHERE s.id = ?`), id)
+	err := s.db.GetContext(ctx, &out, s.db.Rebind(summarySQL+` WHERE s.id = ?) x`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Summary{}, fmt.Errorf("booking: screening %q: %w", id, ErrUnknownScreening)
 	}
@@ -56,8 +64,9 @@ func (s *Store) Screening(ctx context.Context, id string) (Summary, error) {
 func (s *Store) Seats(ctx context.Context, screening string) ([]SeatStatus, error) {
 	out := []SeatStatus{}
 	err := s.db.SelectContext(ctx, &out, s.db.Rebind(`SELECT t.seat_id, t.row_label, t.number,
-		CASE WHEN r.seat_id IS NULL THEN 'available' ELSE 'sold' END AS status
-		FROM seats t LEFT JOIN reservation_seats r ON r.screening_id = t.screening_id AND r.seat_id = t.seat_id
+		CASE WHEN o.status IS NULL THEN 'available' WHEN o.status = 'held' THEN 'held' ELSE 'sold' END AS status
+		FROM seats t LEFT JOIN reservation_seats r ON r.screening_id = t.screening_id AND r.seat_id = t.seat_id AND r.live
+		LEFT JOIN reservations o ON o.id = r.reservation_id
 		WHERE t.screening_id = ? ORDER BY LENGTH(t.row_label), t.row_label, t.number`), screening)
 	if err != nil {
 		return nil, fmt.Errorf("booking: seats of %s: %w", screening, err)
@@ -90,22 +99,22 @@ func (s *Store) catalog(ctx context.Context, screening string) (*catalog, error)
 // sql.ErrNoRows.
 func (s *Store) byPass(ctx context.Context, passID string) (Reservation, string, string, error) {
 	var row struct {
-		ID        int64          `db:"id"`
-		Screening string         `db:"screening_id"`
-		CreatedAt time.Time      `db:"created_at"`
-		Key       sql.NullString `db:"idempotency_key"`
-		Hash      sql.NullString `db:"request_hash"`
+		orderRow
+		Key  sql.NullString `db:"idempotency_key"`
+		Hash sql.NullString `db:"request_hash"`
 	}
-	err := s.db.GetContext(ctx, &row, s.db.Rebind(`SELECT id, screening_id, created_at, idempotency_key, request_hash
-		FROM reservations WHERE pass_id = ?`), passID)
+	err := s.db.GetContext(ctx, &row, s.db.Rebind(`SELECT `+orderColumns+`, o.idempotency_key, o.request_hash
+		FROM reservations o JOIN screenings s ON s.id = o.screening_id WHERE o.pass_id = ?`), passID)
+	if err != nil {
+		return Reservation{}, "", "", err
+	}
+	o, err := s.withSeats(ctx, row.orderRow)
 	if err != nil {
 		return Reservation{}, "", "", err
 	}
 	// SeatsLeft is not known for a past reservation: -1, as when the count after commit failed.
-	r := Reservation{ID: row.ID, Screening: row.Screening, CreatedAt: row.CreatedAt.UTC(), Seats: []string{}, SeatsLeft: -1}
-	if err := s.db.SelectContext(ctx, &r.Seats, s.db.Rebind(`SELECT seat_id FROM reservation_seats WHERE reservation_id = ? ORDER BY seat_id`), r.ID); err != nil {
-		return Reservation{}, "", "", err
-	}
+	r := o.Reservation
+	r.SeatsLeft = -1
 	return r, row.Key.String, row.Hash.String, nil
 }
 
@@ -115,7 +124,7 @@ func soldAmong(ctx context.Context, q interface {
 	sqlx.QueryerContext
 	Rebind(string) string
 }, screening string, seats []string) ([]string, error) {
-	query, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?)`, screening, seats)
+	query, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?) AND live`, screening, seats)
 	if err != nil {
 		return nil, err
 	}
@@ -127,18 +136,26 @@ func soldAmong(ctx context.Context, q interface {
 	return sold, nil
 }
 
-// seatsSold counts the sold seats of a screening outside any transaction: after a commit, it sees the sales
-// that committed beside it.
-func (s *Store) seatsSold(ctx context.Context, screening string) (int, error) {
-	return countSold(ctx, s.db, screening)
+// seatsTaken counts the seats of a screening of total seats by state, outside any transaction: after a
+// commit, it sees the orders that committed beside it. Only when none is available does it tell held from
+// sold (a second count, of the held): most commits need the one count the partial index answers.
+func (s *Store) seatsTaken(ctx context.Context, screening string, total int) (counts, error) {
+	live, err := countSold(ctx, s.db, screening)
+	if err != nil || live < total {
+		return counts{available: total - live, sold: live}, err
+	}
+	var held int
+	err = s.db.GetContext(ctx, &held, s.db.Rebind(`SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
+		WHERE r.screening_id = ? AND r.live AND o.status = 'held'`), screening)
+	return counts{available: total - live, held: held, sold: live - held}, err
 }
 
-// countSold counts the sold seats of a screening, inside a transaction or not.
+// countSold counts the taken (held or sold) seats of a screening, inside a transaction or not.
 func countSold(ctx context.Context, q interface {
 	sqlx.QueryerContext
 	Rebind(string) string
 }, screening string) (int, error) {
 	var n int
-	err := sqlx.GetContext(ctx, q, &n, q.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ?`), screening)
+	err := sqlx.GetContext(ctx, q, &n, q.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ? AND live`), screening)
 	return n, err
 }

@@ -27,6 +27,18 @@ type write struct {
 	seats                     []string // sorted, known
 	total                     int      // the screening's seat count
 	idempotencyKey, hash      string
+	code                      string        // the order's code
+	checkout                  string        // the server's checkout mode, for a screening without its own
+	holdTTL                   time.Duration // how long a held order keeps its seats
+	webhooks                  bool          // write the order's first transition to the outbox
+}
+
+// mode is the server's checkout mode as SQL is given it.
+func (w write) mode() string {
+	if w.checkout == CheckoutHold {
+		return CheckoutHold
+	}
+	return CheckoutInstant
 }
 
 // writeTx is one reservation's write in its transaction. Booking drives its steps (begin, fence, insert,
@@ -75,17 +87,34 @@ func (t *writeTx) fence(ctx context.Context) error {
 // commit cannot see the sales that commit beside it).
 func (t *writeTx) insert(ctx context.Context) (Reservation, error) {
 	var id int64
+	var status string
 	var err error
 	if t.s.db.DriverName() == "postgres" {
 		id, err = t.once.reservationID(t.w)
+		status = t.once.Status.String
 	} else {
-		id, err = t.insertStatements(ctx)
+		id, status, err = t.insertStatements(ctx)
 	}
 	if err != nil {
 		return Reservation{}, t.named(ctx, err)
 	}
-	return Reservation{ID: id, Screening: t.w.screening, Seats: t.w.seats, CreatedAt: t.createdAt}, nil
+	r := Reservation{ID: id, Code: t.w.code, Status: status, Screening: t.w.screening, Seats: t.w.seats, CreatedAt: t.createdAt}
+	if status == StatusHeld {
+		until := t.holdUntil()
+		r.HoldExpiresAt = &until
+	} else {
+		r.ConfirmedAt = &r.CreatedAt
+	}
+	if t.w.webhooks {
+		if err := enqueue(ctx, t.tx, "order."+r.Status, r); err != nil {
+			return Reservation{}, err
+		}
+	}
+	return r, nil
 }
+
+// holdUntil is when the order of this write lapses, if it is held.
+func (t *writeTx) holdUntil() time.Time { return t.createdAt.Add(t.w.holdTTL) }
 
 // commit commits the write; a unique violation at commit is the booking error it stands for.
 func (t *writeTx) commit() error {
@@ -121,26 +150,34 @@ func (t *writeTx) named(ctx context.Context, err error) error {
 //     none of these is sold. A sale that committed after the statement began is not in sold or taken,
 //     which read the statement's snapshot: the UNIQUE constraint stops the insert then.
 //
+// The order is held (until $11) when the screening's checkout mode, or the server's ($10) for a screening
+// without one, is 'hold'; confirmed as it is made otherwise. Sold and taken count the live seats: those of
+// held and confirmed orders.
+//
 // $1 screening, $2 seats, $3 the screening's seat count, $4 holder, $5 pass id, $6 created_at,
-// $7 Idempotency-Key, $8 request hash.
+// $7 Idempotency-Key, $8 request hash, $9 order code, $10 the server's checkout mode, $11 the hold's expiry.
 const writeOnceSQL = `WITH f AS MATERIALIZED (SELECT nextval('seat_fence') AS fence),
+m AS (SELECT COALESCE((SELECT checkout FROM screenings WHERE id = $1::text), $10::text) = 'hold' AS hold),
 fenced AS (
 	UPDATE seats SET fence = f.fence FROM f
 	WHERE seats.screening_id = $1::text AND seats.seat_id = ANY($2::text[]) AND seats.fence < f.fence
 	RETURNING seats.seat_id),
-sold AS (SELECT COUNT(*) AS n FROM reservation_seats WHERE screening_id = $1::text),
-taken AS (SELECT seat_id FROM reservation_seats WHERE screening_id = $1::text AND seat_id = ANY($2::text[])),
+sold AS (SELECT COUNT(*) AS n FROM reservation_seats WHERE screening_id = $1::text AND live),
+taken AS (SELECT seat_id FROM reservation_seats WHERE screening_id = $1::text AND seat_id = ANY($2::text[]) AND live),
 ok AS (SELECT WHERE (SELECT COUNT(*) FROM fenced) = cardinality($2::text[])
 	AND (SELECT n FROM sold) < $3::int AND NOT EXISTS (SELECT FROM taken)),
 r AS (
-	INSERT INTO reservations (screening_id, holder, pass_id, created_at, idempotency_key, request_hash)
-	SELECT $1::text, $4::text, $5::text, $6::timestamptz, $7::text, $8::text FROM ok
-	RETURNING id),
+	INSERT INTO reservations (screening_id, holder, pass_id, created_at, idempotency_key, request_hash, code, status,
+		hold_expires_at, confirmed_at)
+	SELECT $1::text, $4::text, $5::text, $6::timestamptz, $7::text, $8::text, $9::text,
+		CASE WHEN m.hold THEN 'held' ELSE 'confirmed' END,
+		CASE WHEN m.hold THEN $11::timestamptz END, CASE WHEN NOT m.hold THEN $6::timestamptz END FROM ok, m
+	RETURNING id, status),
 rs AS (
 	INSERT INTO reservation_seats (reservation_id, screening_id, seat_id, fence)
 	SELECT r.id, $1::text, seat, f.fence FROM r, f, unnest($2::text[]) AS seat)
 SELECT (SELECT COUNT(*) FROM fenced) AS fenced, (SELECT n FROM sold) AS sold,
-	ARRAY(SELECT seat_id FROM taken) AS taken, (SELECT id FROM r) AS id`
+	ARRAY(SELECT seat_id FROM taken) AS taken, (SELECT id FROM r) AS id, (SELECT status FROM r) AS status`
 
 // onceWrite is what writeOnceSQL did.
 type onceWrite struct {
@@ -148,13 +185,14 @@ type onceWrite struct {
 	Sold   int            `db:"sold"`
 	Taken  pq.StringArray `db:"taken"`
 	ID     sql.NullInt64  `db:"id"`
+	Status sql.NullString `db:"status"`
 }
 
 // writeOnce writes the reservation's rows with writeOnceSQL and keeps what it did for the insert step.
 func (t *writeTx) writeOnce(ctx context.Context) error {
 	w := t.w
 	err := t.tx.GetContext(ctx, &t.once, writeOnceSQL, w.screening, pq.Array(w.seats), w.total, w.holder, w.passID,
-		t.createdAt, nullable(w.idempotencyKey), w.hash)
+		t.createdAt, nullable(w.idempotencyKey), w.hash, w.code, w.mode(), t.holdUntil())
 	if err != nil {
 		return t.s.constraint(err, w.seats)
 	}
@@ -210,37 +248,46 @@ func (t *writeTx) fenceStatements(ctx context.Context) error {
 }
 
 // insertStatements writes the reservation's rows after fenceStatements, a statement at a time (SQLite), and
-// returns its id.
-func (t *writeTx) insertStatements(ctx context.Context) (int64, error) {
+// returns its id and status.
+func (t *writeTx) insertStatements(ctx context.Context) (int64, string, error) {
 	w, tx, s := t.w, t.tx, t.s
 	sold, err := countSold(ctx, tx, w.screening)
 	if err != nil {
-		return 0, fmt.Errorf("booking: reserve: %w", err)
+		return 0, "", fmt.Errorf("booking: reserve: %w", err)
 	}
 	if sold >= w.total {
-		return 0, soldOut(w.screening)
+		return 0, "", soldOut(w.screening)
 	}
 	taken, err := soldAmong(ctx, tx, w.screening, w.seats)
 	if err != nil {
-		return 0, fmt.Errorf("booking: reserve: %w", err)
+		return 0, "", fmt.Errorf("booking: reserve: %w", err)
 	}
 	if len(taken) > 0 {
-		return 0, &TakenError{Seats: taken}
+		return 0, "", &TakenError{Seats: taken}
 	}
-
+	var mode string
+	if err := tx.GetContext(ctx, &mode, tx.Rebind(`SELECT COALESCE(checkout, ?) FROM screenings WHERE id = ?`), w.mode(), w.screening); err != nil {
+		return 0, "", fmt.Errorf("booking: reserve: checkout mode: %w", err)
+	}
+	status, holdUntil, confirmedAt := StatusConfirmed, any(nil), any(t.createdAt)
+	if mode == CheckoutHold {
+		status, holdUntil, confirmedAt = StatusHeld, t.holdUntil(), nil
+	}
 	var id int64
-	err = tx.GetContext(ctx, &id, tx.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, created_at, idempotency_key, request_hash)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`), w.screening, w.holder, w.passID, t.createdAt, nullable(w.idempotencyKey), w.hash)
+	err = tx.GetContext(ctx, &id, tx.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, created_at, idempotency_key, request_hash,
+		code, status, hold_expires_at, confirmed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), w.screening, w.holder, w.passID, t.createdAt, nullable(w.idempotencyKey), w.hash,
+		w.code, status, holdUntil, confirmedAt)
 	if err != nil {
-		return 0, s.constraint(err, w.seats)
+		return 0, "", s.constraint(err, w.seats)
 	}
 	for _, seat := range w.seats {
 		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO reservation_seats (reservation_id, screening_id, seat_id, fence)
 			VALUES (?, ?, ?, ?)`), id, w.screening, seat, t.fencing); err != nil {
-			return 0, s.constraint(err, []string{seat})
+			return 0, "", s.constraint(err, []string{seat})
 		}
 	}
-	return id, nil
+	return id, status, nil
 }
 
 // soldOf names which of the seats are sold, for a write the UNIQUE constraint stopped with all of them in

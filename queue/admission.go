@@ -39,6 +39,9 @@ const (
 	Paused SkipReason = "PAUSED"
 	// Rebuilding: Redis lost the line and the instances are putting their sockets back (Queue.Restore).
 	Rebuilding SkipReason = "REBUILDING"
+	// AllHeld: every seat is held or sold, some only held: nobody is admitted until seats come back or
+	// the sale sells out.
+	AllHeld SkipReason = "ALL_HELD"
 )
 
 // TickResult is what one admission tick did.
@@ -92,7 +95,7 @@ func (q *Queue) refill(ctx context.Context, screening string, now time.Time, s S
 func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Settings, mode string) (TickResult, error) {
 	k := q.keys(screening)
 	res, err := admitScript.Run(ctx, q.rdb,
-		[]string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq, k.opened, k.paused, k.gone, k.stats, k.hold, k.admitAt},
+		[]string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq, k.opened, k.paused, k.gone, k.stats, k.hold, k.admitAt, k.allHeld},
 		now.UnixMilli(), s.BatchSize, s.MaxActive, expiryOf(now, s.ActiveTTL).UnixMilli(), mode, s.goneCutoff(now)).Slice()
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: admit %s: %w", screening, err)

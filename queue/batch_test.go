@@ -247,7 +247,11 @@ func TestPassChecksOfTwoScreeningsTogetherReadEachClosing(t *testing.T) {
 		counted := testenv.CountCalls(env.Redis)
 		closed := make([]bool, len(claims))
 		errs := make([]error, len(claims))
-		together(len(claims), func(i int) { closed[i], errs[i] = q.CheckPassLine(t.Context(), claims[i]) })
+		together(len(claims), func(i int) {
+			var line queue.LineState
+			line, errs[i] = q.CheckPassLine(t.Context(), claims[i])
+			closed[i] = line.Closed
+		})
 		for i, c := range claims {
 			if errs[i] != nil || closed[i] != (c.Screening == "closed") {
 				t.Errorf("check %d of %s = closed %v, %v; want closed %v, nil", i, c.Screening, closed[i], errs[i], c.Screening == "closed")

@@ -33,7 +33,26 @@ const (
 	// EventPaused and EventResumed: the operator paused or resumed admission.
 	EventPaused  EventKind = "paused"
 	EventResumed EventKind = "resumed"
+	// EventAllHeld: every seat is held or sold, some only held; the line stays open and waits.
+	EventAllHeld EventKind = "all_held"
+	// EventReopened: seats came back (an order cancelled or expired) after all_held or sold out; the line is
+	// open again, and its epoch moved (instances read it whole).
+	EventReopened EventKind = "reopened"
+	// EventSeats: seats changed state (held, sold, available again); Seats says how.
+	EventSeats EventKind = "seats"
 )
+
+// Why a sale closed (Event.Reason on EventSoldOut).
+const (
+	ReasonSoldOut = "sold_out" // every seat is sold
+	ReasonClosed  = "closed"   // the operator closed the sale
+)
+
+// SeatChange is one seat's new state in an EventSeats: "available", "held" or "sold".
+type SeatChange struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
 
 // Event travels over Redis pub/sub from the instance that changed a screening to every instance, which
 // tells its own sockets.
@@ -54,6 +73,10 @@ type Event struct {
 	Left    []int64 `json:"left,omitempty"`
 	// Paused is set on an EventTick that moved the line while admission is paused.
 	Paused bool `json:"paused,omitempty"`
+	// Reason is set on EventSoldOut: ReasonSoldOut or ReasonClosed.
+	Reason string `json:"reason,omitempty"`
+	// Seats is set on EventSeats.
+	Seats []SeatChange `json:"seats,omitempty"`
 }
 
 // pubsubMode says how events travel: sharded pub/sub (SPUBLISH/SSUBSCRIBE: Redis 7, and what a Redis Cluster

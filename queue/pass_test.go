@@ -320,15 +320,15 @@ func TestCheckPassLineTellsAClosedLine(t *testing.T) {
 		p := queue.NewPasses(secret)
 		registerN(t, q, screening, 1)
 		held := admitOne(t, q, p, time.Now(), settings(1, 10))
-		if closed, err := q.CheckPassLine(t.Context(), held); err != nil || closed {
-			t.Fatalf("CheckPassLine on an open line = %v, %v; want false, nil", closed, err)
+		if line, err := q.CheckPassLine(t.Context(), held); err != nil || line.Closed {
+			t.Fatalf("CheckPassLine on an open line = %+v, %v; want open, nil", line, err)
 		}
 		if err := q.Close(t.Context(), screening); err != nil {
 			t.Fatal(err)
 		}
-		closed, err := q.CheckPassLine(t.Context(), held)
-		if !closed {
-			t.Errorf("CheckPassLine after Close = %v, %v; want closed", closed, err)
+		line, err := q.CheckPassLine(t.Context(), held)
+		if !line.Closed {
+			t.Errorf("CheckPassLine after Close = %+v, %v; want closed", line, err)
 		}
 	})
 }

@@ -81,10 +81,15 @@ func Key(prefix, screening, name string) string {
 // so a request after the last seat is refused before any lock.
 func ClosedKey(prefix, screening string) string { return Key(prefix, screening, "closed") }
 
+// ReleasedKey counts the screening's releases of seats (orders cancelled or expired) and reopenings: an
+// instance that remembers seats as sold forgets them when it reads a new count with a pass check.
+func ReleasedKey(prefix, screening string) string { return Key(prefix, screening, "released") }
+
 type keys struct {
 	waiting, active, seq, closed, changed, freed, spent, lock, lastTick, events string
 	head, left, leftNew, epoch                                                  string
 	pre, opened, paused, gone, conns, stats, hold, restored, admitAt            string
+	allHeld, released                                                           string
 }
 
 // Queue is the waiting line of every screening, in one Redis.
@@ -124,7 +129,7 @@ func (q *Queue) keys(screening string) keys {
 		lock: k("lock"), lastTick: k("tick"), events: k("events"),
 		head: k("head"), left: k("left"), leftNew: k("leftnew"), epoch: k("epoch"),
 		pre: k("pre"), opened: k("opened"), paused: k("paused"), gone: k("gone"), conns: k("conns"), stats: k("stats"), hold: k("hold"), restored: k("restored"),
-		admitAt: k("admitat"),
+		admitAt: k("admitat"), allHeld: k("allheld"), released: ReleasedKey(q.prefix, screening),
 	}
 }
 

@@ -77,12 +77,26 @@ func (q *Queue) Resume(ctx context.Context, screening string) error {
 // every instance is told (an EventSoldOut, numbered like the line's other events, so an instance that
 // missed it finds out from the epoch and reads the line closed) so it can tell its sockets at once.
 func (q *Queue) Close(ctx context.Context, screening string) error {
+	_, err := q.SellOut(ctx, screening)
+	return err
+}
+
+// SellOut is Close, returning the closing's epoch: the same number however many times the line is closed
+// until it reopens, so it names this closing (a webhook's id).
+func (q *Queue) SellOut(ctx context.Context, screening string) (int64, error) {
+	return q.close(ctx, screening, ReasonSoldOut)
+}
+
+// close closes the line for reason (ReasonSoldOut or ReasonClosed) and returns the closing's epoch; a line
+// the operator closed stays closed for that reason.
+func (q *Queue) close(ctx context.Context, screening, reason string) (int64, error) {
 	k := q.keys(screening)
-	res, err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns, k.epoch}).Int64Slice()
+	res, err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns, k.epoch}, reason).Int64Slice()
 	if err != nil {
-		return fmt.Errorf("queue: close %s: %w", screening, err)
+		return 0, fmt.Errorf("queue: close %s: %w", screening, err)
 	}
-	return q.publish(ctx, screening, Event{Kind: EventSoldOut, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: res[1]})
+	ev := Event{Kind: EventSoldOut, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: res[1], Reason: reason}
+	return res[1], q.publish(ctx, screening, ev)
 }
 
 // Closed reports whether the screening is sold out.

@@ -33,41 +33,51 @@ func (q *Queue) CheckPass(ctx context.Context, c Claims) error {
 	return err
 }
 
-// CheckPassLine is CheckPass that also reports, from the same round trip, whether the screening's line is
-// closed (sold out, or closed by the operator). Checks that arrive together share a pipeline (batcher): a
-// burst of reservations checks a thousand passes at once.
-func (q *Queue) CheckPassLine(ctx context.Context, c Claims) (closed bool, err error) {
+// LineState is what a pass check read of the screening's sale with the pass.
+type LineState struct {
+	// Closed: the line is closed (sold out, or closed by the operator).
+	Closed bool
+	// Released counts the seats given back to the sale and its reopenings (ReleasedKey): what an instance
+	// remembers sold is stale once it moves.
+	Released int64
+}
+
+// CheckPassLine is CheckPass that also reports, from the same round trip, the state of the screening's
+// line. Checks that arrive together share a pipeline (batcher): a burst of reservations checks a thousand
+// passes at once.
+func (q *Queue) CheckPassLine(ctx context.Context, c Claims) (LineState, error) {
 	k := q.keys(c.Screening)
-	pc := &passCheck{active: k.active, spent: k.spent, closed: k.closed, token: c.Token, id: c.ID, done: make(chan struct{})}
+	pc := &passCheck{active: k.active, spent: k.spent, closed: k.closed, released: k.released, token: c.Token, id: c.ID, done: make(chan struct{})}
 	q.checks.add(pc)
 	select {
 	case <-pc.done:
 	case <-ctx.Done():
-		return false, fmt.Errorf("queue: check pass: %w", ctx.Err())
+		return LineState{}, fmt.Errorf("queue: check pass: %w", ctx.Err())
 	}
 	if pc.err != nil {
-		return false, fmt.Errorf("queue: check pass: %w", pc.err)
+		return LineState{}, fmt.Errorf("queue: check pass: %w", pc.err)
 	}
-	closed = pc.isClosed
+	line := LineState{Closed: pc.isClosed, Released: pc.released64}
 	if pc.spentFound {
-		return closed, fmt.Errorf("queue: check pass: %w", ErrPassSpent)
+		return line, fmt.Errorf("queue: check pass: %w", ErrPassSpent)
 	}
 	if !pc.held || pc.heldUntil != c.ExpiresAt.UnixMilli() || !c.ExpiresAt.After(q.now()) {
-		return closed, fmt.Errorf("queue: check pass: %w", ErrNotActive)
+		return line, fmt.Errorf("queue: check pass: %w", ErrNotActive)
 	}
-	return closed, nil
+	return line, nil
 }
 
 // passCheck is one CheckPassLine on its way: the keys and members it reads, and what Redis answered.
 type passCheck struct {
-	active, spent, closed string
-	token, id             string
-	done                  chan struct{}
+	active, spent, closed, released string
+	token, id                       string
+	done                            chan struct{}
 
 	held       bool  // the token holds a slot (its score is heldUntil)
 	heldUntil  int64 // Unix ms
 	spentFound bool  // the pass id is among the spent
 	isClosed   bool
+	released64 int64
 	err        error
 }
 
@@ -82,6 +92,7 @@ func (q *Queue) sendChecks(batch []*passCheck) {
 	}
 	cmds := make([]reads, len(batch))
 	closed := make(map[string]*redis.IntCmd, 1)
+	released := make(map[string]*redis.StringCmd, 1)
 	pipe := q.rdb.Pipeline()
 	for i, c := range batch {
 		cmds[i] = reads{held: pipe.ZScore(ctx, c.active, c.token), spent: pipe.ZScore(ctx, c.spent, c.id)}
@@ -89,12 +100,14 @@ func (q *Queue) sendChecks(batch []*passCheck) {
 	for _, c := range batch {
 		if closed[c.closed] == nil {
 			closed[c.closed] = pipe.Exists(ctx, c.closed)
+			released[c.closed] = pipe.Get(ctx, c.released)
 		}
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, c := range batch {
-		r, isClosed := cmds[i], closed[c.closed]
-		c.err = firstErr(r.held.Err(), r.spent.Err(), isClosed.Err())
+		r, isClosed, rel := cmds[i], closed[c.closed], released[c.closed]
+		c.err = firstErr(r.held.Err(), r.spent.Err(), isClosed.Err(), rel.Err())
+		c.released64, _ = rel.Int64()
 		c.held, c.heldUntil = r.held.Err() == nil, int64(r.held.Val())
 		c.spentFound = r.spent.Err() == nil
 		c.isClosed = isClosed.Val() == 1

@@ -130,14 +130,14 @@ func (b *baseline) book(ctx context.Context, user, seat string) (int, error) {
 		return 0, err
 	}
 	var sold bool
-	if err := tx.GetContext(ctx, &sold, `SELECT EXISTS (SELECT 1 FROM reservation_seats WHERE screening_id = $1 AND seat_id = $2)`, b.screening, seat); err != nil {
+	if err := tx.GetContext(ctx, &sold, `SELECT EXISTS (SELECT 1 FROM reservation_seats WHERE screening_id = $1 AND seat_id = $2 AND live)`, b.screening, seat); err != nil {
 		return 0, err
 	}
 	if sold {
 		return http.StatusConflict, tx.Rollback()
 	}
 	var id int64
-	if err := tx.GetContext(ctx, &id, `INSERT INTO reservations (screening_id, holder, pass_id) VALUES ($1, $2, $3) RETURNING id`,
+	if err := tx.GetContext(ctx, &id, `INSERT INTO reservations (screening_id, holder, pass_id, code) VALUES ($1, $2, $3, $3) RETURNING id`,
 		b.screening, user, "baseline-"+user); err != nil {
 		return 0, err
 	}

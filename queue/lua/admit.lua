@@ -31,6 +31,7 @@
 -- KEYS[15] stats   HASH the screening's counters: admitted, abandoned, skip:<reason>
 -- KEYS[16] hold    STRING present while a line Redis lost is being rebuilt (restore.lua): nobody is admitted
 -- KEYS[17] admitat STRING the `now` of the latest admission (Unix ms)
+-- KEYS[18] allheld STRING present while every seat is held or sold and some only held (nobody is admitted)
 -- ARGV[1] now, Unix ms. An admission's clock never runs back: a caller whose now is older than the latest
 --         admission's (a tick that took its now before a slow lock, while a refill on another instance
 --         admitted) admits at the latest admission's now, and its expiry moves with it. So a user admitted
@@ -108,9 +109,10 @@ if not refill and redis.call('EXISTS', KEYS[12]) == 1 then
 end
 local waiting = redis.call('ZCARD', KEYS[1])
 local paused = redis.call('EXISTS', KEYS[13]) == 1
+local allHeld = redis.call('EXISTS', KEYS[18]) == 1
 if refill then
   batch = math.min(batch, tonumber(redis.call('GET', KEYS[6]) or '0'))
-  if paused or batch <= 0 or waiting == 0 or active >= maxActive or redis.call('EXISTS', KEYS[16]) == 1 then
+  if paused or allHeld or batch <= 0 or waiting == 0 or active >= maxActive or redis.call('EXISTS', KEYS[16]) == 1 then
     return {'NOTHING_FREED', 0, active, waiting, 0}
   end
 else
@@ -122,6 +124,8 @@ if redis.call('EXISTS', KEYS[16]) == 1 then
   skip = 'REBUILDING'
 elseif paused then
   skip = 'PAUSED'
+elseif allHeld then
+  skip = 'ALL_HELD'
 elseif waiting == 0 then
   skip = 'QUEUE_EMPTY'
 elseif math.min(batch, maxActive - active) <= 0 then

@@ -9,6 +9,7 @@
 -- KEYS[4] gone     ZSET token -> when its last socket closed
 -- KEYS[5] conns    HASH token -> open sockets
 -- KEYS[6] epoch    STRING the number of the last event
+-- ARGV[1] why: 'sold_out' (every seat sold: a release may reopen it) or 'closed' (by the operator: for good)
 --
 -- Returns {the number of tokens that were waiting (in line or in the pre-queue), the closing's epoch}.
 local n = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[3])
@@ -18,6 +19,8 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
 else
   epoch = tonumber(redis.call('GET', KEYS[6]) or '0')
 end
-redis.call('SET', KEYS[2], '1')
+if redis.call('GET', KEYS[2]) ~= 'closed' then
+  redis.call('SET', KEYS[2], ARGV[1] or 'sold_out')
+end
 redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
 return {n, epoch}

@@ -1,0 +1,86 @@
+// The sweeper: holds that lapsed are expired, their seats given back, within a second of the lapse. Every
+// instance runs it, and one at a time sweeps (a lease in Redis); a hold expires once however many sweep, as
+// every transition does (the compare-and-set on its row).
+
+package booking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/queue"
+)
+
+const (
+	// sweepEvery is how often the sweeper looks for lapsed holds: a hold is expired within this of its lapse
+	// (and the time its transaction takes).
+	sweepEvery = 250 * time.Millisecond
+	// sweepLease is how long the sweeper's lease lasts without a renewal: another instance sweeps once an
+	// instance holding it is gone this long.
+	sweepLease = 2 * time.Second
+	// sweepBatch bounds the holds one sweep reads.
+	sweepBatch = 500
+)
+
+var renewScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0`)
+
+// RunSweeper expires lapsed holds every sweepEvery while this instance holds the sweeper's lease, until ctx
+// ends, telling log of a failed sweep.
+func (b *Booking) RunSweeper(ctx context.Context, log *slog.Logger) error {
+	owner := b.instance + "/" + queue.NewToken()[:8]
+	key := b.prefix + "sweeper"
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		n, err := renewScript.Run(ctx, b.rdb, []string{key}, owner, sweepLease.Milliseconds()).Int()
+		if err != nil || n != 1 {
+			continue // Redis away, or another instance sweeps
+		}
+		if _, err := b.Sweep(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			log.Warn("booking: sweep the lapsed holds", "err", err)
+		}
+	}
+}
+
+// Sweep expires every hold that lapsed by now (at most sweepBatch, the earliest first) and returns how many
+// it expired.
+func (b *Booking) Sweep(ctx context.Context, now time.Time) (int, error) {
+	var codes []string
+	err := b.store.db.SelectContext(ctx, &codes, b.store.db.Rebind(fmt.Sprintf(`SELECT code FROM reservations
+		WHERE status = 'held' AND hold_expires_at <= ? ORDER BY hold_expires_at LIMIT %d`, sweepBatch)), now.UTC())
+	if err != nil {
+		return 0, fmt.Errorf("booking: sweep: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, code := range codes {
+		_, err := b.move(ctx, code, expireOrder)
+		switch {
+		case err == nil, errors.As(err, new(*AfterCommitError)):
+			n++
+		case errors.Is(err, ErrHoldExpired), errors.Is(err, ErrOrderCancelled), errors.Is(err, ErrOrderConfirmed):
+			// it ended meanwhile (another sweeper, or its buyer)
+		default:
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// expire expires the held order with code, its hold having lapsed.
+func (b *Booking) expire(ctx context.Context, code string) (Order, error) {
+	return b.move(ctx, code, expireOrder)
+}

@@ -1,0 +1,98 @@
+// What the box office changes in a screening's line: a held order keeps its holder's slot until the hold
+// lapses (Hold) and frees it when it ends (Release); a sale whose seats are all held waits (AllHeld) and one
+// that got seats back opens again (Reopen); seat changes and the closing's reason reach every instance.
+
+package queue
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/hold.lua
+	holdLua string
+	//go:embed lua/release.lua
+	releaseLua string
+	//go:embed lua/reopen.lua
+	reopenLua string
+
+	holdScript    = redis.NewScript(holdLua)
+	releaseScript = redis.NewScript(releaseLua)
+	reopenScript  = redis.NewScript(reopenLua)
+)
+
+// Hold records that the pass made a held order: it is spent, and its slot stays taken until the hold's
+// expiry, not the admission's (a buyer paying is not replaced by the next in line).
+func (q *Queue) Hold(ctx context.Context, c Claims, until time.Time) error {
+	k := q.keys(c.Screening)
+	err := holdScript.Run(ctx, q.rdb, []string{k.active, k.spent}, c.Token, c.ExpiresAt.UnixMilli(), c.ID, until.UnixMilli()).Err()
+	if err != nil {
+		return fmt.Errorf("queue: hold %s: %w", c.Screening, err)
+	}
+	return nil
+}
+
+// Release frees the slot token kept for a held order that lasted until until (Hold), now that the order is
+// confirmed, cancelled or expired, and wakes the admission loops here to refill it.
+func (q *Queue) Release(ctx context.Context, screening, token string, until time.Time) error {
+	k := q.keys(screening)
+	n, err := releaseScript.Run(ctx, q.rdb, []string{k.active, k.freed}, token, until.UnixMilli()).Int()
+	if err != nil {
+		return fmt.Errorf("queue: release %s: %w", screening, err)
+	}
+	if n == 1 {
+		q.slotFreed(screening)
+	}
+	return nil
+}
+
+// CloseSale closes the screening's line for good, as the operator's closing: like Close, but the sockets
+// are told it closed, not that it sold out, and no released seat reopens it.
+func (q *Queue) CloseSale(ctx context.Context, screening string) error {
+	_, err := q.close(ctx, screening, ReasonClosed)
+	return err
+}
+
+// AllHeld records that every seat of the screening is held or sold and some only held: admission waits
+// (admit.lua skips with ALL_HELD) and the waiting sockets of every instance are told, while the line stays
+// open for newcomers.
+func (q *Queue) AllHeld(ctx context.Context, screening string) error {
+	if err := q.rdb.Set(ctx, q.keys(screening).allHeld, "1", 0).Err(); err != nil {
+		return fmt.Errorf("queue: all held %s: %w", screening, err)
+	}
+	return q.publish(ctx, screening, Event{Kind: EventAllHeld, Screening: screening, TickAtMs: q.now().UnixMilli()})
+}
+
+// Reopen tells the screening's line that seats came back: a line whose seats were all held admits again,
+// and one closed by its last sale opens again for newcomers when mayReopen (the operator did not close the
+// sale). Either way the instances forget the seats they remembered sold (the released count moves). Every
+// instance is told (EventReopened, numbered: they read the line anew) when the line changed; the reopening's
+// epoch is returned then (0 when the line was open), which names it (a webhook's id).
+func (q *Queue) Reopen(ctx context.Context, screening string, mayReopen bool) (int64, error) {
+	k := q.keys(screening)
+	flag := "0"
+	if mayReopen {
+		flag = "1"
+	}
+	res, err := reopenScript.Run(ctx, q.rdb, []string{k.closed, k.allHeld, k.epoch, k.released}, flag).Int64Slice()
+	if err != nil {
+		return 0, fmt.Errorf("queue: reopen %s: %w", screening, err)
+	}
+	if res[0] == 0 {
+		return 0, nil
+	}
+	q.slotFreed(screening) // the loops here admit at once, not at the next tick
+	ev := Event{Kind: EventReopened, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: res[1]}
+	return res[1], q.publish(ctx, screening, ev)
+}
+
+// PublishSeats tells every instance that seats of the screening changed state, so the admitted sockets'
+// seat maps follow.
+func (q *Queue) PublishSeats(ctx context.Context, screening string, seats []SeatChange) error {
+	return q.publish(ctx, screening, Event{Kind: EventSeats, Screening: screening, TickAtMs: q.now().UnixMilli(), Seats: seats})
+}

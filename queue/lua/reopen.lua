@@ -1,0 +1,22 @@
+-- reopen.lua: seats came back to a screening whose seats were all held (allheld) or sold (closed by the last
+-- sale): the line opens again. Numbered like the closing, so every instance reads the line anew; the
+-- released count moves, so every instance forgets the seats it remembered sold.
+--
+-- KEYS[1] closed    STRING present once the screening is sold out
+-- KEYS[2] allheld   STRING present while every seat is held or sold
+-- KEYS[3] epoch     STRING the number of the last event
+-- KEYS[4] released  STRING the screening's count of releases
+-- ARGV[1] '1' when a closed line may reopen (it sold out; the operator did not close it)
+--
+-- Returns {1 when the line reopened (or left all_held), the epoch}; {0, epoch} when it was open.
+local closed = redis.call('GET', KEYS[1])
+local was = redis.call('DEL', KEYS[2])
+if closed and ARGV[1] == '1' and closed ~= 'closed' then
+  redis.call('DEL', KEYS[1])
+  was = 1
+end
+redis.call('INCR', KEYS[4])
+if was == 0 then
+  return {0, tonumber(redis.call('GET', KEYS[3]) or '0')}
+end
+return {1, redis.call('INCR', KEYS[3])}
