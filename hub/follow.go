@@ -94,13 +94,16 @@ func (h *Hub) follow(ctx context.Context, f *followed) {
 // owns line; a test may call it in its stead.
 func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 	f := h.followedOf(ev.Screening)
-	if ev.Kind == queue.EventTick || ev.Kind == queue.EventOpened || ev.Kind == queue.EventRebuilt || ev.Kind == queue.EventSoldOut {
+	if ev.Kind == queue.EventTick || ev.Kind == queue.EventOpened || ev.Kind == queue.EventRebuilt || ev.Kind == queue.EventSoldOut ||
+		ev.Kind == queue.EventReopened {
 		f.markSeen(ev.Epoch) // before listing the sockets: see missed
 	}
 	clients := h.clients(ev.Screening)
 	switch ev.Kind {
 	case queue.EventSoldOut:
-		soldOut(clients)
+		soldOut(clients, ev.Reason)
+	case queue.EventAllHeld, queue.EventReopened, queue.EventSeats:
+		h.dispatchSale(ctx, line, ev, clients)
 	case queue.EventPaused, queue.EventResumed:
 		h.setPause(f, ev.Screening, ev.Kind == queue.EventPaused, true)
 	case queue.EventOpened, queue.EventRebuilt:
@@ -147,9 +150,29 @@ func (h *Hub) dispatchTick(ctx context.Context, f *followed, line *queue.Line, e
 	h.resync(ctx, ev.Screening, line, admitted, ev.TickAtMs, true)
 }
 
-// soldOut tells the clients the screening sold out, and closes them.
-func soldOut(clients []*client) {
-	msg := SoldOutMessage()
+// dispatchSale passes on what the box office changed: all seats held, or seats back (the waiting are told,
+// and the line, whose epoch moved, is read whole), to the waiting; seat changes to the admitted.
+func (h *Hub) dispatchSale(ctx context.Context, line *queue.Line, ev queue.Event, clients []*client) {
+	var msg []byte
+	switch ev.Kind {
+	case queue.EventSeats:
+		msg = SeatsMessage(ev.Seats)
+	case queue.EventAllHeld:
+		msg = AllHeldMessage()
+	case queue.EventReopened:
+		msg = ReopenedMessage()
+		defer h.resync(ctx, ev.Screening, line, nil, ev.TickAtMs, true)
+	}
+	for _, c := range clients {
+		if c.admitted() == (ev.Kind == queue.EventSeats) {
+			c.send(msg)
+		}
+	}
+}
+
+// soldOut tells the clients the screening sold out (or closed: reason), and closes them.
+func soldOut(clients []*client, reason string) {
+	msg := SoldOutMessage(reason)
 	for _, c := range clients {
 		c.send(msg)
 		c.close(websocket.CloseNormalClosure, "sold out")

@@ -62,9 +62,17 @@ type Admitted struct {
 	ExpiresAt string `json:"expires_at"`
 }
 
-// SoldOut ends the wait.
+// SoldOut ends the wait: Reason is queue.ReasonSoldOut or queue.ReasonClosed (absent on a connect refused
+// because the line is closed).
 type SoldOut struct {
-	Type string `json:"type"`
+	Type   string `json:"type"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Seats tells an admitted socket that seats changed state, so its seat map follows.
+type Seats struct {
+	Type  string             `json:"type"`
+	Seats []queue.SeatChange `json:"seats"`
 }
 
 // Error explains a refusal.
@@ -164,8 +172,19 @@ func AdmittedMessage(token, pass string, expiresAt time.Time) []byte {
 	return mustJSON(Admitted{Type: "admitted", Token: token, Pass: pass, ExpiresAt: expiresAt.UTC().Format(TimeFormat)})
 }
 
-// SoldOutMessage ends the wait.
-func SoldOutMessage() []byte { return mustJSON(SoldOut{Type: "sold_out"}) }
+// SoldOutMessage ends the wait, for reason (empty: not known).
+func SoldOutMessage(reason string) []byte { return mustJSON(SoldOut{Type: "sold_out", Reason: reason}) }
+
+// AllHeldMessage tells the waiting that every seat is held or sold, some only held: the wait goes on.
+func AllHeldMessage() []byte { return []byte(`{"type":"all_held"}`) }
+
+// ReopenedMessage tells the waiting that seats came back.
+func ReopenedMessage() []byte { return []byte(`{"type":"reopened"}`) }
+
+// SeatsMessage tells the admitted that seats changed state.
+func SeatsMessage(seats []queue.SeatChange) []byte {
+	return mustJSON(Seats{Type: "seats", Seats: seats})
+}
 
 // ErrorMessage explains a refusal with a stable code.
 func ErrorMessage(code, message string) []byte {

@@ -59,7 +59,7 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival) (*client, queue.Entry
 	e, err := h.lines.Enter(ctx, a.Screening, a.Token, a.OpensAt)
 	switch {
 	case errors.Is(err, queue.ErrClosed):
-		Reject(a.Conn, SoldOutMessage(), websocket.CloseNormalClosure, "sold out")
+		Reject(a.Conn, SoldOutMessage(""), websocket.CloseNormalClosure, "sold out")
 		return nil, e
 	case err != nil:
 		h.log.Error("socket: register", "request_id", a.RequestID, "screening", a.Screening, "err", err)
@@ -127,7 +127,7 @@ func (h *Hub) catchUp(ctx context.Context, c *client, e queue.Entry) {
 		}
 		switch {
 		case now.State == queue.Closed:
-			c.send(SoldOutMessage())
+			c.send(SoldOutMessage(""))
 			c.close(websocket.CloseNormalClosure, "sold out")
 		case now.State == queue.Admitted:
 			c.admit(now.ExpiresAt)
