@@ -37,6 +37,15 @@ type Config struct {
 	Data      Data      `koanf:"data"`
 	Log       Log       `koanf:"log"`
 	Bench     Bench     `koanf:"bench"`
+	Webhooks  Webhooks  `koanf:"webhooks"`
+}
+
+// Webhooks is where every order transition is posted, signed as the Standard Webhooks specification says.
+type Webhooks struct {
+	// URL receives the webhooks; empty: none are written or sent.
+	URL string `koanf:"url"`
+	// Secret signs them: "whsec_" and the base64 of 24 to 64 random bytes.
+	Secret string `koanf:"secret"`
 }
 
 // Bench switches on what only a benchmark needs.
@@ -127,6 +136,15 @@ type Booking struct {
 	MaxSeats  int           `koanf:"max_seats"`
 	// DBTimeout bounds a reservation's database statements before its commit: a slow database answers 503.
 	DBTimeout time.Duration `koanf:"db_timeout"`
+	// Checkout is "instant" (an order is confirmed as it is made) or "hold" (it holds its seats for
+	// HoldTTL until it is confirmed), for the screenings without a mode of their own.
+	Checkout string        `koanf:"checkout"`
+	HoldTTL  time.Duration `koanf:"hold_ttl"`
+	// CheckoutURL is where a buyer pays for a held order, with {code} for its code; empty: the server's
+	// own demo checkout page.
+	CheckoutURL string `koanf:"checkout_url"`
+	// ConfirmKey is the bearer key of the payment backend's confirm call; empty: that call is off.
+	ConfirmKey string `koanf:"confirm_key"`
 }
 
 // Demo seeds a screening a newcomer can try at once.
@@ -147,11 +165,12 @@ func Default() Config {
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
 		Limits:    Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000},
-		Booking:   Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4, DBTimeout: 5 * time.Second},
-		Database:  Database{MinConns: 10},
-		Demo:      Demo{Enabled: true},
-		Data:      Data{Dir: "data"},
-		Log:       Log{Level: "info"},
+		Booking: Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4, DBTimeout: 5 * time.Second,
+			Checkout: "instant", HoldTTL: 10 * time.Minute},
+		Database: Database{MinConns: 10},
+		Demo:     Demo{Enabled: true},
+		Data:     Data{Dir: "data"},
+		Log:      Log{Level: "info"},
 	}
 }
 
@@ -257,6 +276,25 @@ func (c Config) Validate() error {
 	positive("booking.lock_lease", c.Booking.LockLease)
 	positive("booking.db_timeout", c.Booking.DBTimeout)
 	atLeastOne("booking.max_seats", c.Booking.MaxSeats)
+	positive("booking.hold_ttl", c.Booking.HoldTTL)
+	if c.Booking.Checkout != "instant" && c.Booking.Checkout != "hold" {
+		errs = append(errs, fmt.Errorf("booking.checkout %q: want instant or hold", c.Booking.Checkout))
+	}
+	if u := c.Booking.CheckoutURL; u != "" && (!strings.Contains(u, "{code}") || !(strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://"))) {
+		errs = append(errs, fmt.Errorf("booking.checkout_url %q: want an http(s) URL with {code} in it", u))
+	}
+	if c.Booking.ConfirmKey != "" && len(c.Booking.ConfirmKey) < 16 {
+		errs = append(errs, fmt.Errorf("booking.confirm_key must be at least 16 characters, got %d", len(c.Booking.ConfirmKey)))
+	}
+	if c.Booking.ConfirmKey != "" && c.Booking.ConfirmKey == c.Admin.Key {
+		errs = append(errs, errors.New("booking.confirm_key must not be the admin key: the payment backend needs no operator's power"))
+	}
+	if w := c.Webhooks; w.URL != "" && (!strings.HasPrefix(w.Secret, "whsec_") || len(w.Secret) < 30) {
+		errs = append(errs, errors.New("webhooks.secret must be set with webhooks.url: \"whsec_\" and the base64 of at least 24 random bytes"))
+	}
+	if w := c.Webhooks; w.URL != "" && !(strings.HasPrefix(w.URL, "https://") || strings.HasPrefix(w.URL, "http://")) {
+		errs = append(errs, fmt.Errorf("webhooks.url %q: want an http(s) URL", w.URL))
+	}
 	if c.Database.MinConns < 0 {
 		errs = append(errs, fmt.Errorf("database.min_conns must not be negative (0 opens connections on demand only), got %d", c.Database.MinConns))
 	}

@@ -75,6 +75,8 @@ func (s *Server) adminRoutes(api *echo.Group) {
 	admin.POST("/screenings/:id/pause", s.adminPause)
 	admin.POST("/screenings/:id/resume", s.adminResume)
 	admin.POST("/screenings/:id/close", s.adminClose)
+	admin.GET("/screenings/:id/orders", s.adminOrders)
+	admin.POST("/orders/:code/cancel", s.adminCancelOrder)
 	admin.GET("/instances", s.adminInstances)
 	admin.GET("/stream", s.adminStream)
 }
@@ -98,6 +100,8 @@ type admissionBody struct {
 	BatchSize int    `json:"batch_size,omitempty"`
 	MaxActive int    `json:"max_active,omitempty"`
 	ActiveTTL string `json:"active_ttl,omitempty"`
+	// Checkout is the screening's checkout mode, "instant" or "hold" (PATCH only; absent: unchanged).
+	Checkout string `json:"checkout,omitempty"`
 }
 
 func (a admissionBody) settings() (queue.Settings, error) {
@@ -258,12 +262,20 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	if body.Checkout != "" {
+		if err := s.Store.SetCheckout(ctx, c.Param("id"), body.Checkout); err != nil {
+			return err
+		}
+	}
 	stored, err := s.Store.SetAdmission(ctx, c.Param("id"), settings)
 	if err != nil {
 		return err
 	}
 	s.refreshScheduler()
 	effective := bodyOf(stored.Merge(s.AdmissionDefaults))
+	if sum, err := s.Store.Screening(ctx, c.Param("id")); err == nil {
+		effective.Checkout = sum.Checkout
+	}
 	s.logFor(c).Info("admin: admission changed", "screening", c.Param("id"), "interval", effective.Interval,
 		"batch_size", effective.BatchSize, "max_active", effective.MaxActive, "active_ttl", effective.ActiveTTL)
 	return c.JSON(http.StatusOK, effective)
@@ -301,7 +313,7 @@ func (s *Server) adminClose(c echo.Context) error {
 			return err
 		}
 		s.refreshScheduler()
-		return s.Queue.Close(ctx, id)
+		return s.Queue.CloseSale(ctx, id)
 	})
 }
 

@@ -37,6 +37,9 @@ type apiErrorBody struct {
 // A refusal of what the caller sent (a booking.InvalidError, an adminError, a queue.SettingsError) carries
 // the words the user reads, and they are sent as they are.
 func classify(err error) (int, apiErrorBody) {
+	if status, body, ok := classifyOrder(err); ok {
+		return status, body
+	}
 	var taken *booking.TakenError
 	var locked *booking.LockedError
 	var he *echo.HTTPError
@@ -86,7 +89,7 @@ func classify(err error) (int, apiErrorBody) {
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "BODY_TOO_LARGE", Message: "request body too large"}
 	case errors.As(err, &syntax), errors.As(err, &typeErr), errors.Is(err, errBadBody):
-		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: `the body must be {"seats":["A1",...]}`}
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: `the body must be {"seats":["A1",...]} or {"count":N}`}
 	case unavailable(err):
 		return http.StatusServiceUnavailable, apiErrorBody{Code: "UNAVAILABLE", Message: "the service cannot reach its store right now; nothing was done, retry shortly"}
 	case errors.As(err, &he):
@@ -100,6 +103,29 @@ func classify(err error) (int, apiErrorBody) {
 		return he.Code, apiErrorBody{Code: code, Message: http.StatusText(he.Code)}
 	}
 	return http.StatusInternalServerError, apiErrorBody{Code: "INTERNAL", Message: "internal error"}
+}
+
+// classifyOrder maps the box office's errors to their status and code.
+func classifyOrder(err error) (int, apiErrorBody, bool) {
+	switch {
+	case errors.Is(err, booking.ErrBadOrderCode):
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_ORDER_CODE", Message: "an order code is 26 letters and digits"}, true
+	case errors.Is(err, booking.ErrOrderNotFound):
+		return http.StatusNotFound, apiErrorBody{Code: "ORDER_NOT_FOUND", Message: "no such order"}, true
+	case errors.Is(err, booking.ErrHoldExpired):
+		return http.StatusConflict, apiErrorBody{Code: "HOLD_EXPIRED", Message: "the hold on these seats expired before payment; they may have been sold again"}, true
+	case errors.Is(err, booking.ErrOrderCancelled):
+		return http.StatusConflict, apiErrorBody{Code: "ORDER_CANCELLED", Message: "this order was cancelled"}, true
+	case errors.Is(err, booking.ErrOrderConfirmed):
+		return http.StatusConflict, apiErrorBody{Code: "ORDER_CONFIRMED", Message: "this order is paid; ask the box office to cancel it"}, true
+	case errors.Is(err, booking.ErrNotEnoughSeats):
+		return http.StatusConflict, apiErrorBody{Code: "NOT_ENOUGH_SEATS", Message: "not that many seats are free together; ask for fewer or pick them"}, true
+	case errors.Is(err, errBadConfirmKey):
+		return http.StatusUnauthorized, apiErrorBody{Code: "BAD_CONFIRM_KEY", Message: "confirming needs Authorization: Bearer <confirm key>"}, true
+	case errors.Is(err, errBadStatus):
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: "status is one of held, confirmed, cancelled, expired"}, true
+	}
+	return 0, apiErrorBody{}, false
 }
 
 // unavailable reports whether err means Redis or the database could not be reached (refused, reset, closed

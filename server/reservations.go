@@ -14,9 +14,11 @@ import (
 	"github.com/waitroom/waitroom/queue"
 )
 
-// reserveBody is POST /api/screenings/{id}/reservations.
+// reserveBody is POST /api/screenings/{id}/reservations: the seats by name, or a count of seats the server
+// picks (best available), not both.
 type reserveBody struct {
 	Seats []string `json:"seats"`
+	Count *int     `json:"count"`
 }
 
 func (s *Server) reserve(c echo.Context) error {
@@ -33,7 +35,16 @@ func (s *Server) reserve(c echo.Context) error {
 	if !validKey(key) {
 		return errBadKey
 	}
-	r, err := s.Booking.ReserveOnce(ctx, c.Param("id"), pass, key, body.Seats)
+	var r booking.Reservation
+	var err error
+	switch {
+	case body.Count != nil && body.Seats != nil:
+		return errBadBody
+	case body.Count != nil:
+		r, err = s.Booking.ReserveBest(ctx, c.Param("id"), pass, key, *body.Count)
+	default:
+		r, err = s.Booking.ReserveOnce(ctx, c.Param("id"), pass, key, body.Seats)
+	}
 	var after *booking.AfterCommitError
 	if errors.As(err, &after) {
 		s.logFor(c).Warn("reserve: committed, follow-up failed", "screening", c.Param("id"), "err", err)
@@ -42,7 +53,24 @@ func (s *Server) reserve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, r)
+	return c.JSON(http.StatusCreated, s.reservationView(r))
+}
+
+// reservationView is a new order as the reservation answers it: the reservation, with where its buyer pays
+// while it is held and its ticket.
+func (s *Server) reservationView(r booking.Reservation) reservationAnswer {
+	a := reservationAnswer{Reservation: r, TicketURL: "/t/" + r.Code}
+	if r.Status == booking.StatusHeld {
+		a.CheckoutURL = s.checkoutURL(r.Code)
+	}
+	return a
+}
+
+// reservationAnswer is the 201 of a reservation.
+type reservationAnswer struct {
+	booking.Reservation
+	CheckoutURL string `json:"checkout_url,omitempty"`
+	TicketURL   string `json:"ticket_url"`
 }
 
 // maxKeyLen bounds an Idempotency-Key (a UUID is 36 characters).

@@ -81,10 +81,14 @@ func TestReservationIsCreated(t *testing.T) {
 		if got.ID <= 0 || got.Screening != "s1" || !slices.Equal(got.Seats, []string{"A4", "B2"}) || got.CreatedAt.IsZero() {
 			t.Errorf("201 body = %+v, want an id, s1, seats [A4 B2], a creation time", got)
 		}
-		// The body is the reservation and nothing else: a replay must be able to send the same bytes, so
-		// nothing that changes after the sale (seats left) is in it.
-		if fields := fieldsOf(t, r); !slices.Equal(fields, []string{"created_at", "id", "screening", "seats"}) {
-			t.Errorf("201 body fields = %v, want [created_at id screening seats] (%s)", fields, r)
+		// The body is the order and nothing else: a replay must be able to send the same bytes, so
+		// nothing that changes after the sale (seats left) is in it. In instant mode it is confirmed.
+		want := []string{"code", "confirmed_at", "created_at", "id", "screening", "seats", "status", "ticket_url"}
+		if fields := fieldsOf(t, r); !slices.Equal(fields, want) {
+			t.Errorf("201 body fields = %v, want %v (%s)", fields, want, r)
+		}
+		if got.Status != booking.StatusConfirmed || !booking.ValidOrderCode(got.Code) {
+			t.Errorf("201 body = %+v, want a confirmed order with a code", got)
 		}
 		var v screeningView
 		decode(t, "GET /api/screenings/s1", a.get(t, "/api/screenings/s1"), &v)

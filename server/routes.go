@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	api.GET("/screenings/:id/seats", s.getSeats)
 	api.GET("/screenings/:id/queue/:token", s.getQueueStatus)
 	api.POST("/screenings/:id/reservations", s.reserve)
+	s.orderRoutes(api)
 	if s.BenchFloor {
 		// The floor of the booking benchmark: the same server, the same middleware, no work.
 		api.POST("/bench/floor", func(c echo.Context) error {

@@ -17,8 +17,9 @@ import (
 // screeningView is a screening as the API shows it.
 type screeningView struct {
 	booking.Summary
-	// State is "upcoming" before the sale opens, "on_sale", "sold_out", or "closed" by the operator (the
-	// operator's view also shows "paused").
+	// State is "upcoming" before the sale opens, "on_sale", "all_held" (every seat held or sold, some only
+	// held: the line stays open), "sold_out" (every seat sold), or "closed" by the operator (the operator's
+	// view also shows "paused").
 	State string `json:"state"`
 	// MaxSeats is the most seats one reservation may take.
 	MaxSeats int    `json:"max_seats"`
@@ -30,6 +31,8 @@ func state(sum booking.Summary, now time.Time) string {
 	switch {
 	case sum.ClosedAt != nil:
 		return "closed"
+	case sum.SeatsAvailable <= 0 && sum.SeatsHeld > 0:
+		return "all_held"
 	case sum.SeatsAvailable <= 0:
 		return "sold_out"
 	case now.Before(sum.SaleOpensAt):

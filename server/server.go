@@ -57,7 +57,9 @@ type Deps struct {
 	AdminKey string
 	// AdmissionDefaults are the settings a screening leaves unset (admission.*), for the operator's view.
 	AdmissionDefaults queue.Settings
-	Log               *slog.Logger
+	// Checkout is how buyers pay for held orders (booking.checkout_url, booking.confirm_key).
+	Checkout Checkout
+	Log      *slog.Logger
 }
 
 // Server is the echo app.

@@ -78,8 +78,10 @@ func New(cfg config.Config, b Backends) *App {
 	// at once.
 	a.Booking = booking.New(a.Store, b.Redis, cfg.Redis.Prefix, a.Queue, a.Passes, booking.Settings{
 		LockWait: cfg.Booking.LockWait, LockLease: cfg.Booking.LockLease, MaxSeats: cfg.Booking.MaxSeats,
-		DBTimeout: cfg.Booking.DBTimeout,
+		DBTimeout: cfg.Booking.DBTimeout, Checkout: cfg.Booking.Checkout, HoldTTL: cfg.Booking.HoldTTL,
+		Webhooks: cfg.Webhooks.URL != "",
 	})
+	a.Booking.SetMetrics(booking.NewMetrics(a.Registry))
 	a.Hub = hub.New(a.Queue, a.Passes, a.Queue, a.Registry, a.Log)
 	a.Server = server.New(server.Deps{
 		Queue: a.Queue, Store: a.Store, Booking: a.Booking, Hub: a.Hub, Redis: b.Redis, Gatherer: a.Registry,
@@ -90,6 +92,7 @@ func New(cfg config.Config, b Backends) *App {
 			RegistrationBurst: cfg.Limits.RegistrationBurst,
 		},
 		BehindProxy: cfg.HTTP.BehindProxy,
+		Checkout:    server.Checkout{URL: cfg.Booking.CheckoutURL, ConfirmKey: cfg.Booking.ConfirmKey},
 	})
 	return a
 }
@@ -112,6 +115,7 @@ func (a *App) Run(ctx context.Context) error {
 	bg.Go(func() error { return a.Hub.Run(ctx) })
 	bg.Go(func() error { return a.report(ctx) })
 	bg.Go(func() error { return a.Store.KeepWarm(ctx, a.Config.Database.MinConns, a.Log) })
+	bg.Go(func() error { return a.Booking.RunSweeper(ctx, a.Log) })
 	return bg.Wait()
 }
 

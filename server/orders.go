@@ -1,0 +1,204 @@
+// The box office's routes: an order as its buyer sees it, confirmed by the payment backend (or by the demo
+// checkout), cancelled by its buyer or the operator, listed and exported for the operator; and the ticket's
+// QR code.
+
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/skip2/go-qrcode"
+
+	"github.com/waitroom/waitroom/booking"
+)
+
+// Checkout is how buyers pay for held orders (booking.checkout_url, booking.confirm_key).
+type Checkout struct {
+	// URL is where a buyer pays, {code} standing for the order's code; empty: the demo checkout page
+	// (/checkout/{code}), whose Pay button confirms the order (POST /api/orders/{code}/pay).
+	URL string
+	// ConfirmKey is the bearer key of POST /api/orders/{code}/confirm; empty: that route is off (404).
+	ConfirmKey string
+}
+
+var (
+	// errBadConfirmKey: the confirm call came without the confirm key, or with another.
+	errBadConfirmKey = errors.New("orders: missing or wrong confirm key")
+	// errBadStatus: an orders listing asked for a status no order has.
+	errBadStatus = errors.New("orders: unknown status")
+)
+
+// orderView is an order as the API shows it: with where its buyer pays (while it is held) and its ticket.
+type orderView struct {
+	booking.Order
+	CheckoutURL string `json:"checkout_url,omitempty"`
+	TicketURL   string `json:"ticket_url"`
+}
+
+func (s *Server) viewOf(o booking.Order) orderView {
+	v := orderView{Order: o, TicketURL: "/t/" + o.Code}
+	if o.Status == booking.StatusHeld {
+		v.CheckoutURL = s.checkoutURL(o.Code)
+	}
+	return v
+}
+
+// checkoutURL is where the buyer of the held order code pays.
+func (s *Server) checkoutURL(code string) string {
+	if s.Checkout.URL == "" {
+		return "/checkout/" + code
+	}
+	return strings.ReplaceAll(s.Checkout.URL, "{code}", code)
+}
+
+// orderRoutes serves the orders' public routes and, when the confirm key is set, the payment backend's.
+func (s *Server) orderRoutes(api *echo.Group) {
+	api.GET("/orders/:code", s.getOrder)
+	api.POST("/orders/:code/cancel", s.cancelOrder)
+	if s.Checkout.ConfirmKey != "" {
+		api.POST("/orders/:code/confirm", s.confirmOrder, s.requireConfirmKey)
+	}
+	if s.Checkout.URL == "" {
+		// The demo checkout: anyone with the order's code pays by pressing Pay. Never on a real sale, where
+		// checkout_url names the shop that takes the money.
+		api.POST("/orders/:code/pay", s.confirmOrder)
+		s.e.GET("/checkout/:code", page("checkout.html"), noCache)
+	}
+	s.e.GET("/t/:code", page("ticket.html"), noCache)
+	s.e.GET("/t/:code/qr.png", s.ticketQR)
+}
+
+// requireConfirmKey lets through a request whose Authorization is "Bearer <booking.confirm_key>", compared
+// in constant time.
+func (s *Server) requireConfirmKey(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.Checkout.ConfirmKey)) != 1 {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="waitroom confirm"`)
+			return errBadConfirmKey
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) getOrder(c echo.Context) error {
+	o, err := s.Store.Order(c.Request().Context(), c.Param("code"))
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, s.viewOf(o))
+}
+
+func (s *Server) confirmOrder(c echo.Context) error {
+	o, err := s.Booking.Confirm(c.Request().Context(), c.Param("code"))
+	return s.answerMove(c, "confirm", o, err)
+}
+
+func (s *Server) cancelOrder(c echo.Context) error {
+	o, err := s.Booking.Cancel(c.Request().Context(), c.Param("code"), booking.ByBuyer)
+	return s.answerMove(c, "cancel", o, err)
+}
+
+func (s *Server) adminCancelOrder(c echo.Context) error {
+	o, err := s.Booking.Cancel(c.Request().Context(), c.Param("code"), booking.ByAdmin)
+	if err == nil || errors.As(err, new(*booking.AfterCommitError)) {
+		s.logFor(c).Info("admin: order cancelled", "order", o.ID, "screening", o.Screening)
+	}
+	return s.answerMove(c, "cancel", o, err)
+}
+
+// answerMove answers a transition: the order, also when what follows its commit failed (logged; the seats
+// and the line catch up by time or at the next change), or the refusal.
+func (s *Server) answerMove(c echo.Context, name string, o booking.Order, err error) error {
+	var after *booking.AfterCommitError
+	if errors.As(err, &after) {
+		s.logFor(c).Warn("order "+name+": committed, follow-up failed", "order", o.ID, "err", err)
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.viewOf(o))
+}
+
+// ordersList is GET /api/admin/screenings/{id}/orders.
+type ordersList struct {
+	Orders []orderView `json:"orders"`
+}
+
+func (s *Server) adminOrders(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if err := s.Booking.Exists(ctx, id); err != nil {
+		return err
+	}
+	var statuses []string
+	for _, v := range c.QueryParams()["status"] {
+		for _, st := range strings.Split(v, ",") {
+			if st = strings.TrimSpace(st); st == "" {
+				continue
+			} else if !booking.ValidStatus(st) {
+				return errBadStatus
+			}
+			statuses = append(statuses, st)
+		}
+	}
+	orders, err := s.Store.Orders(ctx, id, statuses)
+	if err != nil {
+		return err
+	}
+	if c.QueryParam("format") == "csv" || strings.Contains(c.Request().Header.Get("Accept"), "text/csv") {
+		return writeOrdersCSV(c, id, orders)
+	}
+	out := ordersList{Orders: make([]orderView, len(orders))}
+	for i, o := range orders {
+		out.Orders[i] = s.viewOf(o)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// writeOrdersCSV answers the orders as CSV, one row each, seats space-separated, times RFC 3339.
+func writeOrdersCSV(c echo.Context, screening string, orders []booking.Order) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="orders-%s.csv"`, screening))
+	c.Response().WriteHeader(http.StatusOK)
+	w := csv.NewWriter(c.Response())
+	_ = w.Write([]string{"id", "code", "status", "seats", "created_at", "hold_expires_at", "confirmed_at", "ended_at", "cancelled_by"})
+	for _, o := range orders {
+		_ = w.Write([]string{fmt.Sprint(o.ID), o.Code, o.Status, strings.Join(o.Seats, " "), o.CreatedAt.Format(time.RFC3339Nano),
+			csvTime(o.HoldExpiresAt), csvTime(o.ConfirmedAt), csvTime(o.EndedAt), o.CancelledBy})
+	}
+	w.Flush()
+	return w.Error()
+}
+
+func csvTime(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// ticketQR answers the QR code of the ticket: a PNG of the ticket page's absolute URL, which the door
+// scans to see the ticket as it stands (confirmed, or cancelled since).
+func (s *Server) ticketQR(c echo.Context) error {
+	code := c.Param("code")
+	if _, err := s.Store.Order(c.Request().Context(), code); err != nil {
+		return err
+	}
+	png, err := qrcode.Encode(c.Scheme()+"://"+c.Request().Host+"/t/"+code, qrcode.Medium, 320)
+	if err != nil {
+		return fmt.Errorf("orders: QR code: %w", err)
+	}
+	c.Response().Header().Set("Cache-Control", "private, max-age=300")
+	return c.Blob(http.StatusOK, "image/png", png)
+}
