@@ -32,7 +32,7 @@ func (s *Server) routes() {
 	api.GET("/screenings/:id", s.getScreening)
 	api.GET("/screenings/:id/seats", s.getSeats)
 	api.GET("/screenings/:id/queue/:token", s.getQueueStatus)
-	api.POST("/screenings/:id/reservations", s.reserve)
+	api.POST("/screenings/:id/reservations", s.reserve, s.countReservations)
 	s.orderRoutes(api)
 	if s.BenchFloor {
 		// The floor of the booking benchmark: the same server, the same middleware, no work.

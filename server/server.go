@@ -5,7 +5,7 @@
 // (every route), sockets.go (the waiting room's socket: upgrade, limits, then the hub's welcome),
 // reservations.go, screenings.go (the public reads), health.go (/healthz, /readyz), pages.go (the embedded
 // pages), admin.go (the operator's API and live stream), limits.go (per-address limits), errors.go (package
-// errors to statuses and bodies).
+// errors to statuses and bodies), metrics.go (the requests' and reservations' metrics).
 package server
 
 import (
@@ -40,6 +40,7 @@ type Deps struct {
 	Hub            *hub.Hub
 	Redis          redis.UniversalClient
 	Gatherer       prometheus.Gatherer
+	Registerer     prometheus.Registerer // takes the server's own metrics (metrics.go); nil: registered nowhere
 	AllowedOrigins []string
 	// BenchFloor adds POST /api/bench/floor (bench.floor).
 	BenchFloor bool
@@ -71,6 +72,7 @@ type Server struct {
 	stopOnce sync.Once
 	addrs    *addressLimits
 	clientIP func(*http.Request) string
+	metrics  *httpMetrics
 }
 
 // New builds the routes.
@@ -83,6 +85,8 @@ func New(d Deps) *Server {
 	s.upgrader = s.newUpgrader()
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = errorHandler(d.Log)
+	s.metrics = newHTTPMetrics(d.Registerer)
+	s.e.Use(s.observeRequests) // outermost: it times a recovered panic's 500 too
 	s.e.Use(middleware.Recover())
 	s.e.Use(middleware.RequestID())
 	s.e.Use(s.logRequests)
@@ -94,6 +98,7 @@ func New(d Deps) *Server {
 		ContentSecurityPolicy: "frame-ancestors 'none'",
 	}))
 	s.routes()
+	s.metrics.know(s.e.Routes())
 	return s
 }
 
