@@ -39,39 +39,60 @@ func (b *Booking) ReserveBest(ctx context.Context, screening, pass, key string, 
 	return r, err
 }
 
-// reserveBest picks and reserves, leaving out on each try the seats the last found taken or locked.
+// reserveBest picks and reserves. A pick leaves out the seats Redis knows taken, those the requests of this
+// instance hold the locks of, and those an earlier try of this request found held by another (which likely
+// holds the rest of that block too). When the picks run out that way, the best seats not known taken are
+// reserved waiting for their locks, as a named request does (a holder that fails gives them back), and a
+// seat found taken then is left out of the next pick.
 func (b *Booking) reserveBest(ctx context.Context, claims queue.Claims, key, hash string, count int) (Reservation, error) {
 	cat, err := b.catalog(ctx, claims.Screening)
 	if err != nil {
 		return Reservation{}, err
 	}
-	out := map[string]bool{}
-	var last error
-	for range bestTries {
+	tried, sold := map[string]bool{}, map[string]bool{}
+	// A try that waited and failed found a seat sold (or waited all of lock_wait): the tries are bounded by
+	// the house.
+	tries := bestTries + len(cat.seats)/count + 1
+	for try := 0; try < tries; try++ {
 		taken, err := b.takenSeats(ctx, claims.Screening)
 		if err != nil {
 			return Reservation{}, err
 		}
-		seats := pickBest(cat.seats, func(id string) bool { return out[id] || taken[id] }, count)
-		if seats == nil {
+		held := b.released.seatsHeld(queue.Key(b.prefix, claims.Screening, "seat:"))
+		wait := try >= bestTries
+		seats := pickBest(cat.seats, func(id string) bool {
+			return taken[id] || sold[id] || held[id] || (!wait && tried[id])
+		}, count)
+		if seats == nil && wait {
+			seats = pickBest(cat.seats, func(id string) bool { return taken[id] || sold[id] }, count)
+		}
+		switch {
+		case seats == nil && !wait:
+			try = bestTries - 1 // only what others hold is left: wait for it
+			continue
+		case seats == nil:
 			return Reservation{}, fmt.Errorf("booking: %d seats in %s: %w", count, claims.Screening, ErrNotEnoughSeats)
 		}
-		r, err := b.reserveNow(ctx, claims, key, hash, seats)
-		var locked *LockedError
-		var sold *TakenError
+		var r Reservation
+		if wait {
+			r, err = b.reserve(ctx, claims, key, hash, seats)
+		} else {
+			r, err = b.reserveNow(ctx, claims, key, hash, seats)
+		}
+		var soldErr *TakenError
 		switch {
-		case errors.As(err, &locked):
-			out[locked.Seat] = true
-		case errors.As(err, &sold):
-			for _, s := range sold.Seats {
-				out[s] = true
+		case errors.As(err, &soldErr):
+			for _, s := range soldErr.Seats {
+				sold[s] = true
 			}
-		default:
+		case !errors.As(err, new(*LockedError)):
 			return r, err
 		}
-		last = err
+		for _, s := range seats {
+			tried[s] = true
+		}
 	}
-	return Reservation{}, last
+	return Reservation{}, fmt.Errorf("booking: %d seats in %s after %d tries: %w", count, claims.Screening, tries, ErrSeatLocked)
 }
 
 // takenSeats is what Redis's sold set says is taken (held or sold) in the screening, as a set; nil when it

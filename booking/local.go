@@ -5,6 +5,7 @@ package booking
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -220,4 +221,18 @@ func (r *releases) release(keys []string, owner string) {
 		}
 	}
 	r.wakeLocked(keys)
+}
+
+// seatsHeld returns the seats whose locks, under prefix (a screening's seat lock keys less the seat id), the
+// requests of this instance hold now.
+func (r *releases) seatsHeld(prefix string) map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]bool{}
+	for k := range r.held {
+		if id, ok := strings.CutPrefix(k, prefix); ok {
+			out[id] = true
+		}
+	}
+	return out
 }

@@ -79,7 +79,7 @@ func (b *Booking) move(ctx context.Context, code string, t transition) (Order, e
 	if err != nil {
 		return Order{}, err
 	}
-	now := time.Now().UTC()
+	now := time.Now().UTC().Truncate(time.Microsecond) // as the database keeps it
 	if o.Status == StatusHeld && o.HoldExpiresAt != nil && !o.HoldExpiresAt.After(now) && t.name != "expire" {
 		if _, err := b.expire(ctx, code); err != nil && !errors.Is(err, ErrHoldExpired) {
 			return Order{}, err
