@@ -382,7 +382,9 @@ func TestBestAvailableSpreadsACrowd(t *testing.T) {
 				seen[s] = true
 			}
 		}
-		if !slices.ContainsFunc(got, func(r booking.Reservation) bool { return slices.Contains(r.Seats, "C5") || slices.Contains(r.Seats, "C6") }) {
+		if !slices.ContainsFunc(got, func(r booking.Reservation) bool {
+			return slices.Contains(r.Seats, "C5") || slices.Contains(r.Seats, "C6")
+		}) {
 			t.Errorf("nobody got the middle of row C: %v", got)
 		}
 		if _, err := f.book.ReserveBest(context.Background(), "s1", f.admit(t, "s1", 1)[0].Pass, "", 9); err == nil {
