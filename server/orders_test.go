@@ -1,0 +1,203 @@
+// Tests of the box office's routes: an order held, read, confirmed by the payment backend's key, cancelled,
+// listed and exported; each bad input a clear error that changes nothing.
+
+package server_test
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+// orderView is an order as the API answers it.
+type orderView struct {
+	Code          string     `json:"code"`
+	Status        string     `json:"status"`
+	Seats         []string   `json:"seats"`
+	ScreeningName string     `json:"screening_name"`
+	HoldExpiresAt *time.Time `json:"hold_expires_at"`
+	CancelledBy   string     `json:"cancelled_by"`
+	CheckoutURL   string     `json:"checkout_url"`
+	TicketURL     string     `json:"ticket_url"`
+}
+
+type ordersList struct {
+	Orders []orderView `json:"orders"`
+}
+
+const confirmKey = "confirm-key-0123456789"
+
+// holdMode is a server that sells in hold mode, with a confirm key and an admin key.
+func holdMode(c *config.Config) {
+	c.Booking.Checkout, c.Booking.HoldTTL = "hold", time.Minute
+	c.Booking.ConfirmKey, c.Admin.Key = confirmKey, adminKey
+	c.Booking.CheckoutURL = "https://shop.example/pay?order={code}"
+}
+
+// created decodes the 201 of a reservation.
+func created(t *testing.T, r response, v any) {
+	t.Helper()
+	if r.status != http.StatusCreated {
+		t.Fatalf("POST reservation = %d %s, want 201", r.status, r)
+	}
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("201 body %s: %v", r, err)
+	}
+}
+
+func (a *testServer) post(t *testing.T, path, auth string) response {
+	t.Helper()
+	r, err := a.do(http.MethodPost, path, auth, "")
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	return r
+}
+
+func TestAnOrderIsHeldConfirmedAndCancelledOverHTTP(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, holdMode)
+		passes := a.admit(t, "s1", 1)
+		r := a.reserve(t, "s1", passes[0], `{"seats":["A1","A2"]}`)
+		var held orderView
+		created(t, r, &held)
+		if held.Status != "held" || held.HoldExpiresAt == nil ||
+			held.CheckoutURL != "https://shop.example/pay?order="+held.Code || held.TicketURL != "/t/"+held.Code {
+			t.Fatalf("hold-mode reservation = %d %s; want 201, held, its expiry, the shop's checkout URL", r.status, r)
+		}
+		var got orderView
+		decode(t, "GET order", a.get(t, "/api/orders/"+held.Code), &got)
+		if got.Status != "held" || got.ScreeningName == "" || len(got.Seats) != 2 {
+			t.Errorf("GET order = %+v", got)
+		}
+		// The confirm call needs the confirm key, not nothing, not the admin key.
+		for _, auth := range []string{"", "Bearer wrong-key-0123456789", "Bearer " + adminKey, confirmKey} {
+			wantError(t, "confirm with "+auth, a.post(t, "/api/orders/"+held.Code+"/confirm", auth), http.StatusUnauthorized, "BAD_CONFIRM_KEY")
+		}
+		// There is a shop: the demo checkout's pay route is off.
+		if r := a.post(t, "/api/orders/"+held.Code+"/pay", ""); r.status != http.StatusNotFound {
+			t.Errorf("pay with a checkout_url set = %d, want 404", r.status)
+		}
+		for i := range 2 {
+			r := a.post(t, "/api/orders/"+held.Code+"/confirm", "Bearer "+confirmKey)
+			got = orderView{}
+			decode(t, "confirm", r, &got)
+			if r.status != http.StatusOK || got.Status != "confirmed" || got.CheckoutURL != "" {
+				t.Errorf("confirm #%d = %d %s; want 200 confirmed, no checkout URL", i+1, r.status, r)
+			}
+		}
+		wantError(t, "buyer cancel of a paid order", a.post(t, "/api/orders/"+held.Code+"/cancel", ""), http.StatusConflict, "ORDER_CONFIRMED")
+		wantError(t, "admin cancel without the key", a.post(t, "/api/admin/orders/"+held.Code+"/cancel", "Bearer "+confirmKey), http.StatusUnauthorized, "UNAUTHORIZED")
+		r = a.post(t, "/api/admin/orders/"+held.Code+"/cancel", "Bearer "+adminKey)
+		decode(t, "admin cancel", r, &got)
+		if r.status != http.StatusOK || got.Status != "cancelled" || got.CancelledBy != "admin" {
+			t.Errorf("admin cancel = %d %s", r.status, r)
+		}
+		wantError(t, "cancel twice", a.post(t, "/api/admin/orders/"+held.Code+"/cancel", "Bearer "+adminKey), http.StatusConflict, "ORDER_CANCELLED")
+		wantError(t, "confirm a cancelled order", a.post(t, "/api/orders/"+held.Code+"/confirm", "Bearer "+confirmKey), http.StatusConflict, "ORDER_CANCELLED")
+		var seats []struct{ ID, Status string }
+		decode(t, "seat map", a.get(t, "/api/screenings/s1/seats"), &seats)
+		for _, s := range seats {
+			if (s.ID == "A1" || s.ID == "A2") && s.Status != "available" {
+				t.Errorf("%s after the refund = %s, want available", s.ID, s.Status)
+			}
+		}
+	})
+}
+
+func TestBadOrderCodesAreRefused(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, holdMode)
+		for _, code := range []string{"x", "not-a-code", strings.Repeat("A", 26), strings.Repeat("z", 300)} {
+			wantError(t, "GET "+code, a.get(t, "/api/orders/"+code), http.StatusBadRequest, "BAD_ORDER_CODE")
+			wantError(t, "cancel "+code, a.post(t, "/api/orders/"+code+"/cancel", ""), http.StatusBadRequest, "BAD_ORDER_CODE")
+		}
+		guess := "aaaaaaaaaaaaaaaaaaaaaaaaaa"
+		wantError(t, "GET a guessed code", a.get(t, "/api/orders/"+guess), http.StatusNotFound, "ORDER_NOT_FOUND")
+		wantError(t, "confirm a guessed code", a.post(t, "/api/orders/"+guess+"/confirm", "Bearer "+confirmKey), http.StatusNotFound, "ORDER_NOT_FOUND")
+		if r := a.get(t, "/t/" + guess + "/qr.png"); r.status != http.StatusNotFound {
+			t.Errorf("QR of a guessed code = %d, want 404", r.status)
+		}
+	})
+}
+
+// Without a confirm key the confirm route does not exist; without a checkout URL the demo checkout pays.
+func TestTheDemoCheckoutPaysWithoutAShop(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) { c.Booking.Checkout = "hold" })
+		passes := a.admit(t, "s1", 1)
+		var held orderView
+		created(t, a.reserve(t, "s1", passes[0], `{"count":2}`), &held)
+		if held.CheckoutURL != "/checkout/"+held.Code || len(held.Seats) != 2 {
+			t.Fatalf("hold with the demo checkout = %+v, want /checkout/{code} and two seats", held)
+		}
+		if r := a.post(t, "/api/orders/"+held.Code+"/confirm", "Bearer "+confirmKey); r.status != http.StatusNotFound {
+			t.Errorf("confirm without a confirm key configured = %d, want 404", r.status)
+		}
+		if r := a.get(t, "/checkout/"+held.Code); r.status != http.StatusOK || !strings.Contains(string(r.body), "<html") {
+			t.Errorf("GET /checkout/{code} = %d", r.status)
+		}
+		var got orderView
+		r := a.post(t, "/api/orders/"+held.Code+"/pay", "")
+		decode(t, "pay", r, &got)
+		if r.status != http.StatusOK || got.Status != "confirmed" {
+			t.Errorf("pay = %d %s", r.status, r)
+		}
+		qr := a.get(t, "/t/"+held.Code+"/qr.png")
+		if qr.status != http.StatusOK || !strings.HasPrefix(string(qr.body), "\x89PNG") {
+			t.Errorf("GET qr.png = %d, %d bytes; want a PNG", qr.status, len(qr.body))
+		}
+	})
+}
+
+func TestTheOperatorListsAndExportsOrders(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, holdMode)
+		passes := a.admit(t, "s1", 3)
+		codes := make([]string, 3)
+		for i, seat := range []string{"A1", "A2", "A3"} {
+			var o orderView
+			created(t, a.reserve(t, "s1", passes[i], `{"seats":["`+seat+`"]}`), &o)
+			codes[i] = o.Code
+		}
+		a.post(t, "/api/orders/"+codes[0]+"/confirm", "Bearer "+confirmKey)
+		a.post(t, "/api/orders/"+codes[1]+"/cancel", "")
+		list := func(query string) ordersList {
+			r, err := a.do(http.MethodGet, "/api/admin/screenings/s1/orders"+query, "Bearer "+adminKey, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var l ordersList
+			decode(t, "orders"+query, r, &l)
+			return l
+		}
+		if l := list(""); len(l.Orders) != 3 {
+			t.Errorf("all orders = %d, want 3", len(l.Orders))
+		}
+		if l := list("?status=held,confirmed"); len(l.Orders) != 2 {
+			t.Errorf("held and confirmed orders = %d, want 2", len(l.Orders))
+		}
+		if l := list("?status=cancelled"); len(l.Orders) != 1 || l.Orders[0].Code != codes[1] || l.Orders[0].CancelledBy != "buyer" {
+			t.Errorf("cancelled orders = %+v, want the buyer's cancellation", l.Orders)
+		}
+		r, err := a.do(http.MethodGet, "/api/admin/screenings/s1/orders?status=paid", "Bearer "+adminKey, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, "an unknown status", r, http.StatusBadRequest, "BAD_REQUEST")
+		r, err = a.do(http.MethodGet, "/api/admin/screenings/s1/orders?format=csv", "Bearer "+adminKey, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
+		if err != nil || len(rows) != 4 || rows[0][0] != "id" || rows[0][2] != "status" {
+			t.Errorf("CSV = %v, %v; want a header and 3 rows", rows, err)
+		}
+	})
+}
