@@ -1,4 +1,5 @@
-// index.js: the list of screenings with their state and the seats left, refreshed while the page is open.
+// index.js: the list of screenings with their state (upcoming, on sale, every seat held, sold out, or closed
+// by the operator, each in words of its own) and the seats left, refreshed while the page is open.
 
 import { t, num, dateTime, onChange } from './i18n.js';
 // refreshMs is how often the list reloads while the page is visible: seats left change during a sale.
@@ -52,22 +53,39 @@ function render() {
   if (screenings !== null) list.replaceChildren(...screenings.map(card));
 }
 
+// states are the screening states of the API. A state this page does not know is not taken for "on sale":
+// the card says the screening is not on sale and links to its room, which tells what is going on.
+const states = ['upcoming', 'on_sale', 'all_held', 'sold_out', 'closed'];
+// joinable are the states whose line can be joined: before the opening, on sale, and every seat held (seats
+// not paid for in time come back).
+const joinable = { upcoming: 'joinUpcoming', on_sale: 'join', all_held: 'joinAllHeld' };
+
 function card(s) {
-  const state = ['on_sale', 'upcoming', 'sold_out'].includes(s.state) ? s.state : 'on_sale';
+  const state = states.includes(s.state) ? s.state : 'unknown';
   const href = '/s/' + encodeURIComponent(s.id);
-  const title = el('h2', null, state === 'sold_out' ? el('span', { textContent: s.name }) : el('a', { href, textContent: s.name }));
-  const badge = el('span', { className: 'badge ' + state, textContent: t('state.' + state) });
-  const seats = el('span', {
+  const over = state === 'sold_out' || state === 'closed';
+  const title = el('h2', null, over ? el('span', { textContent: s.name }) : el('a', { href, textContent: s.name }));
+  const mark = el('span', { className: 'mark' });
+  mark.setAttribute('aria-hidden', 'true'); // the badge's shape, not read out: the words say it
+  const badge = el('span', { className: 'badge ' + state }, mark, el('span', { textContent: t('state.' + state) }));
+  badge.dataset.testid = 'state';
+  badge.dataset.state = state;
+  const held = Math.max(0, s.seats_held | 0);
+  const left = { n: num(Math.max(0, s.seats_available | 0)), total: num(s.seats_total | 0), held: num(held) };
+  const seats = over ? null : el('span', {
     className: 'muted',
-    textContent: t('seatsLeft', { n: num(Math.max(0, s.seats_available | 0)), total: num(s.seats_total | 0) }),
+    textContent: held > 0 ? t('seatsLeftHeld', left) : t('seatsLeft', left),
   });
   const when = el('p', { className: 'muted small', textContent: t('startsAt', { time: dateTime(s.starts_at) }) });
-  const item = el('li', { className: 'card screening' }, title, when, el('div', { className: 'meta' }, badge, state === 'sold_out' ? null : seats));
+  const item = el('li', { className: 'card screening' }, title, when, el('div', { className: 'meta' }, badge, seats));
+  item.dataset.screening = String(s.id);
   if (state === 'upcoming') {
     item.append(el('p', { className: 'small', textContent: t('opensAt', { time: dateTime(s.sale_opens_at) }) }));
+  } else if (state !== 'on_sale') {
+    item.append(el('p', { className: 'small', textContent: t('list.' + state) }));
   }
-  if (state !== 'sold_out') {
-    const join = el('a', { className: 'btn', href, textContent: t(state === 'upcoming' ? 'joinUpcoming' : 'join') });
+  if (joinable[state]) {
+    const join = el('a', { className: 'btn', href, textContent: t(joinable[state]) });
     join.setAttribute('aria-label', join.textContent + ': ' + s.name);
     item.append(el('div', { className: 'actions' }, join));
   }

@@ -6,19 +6,19 @@
 //                refresh or a second tab keeps the place
 //   socket.js    the WebSocket to /ws/screenings/{id}?token=T and its reconnects (lib/reconnect.js)
 //   protocol.js  what each message of the server (docs/protocol.md) does to the page
-//   booking.js   the screening, the seats, the choice of seats and the reservation, over HTTP
-//   phases.js    the moves between views: a final state, the booking made, joining again
+//   booking.js   the screening, the seats, the choice of seats, the reservation and its order, over HTTP
+//   phases.js    the moves between views: a final state, the order made, joining again, leaving (asked)
 //   render.js    drawing the page from the state; seatmap.js the seat map; announce.js what screen readers hear
 //   dom.js       the page's elements
 // Server data reaches the page through textContent only.
 
 import { t, onChange } from '../i18n.js';
 import { announce } from './announce.js';
-import { loadInfo, loadSeats, reserve, toggleSeat } from './booking.js';
+import { loadInfo, loadSeats, refreshOrder, reserve, reserveBest, toggleSeat } from './booking.js';
 import { el } from './dom.js';
-import { finish, leave, rejoin, setPhase, showConfirmed } from './phases.js';
+import { askLeave, closeLeave, finish, rejoin, setPhase, showConfirmed } from './phases.js';
 import { handle } from './protocol.js';
-import { lowTimeMs, render, renderConn, renderCountdown, renderTimer } from './render.js';
+import { lowTimeMs, render, renderConn, renderCountdown, renderHoldTimer, renderTimer } from './render.js';
 import { onSeatKey, updateSeatButtons } from './seatmap.js';
 import { connect, isStopped, offline, onMessage, online, pageShown, reconnectNow } from './socket.js';
 import { readStore, screening, serverNow, setStore, st, store, storeKey } from './state.js';
@@ -28,6 +28,9 @@ const tickMs = 500;
 // expiryGraceMs: expires_at is the server's expiry to the millisecond; the grace covers the error of the
 // page's estimate of the server clock, so the page ends a turn only once the server has surely ended it.
 const expiryGraceMs = 250;
+// holdCheckMs: past the end of a hold, how often the page asks the server how the order stands, until it
+// is no longer held (the server expires holds on its own schedule, a little after hold_expires_at).
+const holdCheckMs = 5000;
 
 // --- Wiring ----------------------------------------------------------------------------------------------
 
@@ -47,8 +50,14 @@ el.seatmap.addEventListener('focusin', (e) => {
   }
 });
 el.reserve.addEventListener('click', reserve);
-el.leave.addEventListener('click', leave);
-el.leavePre.addEventListener('click', leave);
+el.best.addEventListener('submit', (e) => {
+  e.preventDefault();
+  reserveBest(Number(el.bestCount.value));
+});
+el.leave.addEventListener('click', askLeave);
+el.leavePre.addEventListener('click', askLeave);
+el.leaveStay.addEventListener('click', () => closeLeave(false));
+el.leaveConfirm.addEventListener('click', () => closeLeave(true));
 el.rejoin.addEventListener('click', () => rejoin(st.finalKind !== 'expired'));
 el.bookAgain.addEventListener('click', () => rejoin(true));
 el.retryNow.addEventListener('click', reconnectNow);
@@ -56,6 +65,14 @@ el.retryNow.addEventListener('click', reconnectNow);
 window.addEventListener('online', online);
 window.addEventListener('offline', offline);
 window.addEventListener('pageshow', pageShown);
+// Back from the checkout in another tab: the order may be paid for by now.
+document.addEventListener('visibilitychange', () => {
+  if (!document.hidden && heldOrder()) refreshOrder();
+});
+
+function heldOrder() {
+  return st.phase === 'confirmed' && store.reservation && store.reservation.status === 'held';
+}
 
 // Another tab of the same screening: a booking made there, a leave, or a new token.
 window.addEventListener('storage', (e) => {
@@ -79,6 +96,8 @@ onChange(() => {
   el.seatmap.setAttribute('aria-label', t('seatMap'));
 });
 
+let lastHoldCheckMs = 0; // when the page last asked how a held order past its hold stands
+
 setInterval(() => {
   if (st.phase === 'admitted') {
     const leftMs = (store.expiresAtMs || 0) - serverNow();
@@ -94,6 +113,14 @@ setInterval(() => {
   }
   if (st.phase === 'prequeue') renderCountdown();
   if (st.conn === 'reconnecting') renderConn();
+  if (heldOrder()) {
+    renderHoldTimer();
+    const pastMs = serverNow() - (store.reservation.holdExpiresAtMs || Infinity);
+    if (pastMs > expiryGraceMs && Date.now() - lastHoldCheckMs > holdCheckMs) {
+      lastHoldCheckMs = Date.now();
+      refreshOrder();
+    }
+  }
 }, tickMs);
 
 // --- Start -----------------------------------------------------------------------------------------------
@@ -105,6 +132,7 @@ if (!screening) {
   loadInfo();
   if (store.reservation) {
     showConfirmed();
+    if (store.reservation.status === 'held') refreshOrder();
   } else {
     if (store.pass && (store.expiresAtMs || 0) > Date.now()) {
       // A refresh while admitted: show the seat map at once; the socket hands the pass over again.

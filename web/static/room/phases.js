@@ -1,8 +1,8 @@
 // phases.js: the moves between the page's views that the protocol, the booking and the buttons share: into a
-// phase (with focus on its heading), to a final state (sold out, expired, left, spent, unknown), to the
-// booking made, and back into the line.
+// phase (with focus on its heading), to a final state (sold out, closed, ended, expired, left, spent,
+// unknown), to the order made, back into the line, and out of it, asked first.
 
-import { t } from '../i18n.js';
+import { t, ordinal } from '../i18n.js';
 import { announce } from './announce.js';
 import { el } from './dom.js';
 import { render } from './render.js';
@@ -35,7 +35,7 @@ export function finish(kind) {
     delete store.token;
     delete store.startRank;
   }
-  if (kind === 'left' || kind === 'sold_out') store.ended = kind;
+  if (kind === 'left' || kind === 'sold_out' || kind === 'closed' || kind === 'ended') store.ended = kind;
   save();
   if (kind !== 'left') dropSocket(); // a leaving socket is closed by the server once it has left
   setConn('closed');
@@ -69,7 +69,10 @@ export function rejoin(fresh) {
   st.note = '';
   st.message = null;
   st.paused = false;
+  st.allHeld = false;
+  st.allHeldHeard = false;
   st.etaSeconds = null;
+  st.seatChanges = null;
   st.selected.clear();
   st.seats = null;
   st.seatsState = 'idle';
@@ -81,4 +84,25 @@ export function rejoin(fresh) {
 export function leave() {
   sayLeaving();
   finish('left');
+}
+
+// askLeave asks before giving the place up, in a modal dialog that starts on "Stay in line" (Escape stays
+// too); the browser puts focus back on the button that asked when the dialog closes.
+export function askLeave() {
+  if (st.phase !== 'waiting' && st.phase !== 'prequeue') return;
+  el.leaveText.textContent = st.phase === 'waiting' && st.rank
+    ? t('leaveText', { rank: ordinal(st.rank) })
+    : t('leaveTextPre');
+  if (typeof el.leaveDialog.showModal !== 'function') {
+    // A browser without <dialog>: its own confirm says the same.
+    if (window.confirm(t('leaveTitle') + '\n' + el.leaveText.textContent)) leave();
+    return;
+  }
+  if (!el.leaveDialog.open) el.leaveDialog.showModal();
+}
+
+// closeLeave closes the question, leaving the line when the answer was yes.
+export function closeLeave(yes) {
+  if (el.leaveDialog.open) el.leaveDialog.close();
+  if (yes && (st.phase === 'waiting' || st.phase === 'prequeue')) leave();
 }

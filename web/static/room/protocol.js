@@ -1,13 +1,17 @@
 // protocol.js: what the page does with each message of the server (docs/protocol.md): queued, prequeue,
-// position, paused, resumed, admitted, sold_out and error. A message of a later protocol version is ignored.
+// position, paused, resumed, all_held, reopened, admitted, seats, sold_out and error. A message of a later
+// protocol version is ignored.
 //
 // Before the sale opens the server answers "prequeue": the page counts down to opens_at (by its estimate of
 // the server clock) until the first "position" gives the place drawn at the opening. "position" may carry a
-// wait estimate (eta_seconds); "paused" and "resumed" show and hide the operator's pause.
+// wait estimate (eta_seconds); "paused" and "resumed" show and hide the operator's pause; "all_held" says
+// every seat is held by someone paying (the wait goes on, with no estimate) until "reopened". Once admitted,
+// "seats" redraws the seats that changed. "sold_out" says why the sale is over in its reason: every seat
+// sold ("sold_out"), or the operator closed the sale ("closed").
 
 import { t, num, ordinal } from '../i18n.js';
 import { announce, announceRank } from './announce.js';
-import { loadSeats } from './booking.js';
+import { loadSeats, saleOver, seatsChanged } from './booking.js';
 import { el } from './dom.js';
 import { finish, focusHeading, setPhase } from './phases.js';
 import { render } from './render.js';
@@ -24,8 +28,11 @@ export function handle(m) {
     case 'position': onPosition(m); break;
     case 'paused': onPaused(true); break;
     case 'resumed': onPaused(false); break;
+    case 'all_held': onAllHeld(true); break;
+    case 'reopened': onAllHeld(false); break;
     case 'admitted': onAdmitted(m); break;
-    case 'sold_out': finish('sold_out'); break;
+    case 'seats': if (st.phase === 'admitted') seatsChanged(m.seats); break;
+    case 'sold_out': saleOver(typeof m.reason === 'string' ? m.reason : ''); break;
     case 'error': onError(m); break;
     default: break; // a message of a later protocol version
   }
@@ -86,6 +93,17 @@ function onPaused(paused) {
   if (st.phase === 'waiting' || st.phase === 'prequeue') announce(t(paused ? 'announce.paused' : 'announce.resumed'));
 }
 
+// onAllHeld: every seat is held or sold (all_held), so nobody is admitted until a hold runs out or is
+// cancelled; or seats are back (reopened) and the line moves again.
+function onAllHeld(held) {
+  st.allHeldHeard = true;
+  if (st.allHeld === held) return;
+  st.allHeld = held;
+  if (held) st.etaSeconds = null; // no estimate holds while nobody can be admitted
+  render();
+  if (st.phase === 'waiting' || st.phase === 'prequeue') announce(t(held ? 'announce.allHeld' : 'announce.reopened'));
+}
+
 function onPosition(m) {
   if (typeof m.tick_at === 'number' && m.tick_at > 0) {
     // The tick happened before the message arrived, so this errs towards a server clock that is behind,
@@ -95,7 +113,7 @@ function onPosition(m) {
   }
   if (st.phase !== 'waiting' && st.phase !== 'connecting' && st.phase !== 'prequeue') return;
   const opened = st.phase === 'prequeue';
-  st.etaSeconds = typeof m.eta_seconds === 'number' && Number.isFinite(m.eta_seconds) && m.eta_seconds >= 0 ? m.eta_seconds : null;
+  st.etaSeconds = typeof m.eta_seconds === 'number' && Number.isFinite(m.eta_seconds) && m.eta_seconds >= 0 && !st.allHeld ? m.eta_seconds : null;
   setPhase('waiting');
   setRank(m.rank, m.total);
   if (opened) onOpened();

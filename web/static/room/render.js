@@ -1,7 +1,7 @@
 // render.js: draws the page from st and store: the view of the phase, the connection line, the place in
 // line, the countdowns, the choice of seats, the booking and the final states. It changes no state.
 
-import { t, num, ordinal, dateTime } from '../i18n.js';
+import { t, num, ordinal, dateTime, locale } from '../i18n.js';
 import { el } from './dom.js';
 import { seatOrder } from './seatmap.js';
 import { maxSeats, retry, serverNow, st, store } from './state.js';
@@ -18,6 +18,7 @@ export function render() {
   el.admitted.hidden = p !== 'admitted';
   el.confirmed.hidden = p !== 'confirmed';
   el.final.hidden = p !== 'final';
+  if (el.leaveDialog.open && p !== 'waiting' && p !== 'prequeue') el.leaveDialog.close();
 
   const name = st.info && st.info.name ? st.info.name : t('roomTitle');
   el.name.textContent = name;
@@ -26,7 +27,7 @@ export function render() {
   renderConn();
   const showPaused = st.paused && (p === 'waiting' || p === 'prequeue');
   el.pausedNotice.hidden = !showPaused;
-  el.pausedNotice.textContent = showPaused ? t('pausedNotice') : '';
+  el.pausedText.textContent = showPaused ? t('pausedNotice') : '';
   if (p === 'prequeue') renderPrequeue();
   if (p === 'waiting') renderWaiting();
   if (p === 'admitted') renderAdmitted();
@@ -72,10 +73,18 @@ function renderWaiting() {
   el.progress.value = pct;
   el.progressText.textContent = st.rank === 1 ? t('progressNext') : t('progress', { p: num(pct) });
   el.waitingNote.textContent = st.note ? t(st.note) : '';
-  const eta = st.etaSeconds !== null && !st.paused ? etaText(st.etaSeconds) : '';
+  const eta = st.etaSeconds !== null && !st.paused && !st.allHeld ? etaText(st.etaSeconds) : '';
   el.eta.textContent = eta;
   el.eta.hidden = eta === '';
   el.eta.dataset.etaSeconds = eta === '' ? '' : String(st.etaSeconds);
+  // Without an estimate the page says why there is none, rather than nothing: paused (said above), every
+  // seat held (said below, with no promise of a time), or the line has not moved since this page came.
+  const why = eta !== '' ? '' : st.allHeld ? 'held' : st.paused ? 'paused' : 'none';
+  el.etaNone.dataset.why = why;
+  el.etaNone.textContent = why === '' ? '' : t('eta.' + why);
+  el.etaNone.hidden = why === '';
+  el.allHeld.hidden = !st.allHeld;
+  el.allHeldText.textContent = st.allHeld ? t('allHeldNotice') : '';
 }
 
 // etaText is the wait estimate in words: under a minute, whole minutes, or hours and minutes.
@@ -119,11 +128,35 @@ function renderAdmitted() {
   el.selectedText.textContent = list.length
     ? t('selectedList', { list: list.join(', '), n: list.length, max: maxSeats() })
     : t('selectedNone', { max: maxSeats() });
+  // The button stays focusable while busy or with nothing chosen (aria-disabled), so focus is never lost
+  // with it; its click does nothing then.
   el.reserve.textContent = st.busy ? t('reserving') : t('reserve', { n: list.length });
-  el.reserve.disabled = st.busy || list.length === 0;
+  el.reserve.setAttribute('aria-disabled', st.busy || list.length === 0 ? 'true' : 'false');
   el.reserve.setAttribute('aria-busy', st.busy ? 'true' : 'false');
   el.message.className = 'notice' + (st.message ? ' ' + st.message.kind : '');
   el.message.textContent = st.message ? st.message.text : '';
+  const gone = st.seatChanges ? st.seatChanges.seats : [];
+  el.seatChanges.textContent = gone.length ? t('seatsGone', { seats: gone.join(', '), n: gone.length }) : '';
+  renderBest();
+}
+
+// renderBest fills the choice of how many seats the server picks: 1 to maxSeats, the choice kept.
+function renderBest() {
+  const max = maxSeats();
+  const options = el.bestCount.options;
+  if (options.length !== max || el.bestCount.dataset.lang !== locale()) {
+    const keep = Number(el.bestCount.value) || Math.min(2, max);
+    el.bestCount.replaceChildren(...Array.from({ length: max }, (_, i) => {
+      const o = document.createElement('option');
+      o.value = String(i + 1);
+      o.textContent = t('bestSeats', { n: i + 1, num: num(i + 1) });
+      return o;
+    }));
+    el.bestCount.value = String(Math.min(keep, max));
+    el.bestCount.dataset.lang = locale();
+  }
+  el.bestSubmit.textContent = st.busy ? t('reserving') : t('bestSubmit');
+  el.bestSubmit.setAttribute('aria-disabled', st.busy ? 'true' : 'false');
 }
 
 // renderTimer shows the time left on the pass, mm:ss, and turns to a warning under lowTimeMs.
@@ -138,22 +171,60 @@ export function renderTimer() {
   el.timerBox.classList.toggle('low', leftMs < lowTimeMs);
 }
 
+// renderConfirmed shows the order: booked, with its ticket; or its seats held until a time, with the
+// countdown and the way to the checkout; or a hold that ran out or was cancelled.
 function renderConfirmed() {
   const r = store.reservation || {};
+  const status = ['held', 'expired', 'cancelled'].includes(r.status) ? r.status : 'confirmed';
+  el.confirmed.dataset.status = status;
   const seats = Array.isArray(r.seats) ? r.seats : [];
   el.confirmedSeats.replaceChildren(...seats.map((s) => {
     const li = document.createElement('li');
     li.textContent = String(s);
     return li;
   }));
-  el.confirmedID.textContent = r.id !== undefined && r.id !== null ? t('bookingNo', { id: String(r.id) }) : '';
+  if (r.code) el.confirmedID.textContent = t('orderCode', { code: r.code });
+  else el.confirmedID.textContent = r.id !== undefined && r.id !== null ? t('bookingNo', { id: String(r.id) }) : '';
   el.confirmedFor.textContent = st.info ? t('bookedFor', { name: st.info.name, time: dateTime(st.info.starts_at) }) : '';
+  const held = status === 'held';
+  const until = held && r.holdExpiresAtMs ? clockTime(r.holdExpiresAtMs) : '';
+  el.confirmedTitle.textContent = held ? t('heldHeading', { time: until }) : status === 'confirmed' ? t('confirmedHeading') : t(`order.${status}.h`);
+  el.holdBox.hidden = !held || !r.holdExpiresAtMs;
+  el.holdText.textContent = held ? t('heldText', { time: until }) : status === 'confirmed' ? '' : t(`order.${status}.p`);
+  el.holdText.className = 'notice ' + (held ? 'warn' : 'bad');
+  el.checkoutLink.hidden = !(held && r.checkoutUrl);
+  if (held && r.checkoutUrl) el.checkoutLink.href = r.checkoutUrl;
+  const ticket = r.ticketUrl && (status === 'confirmed' || held);
+  el.ticketLink.hidden = !ticket;
+  if (ticket) el.ticketLink.href = r.ticketUrl;
+  el.ticketLink.textContent = held ? t('orderPage') : t('ticket');
+  el.ticketLink.className = 'btn' + (held ? ' secondary' : '');
+  if (held) renderHoldTimer();
+}
+
+// renderHoldTimer counts down to the end of the hold by the server's clock, mm:ss (h:mm:ss past an hour).
+export function renderHoldTimer() {
+  const r = store.reservation || {};
+  const leftMs = Math.max(0, (r.holdExpiresAtMs || 0) - serverNow());
+  const total = Math.ceil(leftMs / 1000);
+  const h = Math.floor(total / 3600);
+  const mm = String(Math.floor((total % 3600) / 60)).padStart(2, '0');
+  const ss = String(total % 60).padStart(2, '0');
+  const text = total > 0 ? (h > 0 ? `${h}:${mm}:${ss}` : `${mm}:${ss}`) : t('timeUp');
+  if (el.holdTimer.textContent !== text) el.holdTimer.textContent = text;
+  el.holdTimer.dateTime = `PT${h}H${Math.floor((total % 3600) / 60)}M${total % 60}S`;
+  el.holdBox.classList.toggle('low', leftMs < lowTimeMs);
+}
+
+// clockTime is the time of day of ms, to the second (14:03:22), in the page's language.
+function clockTime(ms) {
+  return new Intl.DateTimeFormat(locale(), { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).format(new Date(ms));
 }
 
 function renderFinal() {
   const k = st.finalKind;
   el.final.dataset.kind = k;
-  el.finalHeading.textContent = t(`final.${k}.h`);
+  el.finalTitle.textContent = t(`final.${k}.h`);
   el.finalText.textContent = t(`final.${k}.p`);
   el.rejoin.hidden = !(k === 'expired' || k === 'left' || k === 'spent');
 }

@@ -1,5 +1,7 @@
 // seatmap.js: the seat map: a grid of seat buttons, rows in order and each seat in the column of its number,
-// with its pressed state and name, one seat in the Tab order, and the arrow keys to move between seats.
+// with its state (available, held by someone paying, sold), its pressed state and name, one seat in the Tab
+// order, and the arrow keys to move between seats. A seat's name starts with the number it shows ("5, row E,
+// available"), so what is seen is what is said (WCAG 2.5.3).
 
 import { t } from '../i18n.js';
 import { el } from './dom.js';
@@ -40,9 +42,10 @@ export function renderSeats() {
       b.dataset.seat = String(s.id);
       b.dataset.r = String(r);
       b.dataset.i = String(i);
+      b.dataset.row = label;
+      b.dataset.number = String(s.number);
       b.textContent = String(s.number);
       b.style.gridColumn = String((s.number | 0) + 1);
-      b.disabled = s.status !== 'available';
       row.append(b);
     });
     row.append(rowLabel(label, cols + 2, 'end'));
@@ -66,28 +69,69 @@ function rowLabel(text, column, extra) {
   return s;
 }
 
-// updateSeatButtons sets each button's pressed state, name and place in the Tab order (one seat only:
-// the arrow keys move within the map).
+// updateSeatButtons sets each button's state, pressed state, name and place in the Tab order (one seat only:
+// the arrow keys move within the map). A seat held or sold is disabled; held and sold differ in words, border,
+// fill and mark, not in colour alone.
 export function updateSeatButtons() {
+  const status = new Map((st.seats || []).map((s) => [String(s.id), s.status]));
   const buttons = [...el.seatmap.querySelectorAll('button[data-seat]')];
-  let tabSeat = buttons.find((b) => b.dataset.seat === st.focusSeat && !b.disabled) ||
-    buttons.find((b) => st.selected.has(b.dataset.seat)) ||
+  for (const b of buttons) {
+    const seat = status.get(b.dataset.seat);
+    b.disabled = seat !== 'available';
+    b.classList.toggle('held', seat === 'held');
+    b.classList.toggle('sold', seat !== 'available' && seat !== 'held');
+  }
+  const tabSeat = buttons.find((b) => b.dataset.seat === st.focusSeat && !b.disabled) ||
+    buttons.find((b) => st.selected.has(b.dataset.seat) && !b.disabled) ||
     buttons.find((b) => !b.disabled);
   for (const b of buttons) {
     const id = b.dataset.seat;
     let state;
     if (b.disabled) {
       b.removeAttribute('aria-pressed');
-      state = 'sold';
+      state = b.classList.contains('held') ? 'held' : 'sold';
     } else {
       const on = st.selected.has(id);
       b.setAttribute('aria-pressed', on ? 'true' : 'false');
       state = on ? 'selected' : 'available';
     }
-    b.setAttribute('aria-label', t('seatName', { id, state: t('seat.' + state) }));
-    b.title = b.getAttribute('aria-label');
+    const name = t('seatName', { id, number: b.dataset.number, row: b.dataset.row, state: t('seat.' + state) });
+    if (b.getAttribute('aria-label') !== name) {
+      b.setAttribute('aria-label', name);
+      b.title = name;
+    }
     b.tabIndex = b === tabSeat ? 0 : -1;
   }
+}
+
+// applySeatChanges applies the seats' new states (a "seats" message: [{id, status}]) to the map as it is
+// drawn. A chosen seat that is no longer available leaves the choice, and is returned, so the page can say
+// so; focus on a seat that became unavailable moves to the nearest open seat of its row, else to the map.
+export function applySeatChanges(changes) {
+  const lost = [];
+  const byID = new Map((st.seats || []).map((s) => [String(s.id), s]));
+  for (const c of changes) {
+    if (!c || typeof c.id !== 'string' || !['available', 'held', 'sold'].includes(c.status)) continue;
+    st.seatUpdates.set(c.id, c.status);
+    const seat = byID.get(c.id);
+    if (seat) seat.status = c.status;
+    if (c.status !== 'available' && st.selected.delete(c.id)) lost.push(c.id);
+  }
+  const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest('button[data-seat]');
+  updateSeatButtons();
+  if (focused && focused.disabled) {
+    const row = [...focused.parentElement.querySelectorAll('button[data-seat]')];
+    const i = row.indexOf(focused);
+    const near = row.filter((b) => !b.disabled).sort((a, b) => Math.abs(row.indexOf(a) - i) - Math.abs(row.indexOf(b) - i))[0];
+    if (near) {
+      st.focusSeat = near.dataset.seat;
+      updateSeatButtons();
+      near.focus();
+    } else {
+      el.seatmap.focus();
+    }
+  }
+  return lost.sort(seatOrder);
 }
 
 function focusableSeat() {

@@ -26,7 +26,9 @@ function screeningFromPath() {
   }
 }
 
-// store: {token, startRank, pass, expiresAtMs, reservation: {id, seats, createdAt}, ended}
+// store: {token, startRank, pass, expiresAtMs, reservation, ended}. The reservation is the order the server
+// answered: {id, code, status: 'confirmed' | 'held' | 'expired' | 'cancelled', seats, createdAt,
+// holdExpiresAtMs, checkoutUrl, ticketUrl}; a server without orders gives only id, seats and createdAt.
 export function readStore() {
   try {
     const v = JSON.parse(localStorage.getItem(storeKey) || '{}');
@@ -51,8 +53,8 @@ export function save() {
 
 // st is what the page shows; render() draws it.
 export const st = {
-  phase: 'connecting', // connecting | prequeue | waiting | admitted | confirmed | final
-  finalKind: '', // sold_out | expired | left | spent | unknown
+  phase: 'connecting', // connecting | prequeue | waiting | admitted | confirmed (an order, held or not) | final
+  finalKind: '', // sold_out | closed | ended | expired | left | spent | unknown
   conn: 'connecting', // connecting | open | reconnecting | offline | closed
   rank: 0,
   total: 0,
@@ -60,6 +62,8 @@ export const st = {
   info: null, // GET /api/screenings/{id}
   seats: null, // GET /api/screenings/{id}/seats
   seatsState: 'idle', // idle | loading | ok | failed
+  seatUpdates: new Map(), // seat id → status, from "seats" messages since the seat map was last fetched
+  seatChanges: null, // {seats: [...]}: chosen seats someone else took meanwhile, said beside the map
   selected: new Set(),
   focusSeat: '',
   busy: false,
@@ -70,6 +74,8 @@ export const st = {
   opensAtMs: 0, // the opening of the sale, while in the pre-queue
   preTotal: 0, // the pre-queue's size at the last prequeue message
   paused: false, // the operator paused admission
+  allHeld: false, // every seat is held or sold, some only held: the wait goes on with no estimate
+  allHeldHeard: false, // the socket has said all_held or reopened, which outranks the screening's state
   etaSeconds: null, // the wait estimate of the last position message, null when unknown
 };
 
