@@ -6,6 +6,7 @@ package browser
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"go.uber.org/goleak"
+
+	"github.com/waitroom/waitroom/internal/app/apptest"
+	"github.com/waitroom/waitroom/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -160,4 +164,41 @@ func fill(sel, v string) chromedp.Action[chromedp.Void] {
 func selectedState(state string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector('[data-testid="state"]').dataset.state === %q`, state),
 		chromedp.WithPollingTimeout(stepTimeout))
+}
+
+// until polls the JavaScript condition cond on the page within timeout.
+func until(cond string, timeout time.Duration) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](cond, chromedp.WithPollingTimeout(timeout))
+}
+
+// saleScreening creates a screening on sale now, rows × perRow seats, whose line admits up to maxActive
+// every 200 ms, through the admin API (the server needs apptest.AdminKey).
+func saleScreening(t *testing.T, srv *apptest.Server, id, name string, rows, perRow, maxActive int) {
+	t.Helper()
+	now := time.Now().UTC()
+	if code := srv.Admin(t, http.MethodPost, "/screenings", map[string]any{
+		"id": id, "name": name, "starts_at": now.Add(2 * time.Hour), "sale_opens_at": now.Add(-time.Minute),
+		"rows": rows, "seats_per_row": perRow,
+		"admission": map[string]any{"interval": "200ms", "batch_size": 10, "max_active": maxActive},
+	}, nil); code != http.StatusCreated {
+		t.Fatalf("create screening %s: %d, want 201", id, code)
+	}
+}
+
+// admittedPass joins the screening's line on a socket of its own and returns the pass it is admitted with
+// (and the socket, still open: the admission holds its slot until its pass reserves).
+func admittedPass(t *testing.T, srv *apptest.Server, screening string) (string, *testenv.Socket) {
+	t.Helper()
+	c := srv.Dial(t, screening, "")
+	m, _ := c.Until(t, "admitted", aheadTimeout)
+	return m.Pass, c
+}
+
+// openAdmitted opens the room of screening in tab and waits for its seat map.
+func openAdmitted(t *testing.T, tab context.Context, srv *apptest.Server, screening string) {
+	t.Helper()
+	step(t, tab, "open the room of "+screening+" and be admitted",
+		chromedp.Navigate(srv.URL+"/s/"+screening),
+		chromedp.WaitVisible(chromedp.CSS(`#view-admitted [data-seat]`)),
+	)
 }

@@ -136,6 +136,7 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 			t.Errorf("place in line = %+v, want %+v (one client admitted, one waiting ahead)", got, want)
 		}
 		screenshot(t, tab, "room-waiting-375.png")
+		checkA11y(t, tab, "the waiting view at 375 px")
 
 		// The line moves: the clients ahead book, and the rank falls.
 		step(t, tab, "desktop viewport", chromedp.EmulateViewport(1280, 1000))
@@ -183,9 +184,10 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 		step(t, tab, "choose "+seat,
 			chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-seat=%q]`, seat))),
 			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`[data-seat=%q][aria-pressed="true"]`, seat))),
-			chromedp.WaitEnabled(chromedp.CSS(`[data-testid="reserve"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="reserve"][aria-disabled="false"]`)),
 		)
 		screenshot(t, tab, "room-seatmap.png")
+		checkA11y(t, tab, "the seat map with a seat chosen")
 
 		// Book it.
 		step(t, tab, "reserve",
@@ -197,6 +199,7 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 			t.Errorf("confirmation = %q, want it to name %s", confirmation, seat)
 		}
 		screenshot(t, tab, "room-confirmation.png")
+		checkA11y(t, tab, "the confirmation")
 
 		var seats []map[string]any
 		srv.GetJSON(t, "/api/screenings/demo/seats", &seats)
@@ -261,6 +264,10 @@ func TestBrowserPreQueueCountsDownThenShowsARank(t *testing.T) {
 			};
 		})()`))
 		screenshot(t, tab, "room-prequeue-375.png")
+		checkA11y(t, tab, "the pre-queue at 375 px")
+		if name := accessibleName(t, tab, `[data-testid="countdown"]`); name != "Time until the sale opens" {
+			t.Errorf("the countdown's accessible name = %q, want \"Time until the sale opens\"", name)
+		}
 		if ok, _ := regexp.MatchString(`^(\d+:)?\d\d:\d\d$`, got.Countdown); !ok && time.Now().Before(opensAt) {
 			t.Errorf("countdown = %q before the opening, want mm:ss", got.Countdown)
 		}
@@ -305,6 +312,7 @@ func TestBrowserPreQueueCountsDownThenShowsARank(t *testing.T) {
 			t.Errorf("after the opening = %+v, want %+v (alone in line, still paused, no estimate)", place, want)
 		}
 		screenshot(t, tab, "room-opened-paused-375.png")
+		checkA11y(t, tab, "the waiting view, paused, at 375 px")
 
 		// The operator resumes: the notice goes and the page is admitted.
 		if code := srv.Admin(t, http.MethodPost, "/screenings/early/resume", nil, nil); code != http.StatusOK {
