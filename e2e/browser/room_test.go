@@ -324,3 +324,324 @@ func TestBrowserPreQueueCountsDownThenShowsARank(t *testing.T) {
 		}
 	})
 }
+
+// TestBrowserSaleEndsInWordsOfItsOwn: a sale the operator closed and a sale whose every seat was sold each
+// end the room with words of their own (closing sells nothing, so it never says sold out), and the list
+// offers neither's line, in English and in Korean.
+func TestBrowserSaleEndsInWordsOfItsOwn(t *testing.T) {
+	path := chromium(t)
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		srv := apptest.Start(t, env, map[string]string{"WAITROOM_ADMIN_KEY": apptest.AdminKey})
+		tab := newTab(t, path)
+		saleScreening(t, srv, "shut", "Closed early", 2, 5, 10)
+		saleScreening(t, srv, "gone", "Two seats", 1, 2, 10)
+
+		// The operator closes a sale while the page is admitted to it.
+		openAdmitted(t, tab, srv, "shut")
+		if code := srv.Admin(t, http.MethodPost, "/screenings/shut/close", nil, nil); code != http.StatusOK {
+			t.Fatalf("close: %d, want 200", code)
+		}
+		step(t, tab, "the room says the sale is closed", until(`document.querySelector('[data-testid="final"]').dataset.kind !== ''`, stepTimeout))
+		type final struct{ Kind, Heading, Text string }
+		readFinal := chromedp.Evaluate[final](`(() => {
+			const f = document.querySelector('[data-testid="final"]');
+			return {Kind: f.dataset.kind, Heading: f.querySelector('h2').textContent.trim(), Text: f.querySelector('#final-text').textContent};
+		})()`)
+		closed := value(t, tab, "the closed room", readFinal)
+		if closed.Kind != "closed" || closed.Heading != "The sale is closed" || strings.Contains(closed.Text, "been sold") {
+			t.Errorf("after the operator closed the sale the room shows %+v, want kind closed, \"The sale is closed\", and no word of seats sold", closed)
+		}
+		if name := accessibleName(t, tab, `#final-heading`); name != "The sale is closed" {
+			t.Errorf("the closed heading's accessible name = %q, want the words alone (its mark hidden)", name)
+		}
+		screenshot(t, tab, "room-closed.png")
+		checkA11y(t, tab, "the room of a closed sale")
+
+		// The last seats are sold while the page is in the room.
+		pass, _ := admittedPass(t, srv, "gone")
+		openAdmitted(t, tab, srv, "gone")
+		if code, body := srv.Reserve(t, "gone", pass, "A1", "A2"); code != http.StatusCreated {
+			t.Fatalf("reserve the last seats: %d %v, want 201", code, body)
+		}
+		step(t, tab, "the room says sold out", until(`document.querySelector('[data-testid="final"]').dataset.kind !== ''`, stepTimeout))
+		sold := value(t, tab, "the sold-out room", readFinal)
+		if sold.Kind != "sold_out" || sold.Heading != "Sold out" {
+			t.Errorf("after the last seat sold the room shows %+v, want kind sold_out, \"Sold out\"", sold)
+		}
+		checkA11y(t, tab, "the room of a sold-out sale")
+
+		// The list: each in its words, with no line to join; the demo still on sale.
+		step(t, tab, "the list", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-screening="gone"]`)))
+		type listed struct {
+			State, Badge, Text string
+			Join               bool
+		}
+		readCard := func(id string) listed {
+			return value(t, tab, "the card of "+id, chromedp.Evaluate[listed](fmt.Sprintf(`(() => {
+				const c = document.querySelector('[data-screening=%q]');
+				const b = c.querySelector('[data-testid="state"]');
+				return {State: b.dataset.state, Badge: b.textContent, Text: c.textContent, Join: !!c.querySelector('.actions a')};
+			})()`, id)))
+		}
+		if got := readCard("shut"); got.State != "closed" || got.Badge != "Sale closed" || got.Join || !strings.Contains(got.Text, "closed the sale") {
+			t.Errorf("the closed sale on the list: %+v, want state closed, \"Sale closed\", no join link", got)
+		}
+		if got := readCard("gone"); got.State != "sold_out" || got.Badge != "Sold out" || got.Join {
+			t.Errorf("the sold-out sale on the list: %+v, want state sold_out, \"Sold out\", no join link", got)
+		}
+		if got := readCard("demo"); got.State != "on_sale" || !got.Join {
+			t.Errorf("the demo on the list: %+v, want on sale with a join link", got)
+		}
+		screenshot(t, tab, "list-ended.png")
+		checkA11y(t, tab, "the list with ended sales")
+
+		step(t, tab, "in Korean", chromedp.Click(chromedp.ID("lang-switch")), until(`document.documentElement.lang === 'ko'`, stepTimeout))
+		if got := readCard("shut"); got.Badge != "판매 종료" || !strings.Contains(got.Text, "마감") {
+			t.Errorf("the closed sale in Korean: %+v, want \"판매 종료\" and words of the sale closed", got)
+		}
+		if got := readCard("gone"); got.Badge != "매진" {
+			t.Errorf("the sold-out sale in Korean: %+v, want \"매진\"", got)
+		}
+		checkA11y(t, tab, "the list in Korean")
+	})
+}
+
+// TestBrowserSeatMapFollowsTheSale: seats someone else takes show on an admitted page's map without a
+// reload, and a seat the page had chosen leaves its choice with a word why, focus kept on the map.
+func TestBrowserSeatMapFollowsTheSale(t *testing.T) {
+	path := chromium(t)
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		srv := apptest.Start(t, env, map[string]string{"WAITROOM_ADMISSION_INTERVAL": "200ms"})
+		tab := newTab(t, path)
+		pass, _ := admittedPass(t, srv, "demo")
+		openAdmitted(t, tab, srv, "demo")
+		step(t, tab, "choose B2 then B1",
+			chromedp.Click(chromedp.CSS(`[data-seat="B2"]`)),
+			chromedp.Click(chromedp.CSS(`[data-seat="B1"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-seat="B1"][aria-pressed="true"]`)),
+		)
+		if code, body := srv.Reserve(t, "demo", pass, "B1", "C3"); code != http.StatusCreated {
+			t.Fatalf("another buyer reserves B1 and C3: %d %v, want 201", code, body)
+		}
+		step(t, tab, "the map shows B1 and C3 taken", until(
+			`document.querySelector('[data-seat="B1"]').disabled && document.querySelector('[data-seat="C3"]').disabled`, stepTimeout))
+		type after struct {
+			B1Pressed, B2Pressed, B1Name, C3Name, Note, Focus string
+		}
+		got := value(t, tab, "the map after", chromedp.Evaluate[after](`(() => {
+			const q = (s) => document.querySelector(s);
+			const a = document.activeElement;
+			return {
+				B1Pressed: String(q('[data-seat="B1"]').getAttribute('aria-pressed')),
+				B2Pressed: String(q('[data-seat="B2"]').getAttribute('aria-pressed')),
+				B1Name: q('[data-seat="B1"]').getAttribute('aria-label'),
+				C3Name: q('[data-seat="C3"]').getAttribute('aria-label'),
+				Note: q('[data-testid="seat-changes"]').textContent,
+				Focus: a ? (a.dataset.seat || a.id || a.tagName) : '',
+			};
+		})()`))
+		if got.B1Pressed != "null" || got.B2Pressed != "true" {
+			t.Errorf("pressed after B1 was taken: B1 %s, B2 %s; want B1 out of the choice, B2 still in", got.B1Pressed, got.B2Pressed)
+		}
+		for seat, name := range map[string]string{"B1": got.B1Name, "C3": got.C3Name} {
+			if !strings.HasPrefix(name, seat[1:]+", row "+seat[:1]+", ") || !(strings.HasSuffix(name, "sold") || strings.Contains(name, "held")) {
+				t.Errorf("%s's name after it was taken = %q, want \"%s, row %s, sold\" (or held)", seat, name, seat[1:], seat[:1])
+			}
+		}
+		if !strings.Contains(got.Note, "B1") || strings.Contains(got.Note, "B2") {
+			t.Errorf("the note beside the map = %q, want it to say B1 left the choice", got.Note)
+		}
+		if got.Focus == "BODY" || got.Focus == "" {
+			t.Errorf("focus after the chosen seat was taken = %q, want it kept on the map", got.Focus)
+		}
+		screenshot(t, tab, "room-seat-taken-live.png")
+		checkA11y(t, tab, "the seat map after a live change")
+	})
+}
+
+// TestBrowserSeatMapFitsA320PixelScreen: on a 320-px-wide phone the seat map stays inside its box with every
+// row letter in view, each seat's name starts with the number it shows, and the timer has a name.
+func TestBrowserSeatMapFitsA320PixelScreen(t *testing.T) {
+	path := chromium(t)
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		srv := apptest.Start(t, env, map[string]string{"WAITROOM_ADMISSION_INTERVAL": "200ms"})
+		tab := newTab(t, path)
+		step(t, tab, "a 320-px screen", chromedp.EmulateViewport(320, 640))
+		openAdmitted(t, tab, srv, "demo")
+		type box struct {
+			PageWidth, ViewWidth               int
+			WrapLeft, WrapRight, CardRight     float64
+			WrapScroll, WrapClient             int
+			HiddenLabels, OutsideSeats, Labels []string
+			SmallestSeat                       float64
+		}
+		got := value(t, tab, "the seat map's geometry", chromedp.Evaluate[box](`(() => {
+			const wrap = document.querySelector('[data-testid="seatmap-wrap"]').getBoundingClientRect();
+			const card = document.querySelector('#view-admitted').getBoundingClientRect();
+			const w = document.querySelector('[data-testid="seatmap-wrap"]');
+			const labels = [...document.querySelectorAll('.seat-row .row-label:not(.end)')];
+			const inside = (r) => r.width > 0 && r.left >= wrap.left - 0.5 && r.right <= wrap.right + 0.5;
+			const seats = [...document.querySelectorAll('[data-seat]')];
+			return {
+				PageWidth: document.documentElement.scrollWidth, ViewWidth: window.innerWidth,
+				WrapLeft: wrap.left, WrapRight: wrap.right, CardRight: card.right,
+				WrapScroll: w.scrollWidth, WrapClient: w.clientWidth,
+				Labels: labels.map((l) => l.textContent),
+				HiddenLabels: labels.filter((l) => !inside(l.getBoundingClientRect())).map((l) => l.textContent),
+				OutsideSeats: seats.filter((s) => !inside(s.getBoundingClientRect())).map((s) => s.dataset.seat),
+				SmallestSeat: Math.min(...seats.map((s) => s.getBoundingClientRect().width)),
+			};
+		})()`))
+		if got.PageWidth > got.ViewWidth {
+			t.Errorf("page width at 320 px = %d, want no wider than the screen (%d)", got.PageWidth, got.ViewWidth)
+		}
+		if got.WrapRight > got.CardRight {
+			t.Errorf("the seat map ends at %.1f px, past its box (%.1f)", got.WrapRight, got.CardRight)
+		}
+		if len(got.Labels) != 10 || len(got.HiddenLabels) > 0 {
+			t.Errorf("row letters %v, cut off %v; want A to J, all in view", got.Labels, got.HiddenLabels)
+		}
+		if len(got.OutsideSeats) > 0 || got.WrapScroll > got.WrapClient {
+			t.Errorf("seats outside the box %v (scroll %d of %d); want ten seats a row to fit at 320 px", got.OutsideSeats, got.WrapScroll, got.WrapClient)
+		}
+		if got.SmallestSeat < 20 {
+			t.Errorf("smallest seat %.1f px wide, want at least 20 px to tap", got.SmallestSeat)
+		}
+		if name := accessibleName(t, tab, `[data-seat="E5"]`); name != "5, row E, available" {
+			t.Errorf("seat E5's accessible name = %q, want \"5, row E, available\" (the number it shows first)", name)
+		}
+		if name := accessibleName(t, tab, `#timer`); name != "Time left to book" {
+			t.Errorf("the timer's accessible name = %q, want \"Time left to book\"", name)
+		}
+		step(t, tab, "choose E5", chromedp.Click(chromedp.CSS(`[data-seat="E5"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-seat="E5"][aria-pressed="true"]`)))
+		if name := accessibleName(t, tab, `[data-seat="E5"]`); name != "5, row E, selected" {
+			t.Errorf("chosen seat E5's accessible name = %q, want \"5, row E, selected\" (no check mark read out)", name)
+		}
+		screenshot(t, tab, "room-seatmap-320.png")
+		checkA11y(t, tab, "the seat map at 320 px")
+	})
+}
+
+// TestBrowserLeaveAsksFirst: "Leave the line" asks in a dialog that starts on staying; Escape keeps the
+// place and focus comes back to the button; only the confirmation gives the place up. While the line has
+// not moved, the waiting view says there is no estimate yet.
+func TestBrowserLeaveAsksFirst(t *testing.T) {
+	path := chromium(t)
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		srv := apptest.Start(t, env, map[string]string{
+			"WAITROOM_ADMISSION_INTERVAL":   "200ms",
+			"WAITROOM_ADMISSION_MAX_ACTIVE": "1",
+		})
+		tab := newTab(t, path)
+		admittedPass(t, srv, "demo") // holds the only slot: the page waits first in line
+		step(t, tab, "wait in line",
+			chromedp.Navigate(srv.URL+"/s/demo"),
+			until(`document.querySelector('[data-testid="rank"]').dataset.rank === '1' && !document.querySelector('#view-waiting').hidden`, stepTimeout),
+		)
+		noETA := value(t, tab, "no estimate", chromedp.Evaluate[string](`(() => {
+			const e = document.querySelector('[data-testid="eta-none"]');
+			return e.hidden ? '' : e.textContent;
+		})()`))
+		if !strings.HasPrefix(noETA, "No wait estimate yet") {
+			t.Errorf("the waiting view without an estimate says %q, want \"No wait estimate yet…\"", noETA)
+		}
+		checkA11y(t, tab, "the waiting view without an estimate")
+
+		type asked struct {
+			Open, Waiting bool
+			Focus, Text   string
+		}
+		readAsked := chromedp.Evaluate[asked](`(() => ({
+			Open: document.querySelector('[data-testid="leave-dialog"]').open,
+			Waiting: !document.querySelector('#view-waiting').hidden,
+			Focus: document.activeElement ? document.activeElement.id : '',
+			Text: document.querySelector('#leave-text').textContent,
+		}))()`)
+		step(t, tab, "ask to leave", chromedp.Click(chromedp.ID("leave")), until(`document.querySelector('[data-testid="leave-dialog"]').open`, stepTimeout))
+		if got := value(t, tab, "the question", readAsked); !got.Open || !got.Waiting || got.Focus != "leave-stay" || !strings.Contains(got.Text, "1st in line") {
+			t.Errorf("after \"Leave the line\": %+v, want the dialog open on \"Stay in line\" naming the place, still waiting", got)
+		}
+		screenshot(t, tab, "room-leave-asked.png")
+		checkA11y(t, tab, "the question before leaving")
+
+		step(t, tab, "Escape stays", chromedp.KeyEvent("\x1b"), until(`!document.querySelector('[data-testid="leave-dialog"]').open`, stepTimeout))
+		if got := value(t, tab, "after Escape", readAsked); got.Open || !got.Waiting || got.Focus != "leave" {
+			t.Errorf("after Escape: %+v, want the dialog closed, still waiting, focus back on the leave button", got)
+		}
+		token := value(t, tab, "stored token", chromedp.Evaluate[string](`JSON.parse(localStorage.getItem('waitroom:room:demo') || '{}').token || ''`))
+
+		step(t, tab, "leave, confirmed",
+			chromedp.Click(chromedp.ID("leave")),
+			until(`document.querySelector('[data-testid="leave-dialog"]').open`, stepTimeout),
+			chromedp.Click(chromedp.CSS(`[data-testid="leave-confirm"]`)),
+			until(`document.querySelector('[data-testid="final"]').dataset.kind === 'left'`, stepTimeout),
+		)
+		var status map[string]any
+		deadline := time.Now().Add(stepTimeout)
+		for {
+			srv.GetJSON(t, "/api/screenings/demo/queue/"+token, &status)
+			if status["status"] == "unknown" || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if status["status"] != "unknown" {
+			t.Errorf("the token after leaving stands %v, want unknown (left the line)", status)
+		}
+		checkA11y(t, tab, "the room after leaving")
+	})
+}
+
+// TestBrowserFailedReserveKeepsFocus: a reservation the server refuses says why and moves focus to the
+// words, not to the page's body; the seats picked on the map then book, with the ticket's link.
+func TestBrowserFailedReserveKeepsFocus(t *testing.T) {
+	path := chromium(t)
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		srv := apptest.Start(t, env, map[string]string{"WAITROOM_ADMIN_KEY": apptest.AdminKey})
+		// The refusal is the server's answer to a best-available count it cannot fill.
+		tab := newTab(t, path, networkStatus(http.StatusConflict), networkStatus(http.StatusBadRequest))
+		saleScreening(t, srv, "few", "Three seats", 1, 3, 10)
+		pass, _ := admittedPass(t, srv, "few")
+		if code, body := srv.Reserve(t, "few", pass, "A1", "A2"); code != http.StatusCreated {
+			t.Fatalf("another buyer reserves A1 and A2: %d %v, want 201", code, body)
+		}
+		openAdmitted(t, tab, srv, "few")
+		step(t, tab, "ask for the best 2 seats",
+			chromedp.SetValue(chromedp.CSS(`[data-testid="best-count"]`), "2"),
+			chromedp.Click(chromedp.CSS(`[data-testid="best-submit"]`)),
+			until(`document.querySelector('[data-testid="message"]').textContent !== ''`, stepTimeout),
+		)
+		type refusal struct{ Message, Focus string }
+		got := value(t, tab, "the refusal", chromedp.Evaluate[refusal](`({
+			Message: document.querySelector('[data-testid="message"]').textContent,
+			Focus: document.activeElement ? (document.activeElement.dataset.testid || document.activeElement.tagName) : '',
+		})`))
+		if got.Focus != "message" {
+			t.Errorf("focus after the refused reservation (%q) = %q, want the message", got.Message, got.Focus)
+		}
+		if !strings.Contains(got.Message, "Fewer than 2 seats are free") {
+			t.Errorf("the refusal of 2 best seats with 1 free says %q, want \"Fewer than 2 seats are free…\" (409 NOT_ENOUGH_SEATS)", got.Message)
+		}
+		screenshot(t, tab, "room-refused.png")
+		checkA11y(t, tab, "the seat map after a refused reservation")
+
+		step(t, tab, "book A3",
+			chromedp.Click(chromedp.CSS(`[data-seat="A3"]`)),
+			chromedp.Click(chromedp.CSS(`[data-testid="reserve"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirmation"][data-status="confirmed"]`)),
+		)
+		type booked struct{ Heading, Ticket, Code string }
+		b := value(t, tab, "the booking", chromedp.Evaluate[booked](`(() => {
+			const l = document.querySelector('[data-testid="ticket-link"]');
+			return {
+				Heading: document.querySelector('#confirmed-title').textContent,
+				Ticket: l.hidden ? '' : l.getAttribute('href'),
+				Code: (JSON.parse(localStorage.getItem('waitroom:room:few') || '{}').reservation || {}).code || '',
+			};
+		})()`))
+		if b.Heading != "Booked" || b.Code == "" || !strings.HasSuffix(b.Ticket, "/t/"+b.Code) {
+			t.Errorf("the booking shows %+v, want \"Booked\" with a link to its ticket /t/{code}", b)
+		}
+		checkA11y(t, tab, "the booking with its ticket")
+	})
+}
