@@ -645,3 +645,81 @@ func TestBrowserFailedReserveKeepsFocus(t *testing.T) {
 		checkA11y(t, tab, "the booking with its ticket")
 	})
 }
+
+// TestBrowserHoldModeShowsTheHoldAndTheCheckout: with checkout in hold mode a reservation holds its seats
+// until a time: the room says so to the second with a named countdown, links the checkout and the order,
+// and a page waiting behind a sale whose every seat is held hears that the wait goes on with no estimate.
+func TestBrowserHoldModeShowsTheHoldAndTheCheckout(t *testing.T) {
+	path := chromium(t)
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		srv := apptest.Start(t, env, map[string]string{
+			"WAITROOM_ADMIN_KEY":        apptest.AdminKey,
+			"WAITROOM_BOOKING_CHECKOUT": "hold",
+		})
+		tab := newTab(t, path)
+		saleScreening(t, srv, "pay", "Pay later", 1, 3, 1)
+		openAdmitted(t, tab, srv, "pay")
+		step(t, tab, "hold A2",
+			chromedp.Click(chromedp.CSS(`[data-seat="A2"]`)),
+			chromedp.Click(chromedp.CSS(`[data-testid="reserve"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirmation"]`)),
+		)
+		type held struct{ Status, Heading, Timer, Checkout, Ticket, CodeText, Code string }
+		got := value(t, tab, "the hold", chromedp.Evaluate[held](`(() => {
+			const q = (s) => document.querySelector(s);
+			const href = (s) => q(s).hidden ? '' : q(s).getAttribute('href');
+			return {
+				Status: q('[data-testid="confirmation"]').dataset.status,
+				Heading: q('#confirmed-title').textContent,
+				Timer: q('[data-testid="hold-timer-box"]').hidden ? '' : q('[data-testid="hold-timer"]').textContent,
+				Checkout: href('[data-testid="checkout-link"]'), Ticket: href('[data-testid="ticket-link"]'),
+				CodeText: q('[data-testid="order-code"]').textContent,
+				Code: (JSON.parse(localStorage.getItem('waitroom:room:pay') || '{}').reservation || {}).code || '',
+			};
+		})()`))
+		if got.Status != "held" {
+			t.Fatalf("the order in hold mode shows %+v, want status held", got)
+		}
+		if ok, _ := regexp.MatchString(`^Seats held — pay before \d\d:\d\d:\d\d$`, got.Heading); !ok {
+			t.Errorf("the held order's heading = %q, want \"Seats held — pay before HH:MM:SS\"", got.Heading)
+		}
+		if ok, _ := regexp.MatchString(`^\d\d:\d\d$`, got.Timer); !ok {
+			t.Errorf("the hold's countdown = %q, want mm:ss", got.Timer)
+		}
+		if got.Code == "" || !strings.HasSuffix(got.Checkout, "/checkout/"+got.Code) || !strings.HasSuffix(got.Ticket, "/t/"+got.Code) ||
+			!strings.Contains(got.CodeText, got.Code) {
+			t.Errorf("the held order links %+v, want its code shown, /checkout/{code} and /t/{code}", got)
+		}
+		if name := accessibleName(t, tab, `[data-testid="hold-timer"]`); name != "Time left to pay" {
+			t.Errorf("the hold's countdown is named %q, want \"Time left to pay\"", name)
+		}
+		screenshot(t, tab, "room-held.png")
+		checkA11y(t, tab, "the held order")
+
+		// Every other seat held too: a page that comes to the line now waits with no estimate promised.
+		pass, _ := admittedPass(t, srv, "pay")
+		if code, body := srv.Reserve(t, "pay", pass, "A1", "A3"); code != http.StatusCreated {
+			t.Fatalf("hold the other seats: %d %v, want 201", code, body)
+		}
+		other := newTab(t, path)
+		step(t, other, "wait behind held seats",
+			chromedp.Navigate(srv.URL+"/s/pay"),
+			until(`!document.querySelector('[data-testid="all-held"]').hidden`, stepTimeout),
+		)
+		type waiting struct{ Notice, Why string }
+		w := value(t, other, "the wait", chromedp.Evaluate[waiting](`({
+			Notice: document.querySelector('[data-testid="all-held"]').textContent,
+			Why: document.querySelector('[data-testid="eta-none"]').dataset.why,
+		})`))
+		if !strings.Contains(w.Notice, "Every seat is held") || w.Why != "held" {
+			t.Errorf("waiting while every seat is held: %+v, want the all-held notice and no estimate", w)
+		}
+		checkA11y(t, other, "the wait while every seat is held")
+		step(t, other, "the list", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-screening="pay"]`)))
+		badge := value(t, other, "the list's badge", chromedp.Evaluate[string](`document.querySelector('[data-screening="pay"] [data-testid="state"]').textContent`))
+		if badge != "All seats held" {
+			t.Errorf("the all-held sale's badge on the list = %q, want \"All seats held\"", badge)
+		}
+		checkA11y(t, other, "the list with every seat of a sale held")
+	})
+}
