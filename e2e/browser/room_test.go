@@ -673,7 +673,7 @@ func TestBrowserHoldModeShowsTheHoldAndTheCheckout(t *testing.T) {
 			"WAITROOM_BOOKING_CHECKOUT": "hold",
 		})
 		tab := newTab(t, path)
-		saleScreening(t, srv, "pay", "Pay later", 1, 3, 1)
+		saleScreening(t, srv, "pay", "Pay later", 1, 3, 2)
 		openAdmitted(t, tab, srv, "pay")
 		step(t, tab, "hold A2",
 			chromedp.Click(chromedp.CSS(`[data-seat="A2"]`)),
