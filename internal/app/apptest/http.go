@@ -112,3 +112,22 @@ func MetricSeries(t testing.TB, client *http.Client, baseURL, series string) (in
 	}
 	return 0, false
 }
+
+// Post sends an empty POST to path (under the server's root) with bearer as its bearer key ("" sends none),
+// decodes the answer into out when not nil, and returns the status.
+func (s *Server) Post(t testing.TB, path, bearer string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.URL+path, nil)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		_ = json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
