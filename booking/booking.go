@@ -110,3 +110,11 @@ func New(store *Store, rdb redis.UniversalClient, prefix string, a Admissions, p
 
 // MaxSeats is the most seats one reservation may take.
 func (b *Booking) MaxSeats() int { return b.settings.MaxSeats }
+
+// Checkout is the server's checkout mode, which a screening without one of its own sells in.
+func (b *Booking) Checkout() string {
+	if b.settings.Checkout == CheckoutHold {
+		return CheckoutHold
+	}
+	return CheckoutInstant
+}

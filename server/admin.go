@@ -186,7 +186,6 @@ func (s *Server) adminCreate(c echo.Context) error {
 type adminScreening struct {
 	screeningView
 	Admission admissionBody  `json:"admission"`
-	SeatsSold int            `json:"seats_sold"`
 	Line      *queue.Figures `json:"line,omitempty"`
 }
 
@@ -203,9 +202,8 @@ func (s *Server) adminScreenings(ctx context.Context, only string) ([]adminScree
 	out := make([]adminScreening, len(list))
 	for i, m := range list {
 		out[i] = adminScreening{
-			screeningView: screeningView{Summary: m.Summary, State: state(m.Summary, now), MaxSeats: s.Booking.MaxSeats()},
+			screeningView: s.screeningOf(m.Summary, now),
 			Admission:     bodyOf(m.Admission.Merge(s.AdmissionDefaults)),
-			SeatsSold:     m.SeatsTotal - m.SeatsAvailable,
 		}
 		f, err := s.Queue.Figures(ctx, m.ID)
 		if err != nil {

@@ -27,6 +27,14 @@ type screeningView struct {
 	Active   *int64 `json:"active,omitempty"`
 }
 
+// screeningOf is the screening as the API shows it at now, its checkout mode the server's when it has none.
+func (s *Server) screeningOf(sum booking.Summary, now time.Time) screeningView {
+	if sum.Checkout == "" {
+		sum.Checkout = s.Booking.Checkout()
+	}
+	return screeningView{Summary: sum, State: state(sum, now), MaxSeats: s.Booking.MaxSeats()}
+}
+
 func state(sum booking.Summary, now time.Time) string {
 	switch {
 	case sum.ClosedAt != nil:
@@ -49,7 +57,7 @@ func (s *Server) listScreenings(c echo.Context) error {
 	now := time.Now()
 	out := make([]screeningView, len(list))
 	for i, sum := range list {
-		out[i] = screeningView{Summary: sum, State: state(sum, now), MaxSeats: s.Booking.MaxSeats()}
+		out[i] = s.screeningOf(sum, now)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -64,7 +72,9 @@ func (s *Server) getScreening(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, screeningView{Summary: sum, State: state(sum, time.Now()), MaxSeats: s.Booking.MaxSeats(), Waiting: &waiting, Active: &active})
+	v := s.screeningOf(sum, time.Now())
+	v.Waiting, v.Active = &waiting, &active
+	return c.JSON(http.StatusOK, v)
 }
 
 func (s *Server) getSeats(c echo.Context) error {
