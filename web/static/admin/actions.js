@@ -1,9 +1,10 @@
 // actions.js: what the operator does to the selected screening: choose it (kept in the URL's hash), pause,
-// resume or close its sale (close after a confirmation dialog), and change its pace in the admission form.
+// resume or close its sale (close after a confirmation dialog), and change its pace and its checkout mode
+// (instant, or hold until paid) in the admission form.
 
 import { t, num } from '../i18n.js';
 import { el } from './dom.js';
-import { count } from './format.js';
+import { checkoutOf, count } from './format.js';
 import { render } from './render.js';
 import { api, errorMessage, handled } from './session.js';
 import { merge, msg, selectedScreening, serverMsg, st } from './state.js';
@@ -99,6 +100,8 @@ export async function saveAdmission(e) {
   const s = selectedScreening();
   if (!s || st.admissionBusy) return;
   const { body, problems } = readSettings(el.adm, st.admissionBase);
+  const chosen = el.admCheckout.find((r) => r.checked);
+  if (chosen && (!st.admissionBase || chosen.value !== st.admissionBase.checkout)) body.checkout = chosen.value;
   if (problems.length) {
     st.admissionMessage = serverMsg('bad', problems.map((p) => p.text).join(' '));
     render();
@@ -117,12 +120,15 @@ export async function saveAdmission(e) {
   st.admissionBusy = false;
   if (r.ok && r.data && typeof r.data === 'object') {
     const now = selectedScreening();
-    if (now && now.id === s.id) merge(Object.assign({}, now, { admission: r.data }));
+    // The answer is the effective settings; a server that leaves the checkout mode out of it took the one sent.
+    const checkout = checkoutOf({ admission: r.data }) || body.checkout || checkoutOf(now);
+    if (now && now.id === s.id) merge(Object.assign({}, now, { admission: r.data, checkout }));
     st.admissionDirty = false;
     st.admissionFor = ''; // fill the form again from the effective settings
-    st.admissionMessage = msg('ok', 'admin.saved', {
+    st.admissionMessage = msg('ok', 'admin.savedAll', {
       interval: r.data.interval, batch: num(count(r.data.batch_size)),
       max: num(count(r.data.max_active)), ttl: r.data.active_ttl,
+      checkout: checkout ? t('admin.checkout.' + checkout) : '–',
     });
   } else if (!handled(r)) {
     st.admissionMessage = errorMessage(r);

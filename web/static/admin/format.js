@@ -8,8 +8,15 @@ export const count = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
 
 // stateOf is the state of screening s that the page knows how to show; another reads as on sale.
 export function stateOf(s) {
-  const known = ['upcoming', 'on_sale', 'sold_out', 'closed', 'paused'];
+  const known = ['upcoming', 'on_sale', 'all_held', 'sold_out', 'closed', 'paused'];
   return known.includes(s.state) ? s.state : 'on_sale';
+}
+
+// checkoutOf is screening s's checkout mode, "instant" or "hold" ('' when the server does not say): the
+// screening's own field, or its admission settings'.
+export function checkoutOf(s) {
+  const c = (s && (s.checkout || (s.admission && s.admission.checkout))) || '';
+  return c === 'instant' || c === 'hold' ? c : '';
 }
 
 // clock is the time of day of ms, to the second; – for none.

@@ -7,6 +7,7 @@
 //                with backoff and jitter (lib/reconnect.js) when the stream ends or falls silent
 //   actions.js   choosing a screening, pause, resume, close, and its admission settings (the pace)
 //   create.js    the form for a new screening
+//   orders.js    the box office: the selected screening's orders, their CSV export, an operator's cancel
 //   render.js    drawing the page from the state; charts.js and draw.js the live charts, from the last two
 //                minutes of frames that history.js keeps
 //   state.js     what the page knows; format.js how it writes figures; dom.js the page's elements
@@ -17,7 +18,8 @@ import { act, askClose, saveAdmission, select } from './actions.js';
 import { drawCharts } from './charts.js';
 import { create, defaultTimes, showLayoutFields } from './create.js';
 import { el } from './dom.js';
-import { forgetSelectLabels, render, renderStream } from './render.js';
+import { askCancel, cancelAsked, dialogClosed, exportCSV, follow, load as loadOrders, renderOrders, setFilter } from './orders.js';
+import { forgetSelectLabels, onConsoleRender, render, renderStream } from './render.js';
 import { apiOff, check, signIn, signOut, wrongKey } from './session.js';
 import { selectedFromHash, st } from './state.js';
 import { onRefused, pageShown } from './stream.js';
@@ -58,6 +60,21 @@ el.dialog.addEventListener('close', () => {
   if (st.view === 'console') el.close.focus();
 });
 
+onConsoleRender(follow);
+el.ordersStatus.addEventListener('change', () => setFilter(el.ordersStatus.value));
+el.ordersRefresh.addEventListener('click', loadOrders);
+el.ordersExport.addEventListener('click', exportCSV);
+el.ordersRows.addEventListener('click', (e) => {
+  const b = e.target.closest && e.target.closest('button[data-cancel]');
+  if (b) askCancel(b.dataset.cancel);
+});
+el.orderDialogKeep.addEventListener('click', () => el.orderDialog.close());
+el.orderDialogConfirm.addEventListener('click', () => {
+  el.orderDialog.close();
+  cancelAsked();
+});
+el.orderDialog.addEventListener('close', dialogClosed);
+
 el.admissionForm.addEventListener('input', () => { st.admissionDirty = true; });
 el.admissionForm.addEventListener('submit', saveAdmission);
 el.createForm.addEventListener('submit', create);
@@ -84,6 +101,7 @@ window.addEventListener('pageshow', pageShown);
 onChange(() => {
   forgetSelectLabels(); // the state names in the options
   render();
+  renderOrders();
 });
 
 setInterval(() => {

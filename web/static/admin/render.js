@@ -1,12 +1,20 @@
 // render.js: draws the control room from st: the view (checking, problem, sign-in, console), the stream's
 // line, the table of all screenings, the choice of screening, the selected one's figures and buttons, the
 // admission form (filled from its settings unless the operator is editing it) and the forms' messages.
+// What else follows the console's redraws (the orders panel) says so with onConsoleRender.
 
 import { t, num, dateTime } from '../i18n.js';
 import { drawCharts } from './charts.js';
 import { el, setText } from './dom.js';
-import { clock, count, stateOf } from './format.js';
+import { checkoutOf, clock, count, stateOf } from './format.js';
 import { msgText, selectedScreening, st, streamRetry } from './state.js';
+
+const consoleListeners = [];
+
+// onConsoleRender calls f after each redraw of the console, with the selected screening (or null).
+export function onConsoleRender(f) {
+  consoleListeners.push(f);
+}
 
 // render draws the page from the state; the code that changes the state calls it.
 export function render() {
@@ -62,6 +70,8 @@ function renderConsole() {
   el.admissionSubmit.disabled = st.admissionBusy || !selectedScreening();
   el.createSubmit.disabled = st.createBusy;
   drawCharts();
+  const s = selectedScreening();
+  for (const f of consoleListeners) f(s);
 }
 
 function setMessage(node, m) {
@@ -99,23 +109,27 @@ function renderOverview() {
       const state = document.createElement('td');
       const badge = document.createElement('span');
       state.append(badge);
-      tr.append(th, state, cell(), cell(), cell());
+      tr.append(th, state, cell(), cell(), cell(), cell(), cell());
       rows.set(s.id, tr);
       order = true;
     }
     if (el.overviewRows.children[i] !== tr) order = true;
     const line = s.line || {};
     const state = stateOf(s);
-    const [th, stateCell, waiting, active, sold] = tr.children;
+    const [th, stateCell, waiting, active, available, held, sold] = tr.children;
     setText(th.firstChild, `${s.name || s.id} (${s.id})`);
     const badge = stateCell.firstChild;
     badge.className = 'badge ' + state;
     setText(badge, t('state.' + state));
     waiting.dataset.label = t('admin.col.waiting');
     active.dataset.label = t('admin.col.active');
+    available.dataset.label = t('admin.col.available');
+    held.dataset.label = t('admin.col.held');
     sold.dataset.label = t('admin.col.sold');
     setText(waiting, num(count(line.waiting) + count(line.pre_queue)));
     setText(active, num(count(line.active)));
+    setText(available, num(count(s.seats_available)));
+    setText(held, num(count(s.seats_held)));
     setText(sold, `${num(count(s.seats_sold))} / ${num(count(s.seats_total))}`);
     if (s.id === st.selected) tr.setAttribute('aria-current', 'true');
     else tr.removeAttribute('aria-current');
@@ -174,6 +188,14 @@ function renderSelected() {
   setText(el.current.batch_size, s && a.batch_size !== undefined ? num(count(a.batch_size)) : '–');
   setText(el.current.max_active, s && a.max_active !== undefined ? num(count(a.max_active)) : '–');
   setText(el.current.active_ttl, s ? String(a.active_ttl || '–') : '–');
+  const checkout = checkoutOf(s);
+  setText(el.current.checkout, checkout ? t('admin.checkout.' + checkout) : '–');
+  el.current.checkout.dataset.value = checkout;
+  for (const k of ['available', 'held', 'sold']) {
+    const v = s ? s['seats_' + k] : undefined;
+    setText(el.counts[k], v === undefined || v === null ? '–' : num(count(v)));
+    el.counts[k].dataset.value = v === undefined || v === null ? '' : String(count(v));
+  }
   el.current.batch_size.dataset.value = s ? String(count(a.batch_size)) : '';
   const closed = !s || state === 'closed' || Boolean(s.closed_at) || Boolean(line.closed);
   el.pause.disabled = st.busy || closed || Boolean(line.paused);
@@ -190,15 +212,17 @@ function renderAdmissionForm() {
   if (!s) return;
   const a = s.admission || {};
   const base = st.admissionBase;
-  const changed = !base || ['interval', 'batch_size', 'max_active', 'active_ttl'].some((k) => String(base[k]) !== String(a[k]));
+  const now = { interval: a.interval, batch_size: a.batch_size, max_active: a.max_active, active_ttl: a.active_ttl, checkout: checkoutOf(s) };
+  const changed = !base || Object.keys(now).some((k) => String(base[k]) !== String(now[k]));
   if (st.admissionFor === s.id && (st.admissionDirty || !changed)) return;
   st.admissionFor = s.id;
-  st.admissionBase = { interval: a.interval, batch_size: a.batch_size, max_active: a.max_active, active_ttl: a.active_ttl };
+  st.admissionBase = now;
   st.admissionDirty = false;
   for (const k of Object.keys(el.adm)) {
     el.adm[k].value = a[k] === undefined || a[k] === null ? '' : String(a[k]);
     el.adm[k].removeAttribute('aria-invalid');
   }
+  for (const r of el.admCheckout) r.checked = r.value === now.checkout;
 }
 
 // forgetSelectLabels makes the next render rebuild the options of the choice of screening (their state

@@ -10,8 +10,9 @@ import { msg, saveKey, serverMsg, st } from './state.js';
 import { openStream, stopStream } from './stream.js';
 
 // api calls the admin API with the key. It returns {ok, status, data, code, message}; a 401 (wrong key)
-// and a 404 NOT_FOUND (admin API off) change the page before it returns.
-export async function api(method, path, body) {
+// and a 404 NOT_FOUND (admin API off) change the page before it returns. With opts.own404, a 404 is the
+// caller's to read: a route a panel needs may be missing from an older server whose admin API is on.
+export async function api(method, path, body, opts) {
   const headers = { Accept: 'application/json' };
   const sentKey = st.key;
   if (sentKey) headers.Authorization = 'Bearer ' + sentKey;
@@ -36,7 +37,7 @@ export async function api(method, path, body) {
     message: err ? String(err.message || '') : res.ok ? '' : t('admin.failed', { status: res.status }),
   };
   if (res.status === 401 && st.key === sentKey) wrongKey(Boolean(sentKey));
-  else if (isAPIOff(res.status, out.code)) apiOff();
+  else if (isAPIOff(res.status, out.code) && !(opts && opts.own404)) apiOff();
   return out;
 }
 

@@ -315,6 +315,7 @@ export const en = {
   'checkout.toTicket': 'See the ticket',
   'checkout.rejoin': 'Join the line again',
   // The control room's box office (/admin).
+  'state.all_held': 'All seats held',
   'admin.col.available': 'Available',
   'admin.col.held': 'Held',
   'admin.cur.checkout': 'Checkout',
@@ -361,7 +362,7 @@ export const en = {
   'admin.order.cancelConfirmed': (v) => `Order ${v.code} (seats ${v.seats}) is paid. Cancelling it voids the ticket and puts the seats back on sale at once; it cannot be undone, and any refund is yours to make.`,
   'admin.order.cancelConfirm': 'Cancel the order',
   'admin.order.keep': 'Keep it',
-  'admin.order.cancelled': (v) => `Order ${v.code} is cancelled; ${v.seats} are back on sale.`,
+  'admin.order.cancelDone': (v) => `Order ${v.code} is cancelled; ${v.seats} are back on sale.`,
   'admin.order.err.expired': (v) => `The hold of order ${v.code} had already run out: its seats were back on sale.`,
   'admin.order.err.cancelled': (v) => `Order ${v.code} was already cancelled.`,
 };

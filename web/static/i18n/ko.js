@@ -308,6 +308,7 @@ export const ko = {
   'checkout.toTicket': '티켓 보기',
   'checkout.rejoin': '대기열 다시 들어가기',
   // 관제실의 매표 (/admin).
+  'state.all_held': '전석 보류 중',
   'admin.col.available': '잔여',
   'admin.col.held': '보류',
   'admin.cur.checkout': '결제 방식',
@@ -354,7 +355,7 @@ export const ko = {
   'admin.order.cancelConfirmed': (v) => `주문 ${v.code} (좌석 ${v.seats})은(는) 결제된 주문입니다. 취소하면 티켓이 무효가 되고 좌석이 바로 다시 판매됩니다. 되돌릴 수 없으며 환불은 직접 처리해야 합니다.`,
   'admin.order.cancelConfirm': '주문 취소',
   'admin.order.keep': '유지',
-  'admin.order.cancelled': (v) => `주문 ${v.code}을(를) 취소했습니다. ${v.seats} 좌석이 다시 판매됩니다.`,
+  'admin.order.cancelDone': (v) => `주문 ${v.code}을(를) 취소했습니다. ${v.seats} 좌석이 다시 판매됩니다.`,
   'admin.order.err.expired': (v) => `주문 ${v.code}의 보류 시간이 이미 끝나 좌석이 다시 판매되고 있었습니다.`,
   'admin.order.err.cancelled': (v) => `주문 ${v.code}은(는) 이미 취소되었습니다.`,
 };
