@@ -149,18 +149,46 @@ func TestOrderBrowserPaysTheHoldAndGetsATicket(t *testing.T) {
 	})
 }
 
-// TestCheckoutBrowserSaysWhyItCannotPay: a buyer who cancelled in another tab is told so when paying, not
-// shown a ticket; a hold that runs out stops the countdown and says the seats went back on sale.
+// TestCheckoutBrowserSaysWhyItCannotPay: a buyer who cancels on the checkout is asked first and then told
+// the seats are back on sale; one who cancelled in another tab is told so when paying, not shown a ticket;
+// a hold that runs out stops the countdown and says the seats went back on sale.
 func TestCheckoutBrowserSaysWhyItCannotPay(t *testing.T) {
 	path := chromium(t)
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		settings := holdSettings()
-		settings["WAITROOM_BOOKING_HOLD_TTL"] = "4s"
+		settings["WAITROOM_BOOKING_HOLD_TTL"] = "8s"
 		srv := apptest.Start(t, env, settings)
 		tab := newTab(t, path, networkStatus(http.StatusConflict))
 
+		// Cancelled on the checkout, after a confirmation: the seat is on sale again.
+		code, seat := bookHeld(t, tab, srv)
+		step(t, tab, "cancel on the checkout",
+			chromedp.Navigate(srv.URL+"/checkout/"+code),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkout"][data-status="held"]`)),
+			chromedp.Click(chromedp.CSS(`[data-testid="cancel"]`)),
+			chromedp.WaitVisible(chromedp.ID("cancel-dialog")),
+		)
+		axeClean(t, tab, "checkout's cancel confirmation")
+		step(t, tab, "confirm the cancel",
+			chromedp.Click(chromedp.CSS(`[data-testid="cancel-confirm"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkout"][data-status="cancelled"]`)),
+		)
+		if msg := value(t, tab, "message", chromedp.Text(chromedp.CSS(`[data-testid="checkout-message"]`))); !strings.Contains(msg, "back on sale") {
+			t.Errorf("after cancelling the page says %q, want that the seats are back on sale", msg)
+		}
+		if o := getOrder(t, srv, code); o.Status != "cancelled" || o.CancelledBy != "buyer" {
+			t.Errorf("order after the buyer's cancel = %+v, want cancelled by the buyer", o)
+		}
+		var seats []struct{ ID, Status string }
+		srv.GetJSON(t, "/api/screenings/demo/seats", &seats)
+		for _, s := range seats {
+			if s.ID == seat && s.Status != "available" {
+				t.Errorf("seat %s after the buyer's cancel: %s, want available", seat, s.Status)
+			}
+		}
+
 		// Cancelled behind the page's back: Pay says ORDER_CANCELLED in words.
-		code, _ := bookHeld(t, tab, srv)
+		code, _ = bookHeld(t, tab, srv)
 		step(t, tab, "open the checkout",
 			chromedp.Navigate(srv.URL+"/checkout/"+code),
 			chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkout"][data-status="held"]`)),
@@ -197,10 +225,13 @@ func TestCheckoutBrowserSaysWhyItCannotPay(t *testing.T) {
 
 // bookHeld joins the demo screening's line in tab, waits to be admitted, reserves the first available seat
 // and returns the order's code and the seat. The room page may take the buyer to the checkout itself or
-// link to it; else the order is found in the operator's list of held orders.
+// link to it; else the order is found in the operator's list of held orders. The room's memory of an
+// earlier booking is forgotten first, so each call is a new turn in line.
 func bookHeld(t *testing.T, tab context.Context, srv *apptest.Server) (code, seat string) {
 	t.Helper()
 	step(t, tab, "open the waiting room",
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.Evaluate[chromedp.Void](`localStorage.removeItem('waitroom:room:demo')`),
 		chromedp.Navigate(srv.URL+"/s/demo"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-seat]:not([disabled])`)),
 	)
