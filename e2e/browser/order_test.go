@@ -21,11 +21,11 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
-// axeSource is axe-core (testdata/axe.min.js, MPL-2.0, its licence beside it), run in the page by the
+// pageAxeSource is axe-core (testdata/axe.min.js, MPL-2.0, its licence beside it), run in the page by the
 // accessibility checks.
 //
 //go:embed testdata/axe.min.js
-var axeSource string
+var pageAxeSource string
 
 // holdSettings start a server whose demo screening holds each order until it is paid on the demo checkout.
 func holdSettings() map[string]string {
@@ -289,8 +289,8 @@ func post(t *testing.T, srv *apptest.Server, path string) (int, map[string]any) 
 	return resp.StatusCode, out
 }
 
-// axeViolation is one rule axe-core found broken, with the elements that break it.
-type axeViolation struct {
+// axeFinding is one rule axe-core found broken, with the elements that break it.
+type axeFinding struct {
 	ID, Impact, Help string
 	Targets          []string
 }
@@ -298,8 +298,8 @@ type axeViolation struct {
 // axeClean runs axe-core in the tab's page and fails the test on any serious or critical violation.
 func axeClean(t *testing.T, tab context.Context, what string) {
 	t.Helper()
-	step(t, tab, "load axe-core", chromedp.Evaluate[chromedp.Void](`window.axe ? undefined : (0, eval)(`+jsString(axeSource)+`)`))
-	found := value(t, tab, "axe "+what, chromedp.Evaluate[[]axeViolation](`axe.run(document, {resultTypes: ['violations']}).then((r) =>
+	step(t, tab, "load axe-core", chromedp.Evaluate[chromedp.Void](`window.axe ? undefined : (0, eval)(`+jsString(pageAxeSource)+`)`))
+	found := value(t, tab, "axe "+what, chromedp.Evaluate[[]axeFinding](`axe.run(document, {resultTypes: ['violations']}).then((r) =>
 		r.violations.map((v) => ({ID: v.id, Impact: v.impact || '', Help: v.help, Targets: v.nodes.map((n) => String(n.target))})))`,
 		chromedp.EvalAwaitPromise))
 	for _, v := range found {
