@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -99,8 +100,8 @@ func TestOrderBrowserPaysTheHoldAndGetsATicket(t *testing.T) {
 		phoneFits(t, tab, "checkout", 320)
 		screenshot(t, tab, "checkout-320.png")
 
-		step(t, tab, "pay",
-			chromedp.Click(chromedp.CSS(`[data-testid="pay"]`)),
+		step(t, tab, "pay", chromedp.Click(chromedp.CSS(`[data-testid="pay"]`)))
+		afterNavigation(t, tab, "the ticket after paying",
 			chromedp.Poll[chromedp.Void](fmt.Sprintf(`location.pathname === %q`, "/t/"+code), chromedp.WithPollingTimeout(stepTimeout)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-testid="ticket"][data-status="confirmed"]`)),
 			chromedp.Poll[chromedp.Void](`(() => { const i = document.querySelector('[data-testid="qr"]'); return i.complete && i.naturalWidth > 0; })()`,
@@ -264,6 +265,25 @@ func bookHeld(t *testing.T, tab context.Context, srv *apptest.Server) (code, sea
 		t.Fatalf("no held order of seat %s after reserving it", seat)
 	}
 	return code, seat
+}
+
+// afterNavigation runs actions once the page a click started loading is there: a wait begun on the page
+// that navigates away fails, so it is tried again until stepTimeout.
+func afterNavigation(t *testing.T, tab context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(tab, time.Until(deadline))
+		err := chromedp.Do(ctx, actions...)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) || !strings.Contains(err.Error(), "navigated") {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // getOrder reads an order through the public API.
