@@ -315,7 +315,6 @@ export const en = {
   'checkout.toTicket': 'See the ticket',
   'checkout.rejoin': 'Join the line again',
   // The control room's box office (/admin).
-  'state.all_held': 'All seats held',
   'admin.col.available': 'Available',
   'admin.col.held': 'Held',
   'admin.cur.checkout': 'Checkout',

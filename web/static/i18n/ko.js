@@ -308,7 +308,6 @@ export const ko = {
   'checkout.toTicket': '티켓 보기',
   'checkout.rejoin': '대기열 다시 들어가기',
   // 관제실의 매표 (/admin).
-  'state.all_held': '전석 보류 중',
   'admin.col.available': '잔여',
   'admin.col.held': '보류',
   'admin.cur.checkout': '결제 방식',
