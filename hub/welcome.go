@@ -59,7 +59,7 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival) (*client, queue.Entry
 	e, err := h.lines.Enter(ctx, a.Screening, a.Token, a.OpensAt)
 	switch {
 	case errors.Is(err, queue.ErrClosed):
-		Reject(a.Conn, SoldOutMessage(""), websocket.CloseNormalClosure, "sold out")
+		Reject(a.Conn, SoldOutMessage(e.ClosedReason), websocket.CloseNormalClosure, "sold out")
 		return nil, e
 	case err != nil:
 		h.log.Error("socket: register", "request_id", a.RequestID, "screening", a.Screening, "err", err)
@@ -76,6 +76,9 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival) (*client, queue.Entry
 		return nil, e
 	}
 	c := h.join(a.Conn, a.Screening, e.Token, e.Seq, e.Paused, firstMessage(e, a.OpensAt))
+	if c != nil && e.AllHeld && e.State != queue.Admitted {
+		c.send(AllHeldMessage()) // it missed the all_held the waiting before it heard
+	}
 	if c == nil {
 		// Draining: the socket Enter counted is gone; the client reconnects elsewhere within the grace.
 		if err := h.lines.Disconnected(context.WithoutCancel(ctx), a.Screening, e.Token); err != nil {

@@ -26,6 +26,10 @@ var (
 	reopenScript  = redis.NewScript(reopenLua)
 )
 
+// reopenedMark is how long a reopened line is kept from keepClosed: longer than two of the scheduler's
+// refreshes, so a list of sales read before the reopening is never acted on after it.
+const reopenedMark = 5 * refreshEvery
+
 // Hold records that the pass made a held order: it is spent, and its slot stays taken until the hold's
 // expiry, not the admission's (a buyer paying is not replaced by the next in line).
 func (q *Queue) Hold(ctx context.Context, c Claims, until time.Time) error {
@@ -79,7 +83,7 @@ func (q *Queue) Reopen(ctx context.Context, screening string, mayReopen bool) (i
 	if mayReopen {
 		flag = "1"
 	}
-	res, err := reopenScript.Run(ctx, q.rdb, []string{k.closed, k.allHeld, k.epoch, k.released}, flag).Int64Slice()
+	res, err := reopenScript.Run(ctx, q.rdb, []string{k.closed, k.allHeld, k.epoch, k.released, k.reopened}, flag, reopenedMark.Milliseconds()).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("queue: reopen %s: %w", screening, err)
 	}
@@ -87,6 +91,7 @@ func (q *Queue) Reopen(ctx context.Context, screening string, mayReopen bool) (i
 		return 0, nil
 	}
 	q.slotFreed(screening) // the loops here admit at once, not at the next tick
+	q.refreshSchedulers()  // and a sale whose loop ended with its sell-out gets it back now
 	ev := Event{Kind: EventReopened, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: res[1]}
 	return res[1], q.publish(ctx, screening, ev)
 }
@@ -95,4 +100,11 @@ func (q *Queue) Reopen(ctx context.Context, screening string, mayReopen bool) (i
 // seat maps follow.
 func (q *Queue) PublishSeats(ctx context.Context, screening string, seats []SeatChange) error {
 	return q.publish(ctx, screening, Event{Kind: EventSeats, Screening: screening, TickAtMs: q.now().UnixMilli(), Seats: seats})
+}
+
+// reopenedLately reports whether the screening's line reopened within reopenedMark (false when Redis
+// cannot say).
+func (q *Queue) reopenedLately(ctx context.Context, screening string) bool {
+	n, err := q.rdb.Exists(ctx, q.keys(screening).reopened).Result()
+	return err == nil && n == 1
 }

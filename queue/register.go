@@ -56,7 +56,7 @@ func (q *Queue) enter(ctx context.Context, screening, token string, opensAt time
 	}
 	k := q.keys(screening)
 	res, err := q.register(ctx,
-		[]string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch, k.pre, k.opened, k.paused, k.gone, k.conns, q.regMark(screening, mark)},
+		[]string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch, k.pre, k.opened, k.paused, k.gone, k.conns, q.regMark(screening, mark), k.allHeld},
 		token, q.now().UnixMilli(), opensAt.UnixMilli(), shuffleKey(), countOffMark.Milliseconds())
 	if err != nil {
 		var e Entry
@@ -72,6 +72,11 @@ func (q *Queue) enter(ctx context.Context, screening, token string, opensAt time
 	switch res[0] {
 	case "closed":
 		e.State = Closed
+		if why, _ := res[1].(string); why == ReasonClosed {
+			e.ClosedReason = ReasonClosed
+		} else {
+			e.ClosedReason = ReasonSoldOut
+		}
 		return e, fmt.Errorf("queue: register in %s: %w", screening, ErrClosed)
 	case "admitted":
 		e.State = Admitted
@@ -82,6 +87,7 @@ func (q *Queue) enter(ctx context.Context, screening, token string, opensAt time
 		e.Inserted = res[3].(int64) == 1
 		e.Seq, e.Epoch = res[4].(int64), res[5].(int64)
 		e.Paused = res[6].(int64) == 1
+		e.AllHeld = res[7].(int64) == 1
 		if e.State == Pre {
 			e.ZeroBasedRank = 0 // a place in the pre-queue means nothing until the shuffle
 		}

@@ -189,9 +189,15 @@ func (s *Scheduler) stopUnlisted(r *running, listed map[string]bool) {
 // Redis, or whoever still waits, or registers, would wait for good: the reservation that sold the last seat
 // (or the operator) closed it, unless Redis was unreachable just then, or a restart without persistence
 // forgot it since. One EXISTS per ended sale per refresh; a failed close is retried at the next.
+//
+// A line reopened a moment ago (a refund after the sell-out) is left open: the list that said the sale
+// ended may have been read before the refund.
 func (s *Scheduler) keepClosed(ctx context.Context, screening string) {
 	closed, err := s.q.Closed(ctx, screening)
 	if err == nil && closed {
+		return
+	}
+	if err == nil && s.q.reopenedLately(ctx, screening) {
 		return
 	}
 	if err == nil {

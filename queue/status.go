@@ -42,8 +42,12 @@ type Entry struct {
 	// Epoch is the number of the last admission event when Register or Status answered (see Line): read
 	// before the rest, so the standing is at least as new as that event.
 	Epoch int64
-	// Paused is true when Register found admission paused by the operator.
-	Paused bool
+	// Paused is true when Register found admission paused by the operator; AllHeld when it found every
+	// seat held or sold, some only held (the wait goes on).
+	Paused  bool
+	AllHeld bool
+	// ClosedReason says why the line is closed when Register found it so: ReasonSoldOut or ReasonClosed.
+	ClosedReason string
 	// ExpiresAt is when an admitted token's slot (and its pass) lapses.
 	ExpiresAt time.Time
 

@@ -46,3 +46,12 @@ func (s *Scheduler) wake(screening string) {
 	default:
 	}
 }
+
+// refreshSchedulers asks every scheduler running on q to read the screenings now (a reopened sale).
+func (q *Queue) refreshSchedulers() {
+	q.wakersMu.Lock()
+	defer q.wakersMu.Unlock()
+	for s := range q.wakers {
+		s.Refresh()
+	}
+}

@@ -22,6 +22,8 @@ type Message struct {
 	// OpensAt (RFC 3339) is a prequeue message's opening time; Paused says admission is paused.
 	OpensAt string `json:"opens_at"`
 	Paused  bool   `json:"paused"`
+	// Reason is a sold_out's: sold_out or closed.
+	Reason string `json:"reason"`
 	// Code and Message are an error's (Message also an unavailable's).
 	Code    string `json:"code"`
 	Message string `json:"message"`

@@ -59,9 +59,12 @@ func TestAllHeldWaitsAndACancelledHoldReopensOnEveryInstance(t *testing.T) {
 	if code, o := b.Reserve(t, "pair", passB, "A2"); code != http.StatusCreated || o["status"] != "held" {
 		t.Fatalf("second hold = %d %v", code, o)
 	}
-	// Every seat is held: the waiting, on both instances, hear all_held and stay.
+	// Every seat is held: the waiting, on both instances, hear all_held and stay; one who comes now is told
+	// too.
 	wa.Until(t, "all_held", 5*time.Second)
 	wb.Until(t, "all_held", 5*time.Second)
+	newcomer := b.Dial(t, "pair", "")
+	newcomer.Until(t, "all_held", 5*time.Second)
 	var state struct{ State string }
 	if a.GetJSON(t, "/api/screenings/pair", &state); state.State != "all_held" {
 		t.Errorf("state with every seat held = %q, want all_held", state.State)
@@ -74,6 +77,7 @@ func TestAllHeldWaitsAndACancelledHoldReopensOnEveryInstance(t *testing.T) {
 	}
 	wa.Until(t, "reopened", 5*time.Second)
 	wb.Until(t, "reopened", 5*time.Second)
+	newcomer.Until(t, "reopened", 5*time.Second)
 	if a.GetJSON(t, "/api/screenings/pair", &state); state.State != "on_sale" {
 		t.Errorf("state after the cancel = %q, want on_sale", state.State)
 	}
@@ -94,8 +98,8 @@ func TestARefundAfterSoldOutReopensTheSaleOnEveryInstance(t *testing.T) {
 	}
 	for _, srv := range []*apptest.Server{a, b} {
 		late := srv.Dial(t, "pair", "")
-		if m := late.Next(t, 5*time.Second); m.Type != "sold_out" {
-			t.Fatalf("a connect after the sell-out got %+v, want sold_out", m)
+		if m := late.Next(t, 5*time.Second); m.Type != "sold_out" || m.Reason != "sold_out" {
+			t.Fatalf("a connect after the sell-out got %+v, want sold_out, reason sold_out", m)
 		}
 	}
 	var out map[string]any

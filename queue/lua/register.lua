@@ -23,6 +23,7 @@
 -- KEYS[11] conns   HASH token -> open sockets
 -- KEYS[12] mark    STRING this registration's mark, set when it counts its socket (or when it was undone
 --                  before it ran)
+-- KEYS[13] allheld STRING present while every seat is held or sold, some only held
 -- ARGV[1] token
 -- ARGV[2] now, Unix ms
 -- ARGV[3] the sale time, Unix ms (the line opens then)
@@ -35,17 +36,18 @@
 --
 -- Returns one of
 --   {"undone"}
---   {"closed"}
+--   {"closed", why}       (why: 'sold_out' or 'closed', as close.lua set it)
 --   {"admitted", expiresAtMs}
---   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch, paused (0|1)}
---   {"pre", zeroBasedPlace, preTotal, inserted (0|1), 0, epoch, paused (0|1)}
+--   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch, paused (0|1), allheld (0|1)}
+--   {"pre", zeroBasedPlace, preTotal, inserted (0|1), 0, epoch, paused (0|1), allheld (0|1)}
 -- where epoch lets the caller tell whether an event came between this answer and its socket joining the hub.
 local token = ARGV[1]
 local now = tonumber(ARGV[2])
 local opensAt = tonumber(ARGV[3])
 
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  return {'closed'}
+local closed = redis.call('GET', KEYS[4])
+if closed then
+  return {'closed', closed}
 end
 
 -- Marked only where the registration starts to count: one that found the line closed counted nothing,
@@ -68,6 +70,7 @@ end
 
 redis.call('ZREM', KEYS[10], token)
 local paused = redis.call('EXISTS', KEYS[9])
+local allHeld = redis.call('EXISTS', KEYS[13])
 local epoch = tonumber(redis.call('GET', KEYS[6]) or '0')
 
 if redis.call('EXISTS', KEYS[8]) == 0 then
@@ -75,7 +78,7 @@ if redis.call('EXISTS', KEYS[8]) == 0 then
     redis.call('SET', KEYS[8], '1') -- nobody to shuffle: the line opens now
   else
     local inserted = redis.call('ZADD', KEYS[7], 'NX', ARGV[4], token)
-    return {'pre', redis.call('ZRANK', KEYS[7], token), redis.call('ZCARD', KEYS[7]), inserted, 0, epoch, paused}
+    return {'pre', redis.call('ZRANK', KEYS[7], token), redis.call('ZCARD', KEYS[7]), inserted, 0, epoch, paused, allHeld}
   end
 end
 
@@ -87,4 +90,4 @@ if not redis.call('ZSCORE', KEYS[1], token) then
   inserted = 1
 end
 return {'waiting', redis.call('ZRANK', KEYS[1], token), redis.call('ZCARD', KEYS[1]), inserted,
-  tonumber(redis.call('ZSCORE', KEYS[1], token)), epoch, paused}
+  tonumber(redis.call('ZSCORE', KEYS[1], token)), epoch, paused, allHeld}

@@ -6,7 +6,10 @@
 -- KEYS[2] allheld   STRING present while every seat is held or sold
 -- KEYS[3] epoch     STRING the number of the last event
 -- KEYS[4] released  STRING the screening's count of releases
+-- KEYS[5] reopened  STRING present for a while after a reopening: the scheduler's list of sales, read before
+--                   it, may still say the sale ended, and must not close the line again (keepClosed)
 -- ARGV[1] '1' when a closed line may reopen (it sold out; the operator did not close it)
+-- ARGV[2] how long the reopened mark lasts, ms
 --
 -- Returns {1 when the line reopened (or left all_held), the epoch}; {0, epoch} when it was open.
 local closed = redis.call('GET', KEYS[1])
@@ -19,4 +22,5 @@ redis.call('INCR', KEYS[4])
 if was == 0 then
   return {0, tonumber(redis.call('GET', KEYS[3]) or '0')}
 end
+redis.call('SET', KEYS[5], '1', 'PX', ARGV[2])
 return {1, redis.call('INCR', KEYS[3])}
