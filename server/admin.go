@@ -78,6 +78,7 @@ func (s *Server) adminRoutes(api *echo.Group) {
 	admin.GET("/screenings/:id/orders", s.adminOrders)
 	admin.POST("/orders/:code/cancel", s.adminCancelOrder)
 	admin.GET("/instances", s.adminInstances)
+	admin.GET("/webhooks", s.adminWebhooks)
 	admin.GET("/stream", s.adminStream)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/webhook"
 )
 
 // apiError is the JSON body of every error: {"error":{"code":"SEAT_TAKEN","message":"..."}}.
@@ -124,6 +125,8 @@ func classifyOrder(err error) (int, apiErrorBody, bool) {
 		return http.StatusUnauthorized, apiErrorBody{Code: "BAD_CONFIRM_KEY", Message: "confirming needs Authorization: Bearer <confirm key>"}, true
 	case errors.Is(err, errBadStatus):
 		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: "status is one of held, confirmed, cancelled, expired"}, true
+	case errors.Is(err, webhook.ErrBadState):
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: "state is one of pending, delivered, failed"}, true
 	}
 	return 0, apiErrorBody{}, false
 }

@@ -5,7 +5,8 @@
 // (every route), sockets.go (the waiting room's socket: upgrade, limits, then the hub's welcome),
 // reservations.go, screenings.go (the public reads), health.go (/healthz, /readyz), pages.go (the embedded
 // pages), admin.go (the operator's API and live stream), limits.go (per-address limits), errors.go (package
-// errors to statuses and bodies), metrics.go (the requests' and reservations' metrics).
+// errors to statuses and bodies), metrics.go (the requests' and reservations' metrics), webhooks.go (the
+// operator's list of the webhooks).
 package server
 
 import (
@@ -27,6 +28,7 @@ import (
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/webhook"
 )
 
 // maxBodyBytes bounds a reservation body (four seat ids need a few dozen bytes) and an admission change.
@@ -60,6 +62,7 @@ type Deps struct {
 	AdmissionDefaults queue.Settings
 	// Checkout is how buyers pay for held orders (booking.checkout_url, booking.confirm_key).
 	Checkout Checkout
+	Webhooks *webhook.Outbox // the webhooks' outbox, listed for the operator (nil: an empty list)
 	Log      *slog.Logger
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/server"
+	"github.com/waitroom/waitroom/webhook"
 )
 
 // Interfaces the wiring relies on, checked where things meet.
@@ -57,6 +58,9 @@ type App struct {
 	Booking   *booking.Booking
 	Hub       *hub.Hub
 	Server    *server.Server
+	// Outbox is the webhooks' outbox; Webhooks delivers from it (nil: webhooks.url is empty, none are sent).
+	Outbox   *webhook.Outbox
+	Webhooks *webhook.Deliverer
 	// Instance names this instance: its admission lock owner and its line in the control room.
 	Instance string
 }
@@ -82,6 +86,11 @@ func New(cfg config.Config, b Backends) *App {
 		Webhooks: cfg.Webhooks.URL != "",
 	})
 	a.Booking.SetMetrics(booking.NewMetrics(a.Registry))
+	a.Outbox = webhook.NewOutbox(b.DB)
+	if cfg.Webhooks.URL != "" {
+		a.Webhooks = webhook.New(a.Outbox, webhook.Settings{URL: cfg.Webhooks.URL, Secret: cfg.Webhooks.Secret},
+			webhook.NewMetrics(a.Registry), a.Log)
+	}
 	a.Hub = hub.New(a.Queue, a.Passes, a.Queue, a.Registry, a.Log)
 	a.Server = server.New(server.Deps{
 		Queue: a.Queue, Store: a.Store, Booking: a.Booking, Hub: a.Hub, Redis: b.Redis, Gatherer: a.Registry, Registerer: a.Registry,
@@ -93,6 +102,7 @@ func New(cfg config.Config, b Backends) *App {
 		},
 		BehindProxy: cfg.HTTP.BehindProxy,
 		Checkout:    server.Checkout{URL: cfg.Booking.CheckoutURL, ConfirmKey: cfg.Booking.ConfirmKey},
+		Webhooks:    a.Outbox,
 	})
 	return a
 }
@@ -107,8 +117,9 @@ func AdmissionDefaults(cfg config.Config) queue.Settings {
 
 // Run does the instance's background work until ctx ends, and returns once all of it has stopped: the
 // admission scheduler, the hub (its writers, pinger, Redis watch, trimmer and followers), the report of
-// this instance's sockets to the control room, and the warmth of the database pool. Drain the HTTP server
-// and the hub (Hub.Shutdown) before ending ctx.
+// this instance's sockets to the control room, the warmth of the database pool, the sweeper of lapsed holds,
+// and the webhooks' deliverer (when webhooks.url is set). Drain the HTTP server and the hub (Hub.Shutdown)
+// before ending ctx.
 func (a *App) Run(ctx context.Context) error {
 	bg, ctx := errgroup.WithContext(ctx)
 	bg.Go(func() error { return a.Scheduler.Run(ctx) })
@@ -116,6 +127,9 @@ func (a *App) Run(ctx context.Context) error {
 	bg.Go(func() error { return a.report(ctx) })
 	bg.Go(func() error { return a.Store.KeepWarm(ctx, a.Config.Database.MinConns, a.Log) })
 	bg.Go(func() error { return a.Booking.RunSweeper(ctx, a.Log) })
+	if a.Webhooks != nil {
+		bg.Go(func() error { return a.Webhooks.Run(ctx) })
+	}
 	return bg.Wait()
 }
 
