@@ -121,7 +121,7 @@ func TestBadOrderCodesAreRefused(t *testing.T) {
 		guess := "aaaaaaaaaaaaaaaaaaaaaaaaaa"
 		wantError(t, "GET a guessed code", a.get(t, "/api/orders/"+guess), http.StatusNotFound, "ORDER_NOT_FOUND")
 		wantError(t, "confirm a guessed code", a.post(t, "/api/orders/"+guess+"/confirm", "Bearer "+confirmKey), http.StatusNotFound, "ORDER_NOT_FOUND")
-		if r := a.get(t, "/t/" + guess + "/qr.png"); r.status != http.StatusNotFound {
+		if r := a.get(t, "/t/"+guess+"/qr.png"); r.status != http.StatusNotFound {
 			t.Errorf("QR of a guessed code = %d, want 404", r.status)
 		}
 	})
