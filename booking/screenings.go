@@ -203,9 +203,11 @@ func (r saleRow) settings() queue.Settings {
 func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error) {
 	var rows []struct {
 		saleRow
-		Ended bool `db:"ended"`
+		Ended  bool `db:"ended"`
+		Paused bool `db:"paused"`
 	}
-	err := s.db.SelectContext(ctx, &rows, s.db.Rebind(`SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms, ended
+	err := s.db.SelectContext(ctx, &rows, s.db.Rebind(`SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms, ended,
+		paused_at IS NOT NULL AS paused
 		FROM (SELECT s.*, (s.closed_at IS NOT NULL OR
 			(SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
 				WHERE r.screening_id = s.id AND r.live AND o.status = 'confirmed') >=
@@ -217,7 +219,7 @@ func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error
 	}
 	out := make([]queue.Sale, len(rows))
 	for i, r := range rows {
-		out[i] = queue.Sale{ID: r.ID, OpensAt: r.SaleOpensAt, Settings: r.settings(), Ended: r.Ended}
+		out[i] = queue.Sale{ID: r.ID, OpensAt: r.SaleOpensAt, Settings: r.settings(), Ended: r.Ended, Paused: r.Paused}
 	}
 	return out, nil
 }
@@ -268,6 +270,23 @@ func (s *Store) SetCheckout(ctx context.Context, id, mode string) error {
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("booking: checkout of %q: %w", id, ErrUnknownScreening)
+	}
+	return nil
+}
+
+// SetPaused records that the operator paused the screening's admission (or resumed it), so that a Redis
+// that forgot the pause gets it back (the scheduler's refresh puts it back from here).
+func (s *Store) SetPaused(ctx context.Context, id string, paused bool, at time.Time) error {
+	value := any(nil)
+	if paused {
+		value = at.UTC()
+	}
+	res, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE screenings SET paused_at = ? WHERE id = ?`), value, id)
+	if err != nil {
+		return fmt.Errorf("booking: pause %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("booking: pause %q: %w", id, ErrUnknownScreening)
 	}
 	return nil
 }

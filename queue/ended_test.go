@@ -17,9 +17,10 @@ import (
 
 // sales is a Screenings whose list a test changes while the scheduler runs.
 type sales struct {
-	mu    sync.Mutex
-	ids   []string
-	ended bool
+	mu     sync.Mutex
+	ids    []string
+	ended  bool
+	paused bool
 }
 
 func (s *sales) Sales(context.Context, time.Time) ([]queue.Sale, error) {
@@ -27,7 +28,7 @@ func (s *sales) Sales(context.Context, time.Time) ([]queue.Sale, error) {
 	defer s.mu.Unlock()
 	out := make([]queue.Sale, len(s.ids))
 	for i, id := range s.ids {
-		out[i] = queue.Sale{ID: id, Ended: s.ended}
+		out[i] = queue.Sale{ID: id, Ended: s.ended, Paused: s.paused}
 	}
 	return out, nil
 }
@@ -36,6 +37,49 @@ func (s *sales) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ended = true
+}
+
+// paused reads whether the screening's line is paused in Redis.
+func paused(t *testing.T, env *testenv.Env) bool {
+	t.Helper()
+	n, err := env.Redis.Exists(t.Context(), queue.Key(env.Prefix, screening, "paused")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// A sale the operator paused has its pause put back by the scheduler when Redis forgot it (a restart
+// without persistence), but not right after a resume the list read before it did not see.
+func TestPausedSaleIsKeptPaused(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		registerN(t, q, screening, 1)
+		list := &sales{ids: []string{screening}, paused: true}
+		st := settings(1, 1)
+		st.Interval = noTicks
+		s := queue.NewScheduler(q, list, st, "a", queue.NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+		runScheduler(t, s, screening)
+		deadline := time.Now().Add(5 * time.Second)
+		for !paused(t, env) {
+			if time.Now().After(deadline) {
+				t.Fatal("a sale listed paused is not paused in Redis after 5s")
+			}
+			s.Refresh()
+			time.Sleep(10 * time.Millisecond)
+		}
+		// The operator resumes: a list still saying paused does not pause it again.
+		if err := q.Resume(t.Context(), screening); err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			s.Refresh()
+			time.Sleep(20 * time.Millisecond)
+		}
+		if paused(t, env) {
+			t.Error("a line resumed a moment ago was paused again by a stale list")
+		}
+	})
 }
 
 // A sale that ended (sold out, or closed by the operator) has its line closed by the scheduler, even when

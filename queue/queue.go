@@ -89,7 +89,7 @@ type keys struct {
 	waiting, active, seq, closed, changed, freed, spent, lock, lastTick, events string
 	head, left, leftNew, epoch                                                  string
 	pre, opened, paused, gone, conns, stats, hold, restored, admitAt            string
-	allHeld, released, reopened                                                 string
+	allHeld, released, reopened, resumed                                        string
 }
 
 // Queue is the waiting line of every screening, in one Redis.
@@ -129,7 +129,7 @@ func (q *Queue) keys(screening string) keys {
 		lock: k("lock"), lastTick: k("tick"), events: k("events"),
 		head: k("head"), left: k("left"), leftNew: k("leftnew"), epoch: k("epoch"),
 		pre: k("pre"), opened: k("opened"), paused: k("paused"), gone: k("gone"), conns: k("conns"), stats: k("stats"), hold: k("hold"), restored: k("restored"),
-		admitAt: k("admitat"), allHeld: k("allheld"), released: ReleasedKey(q.prefix, screening), reopened: k("reopened"),
+		admitAt: k("admitat"), allHeld: k("allheld"), released: ReleasedKey(q.prefix, screening), reopened: k("reopened"), resumed: k("resumed"),
 	}
 }
 

@@ -65,9 +65,14 @@ func (q *Queue) Pause(ctx context.Context, screening string) error {
 	return q.publish(ctx, screening, Event{Kind: EventPaused, Screening: screening, TickAtMs: q.now().UnixMilli()})
 }
 
-// Resume lets a paused screening's admission go on at the next tick.
+// Resume lets a paused screening's admission go on at the next tick. The line is marked resumed for a while
+// (reopenedMark), so a scheduler acting on a list of sales read before the resume does not pause it again.
 func (q *Queue) Resume(ctx context.Context, screening string) error {
-	if err := q.rdb.Del(ctx, q.keys(screening).paused).Err(); err != nil {
+	k := q.keys(screening)
+	pipe := q.rdb.TxPipeline()
+	pipe.Del(ctx, k.paused)
+	pipe.Set(ctx, k.resumed, "1", reopenedMark)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("queue: resume %s: %w", screening, err)
 	}
 	return q.publish(ctx, screening, Event{Kind: EventResumed, Screening: screening, TickAtMs: q.now().UnixMilli()})
@@ -106,4 +111,14 @@ func (q *Queue) Closed(ctx context.Context, screening string) (bool, error) {
 		return false, fmt.Errorf("queue: closed %s: %w", screening, err)
 	}
 	return n == 1, nil
+}
+
+// pausedOrResumed reports whether the screening's line is paused, or was resumed within reopenedMark.
+func (q *Queue) pausedOrResumed(ctx context.Context, screening string) (bool, error) {
+	k := q.keys(screening)
+	n, err := q.rdb.Exists(ctx, k.paused, k.resumed).Result()
+	if err != nil {
+		return false, fmt.Errorf("queue: paused %s: %w", screening, err)
+	}
+	return n > 0, nil
 }

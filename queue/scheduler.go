@@ -18,6 +18,8 @@ type Sale struct {
 	Settings Settings
 	// Ended is true once the sale sold out or was closed: no admission runs, and its line is kept closed.
 	Ended bool
+	// Paused is true while the operator has paused its admission: its line is kept paused.
+	Paused bool
 }
 
 // Screenings lists the screenings the scheduler should run admission for.
@@ -129,6 +131,9 @@ func (s *Scheduler) refreshLoops(ctx context.Context, r *running) {
 			continue
 		}
 		listed[sale.ID] = true
+		if sale.Paused {
+			s.keepPaused(ctx, sale.ID)
+		}
 		settings := sale.Settings.Merge(s.defaults)
 		if !s.updateLoop(sale, settings) {
 			s.startLoop(ctx, r, sale, settings)
@@ -182,6 +187,19 @@ func (s *Scheduler) stopUnlisted(r *running, listed map[string]bool) {
 		delete(s.loops, id)
 		s.mu.Unlock()
 		s.log.Info("admission: stopped", "screening", id)
+	}
+}
+
+// keepPaused makes sure the line of a sale the operator paused is paused in Redis, which a restart without
+// persistence forgets: the pause is back within a refresh, before the rebuilt line admits anyone
+// (rebuildHold). A line resumed a moment ago is left alone: the list may have been read before the resume.
+func (s *Scheduler) keepPaused(ctx context.Context, screening string) {
+	paused, err := s.q.pausedOrResumed(ctx, screening)
+	if err == nil && !paused {
+		err = s.q.Pause(ctx, screening)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("admission: pause the line of a paused sale; retrying", "screening", screening, "err", err)
 	}
 }
 

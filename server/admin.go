@@ -297,11 +297,21 @@ func truncateID(id string) string {
 }
 
 func (s *Server) adminPause(c echo.Context) error {
-	return s.adminAction(c, "paused", func(ctx context.Context, id string) error { return s.Queue.Pause(ctx, id) })
+	return s.adminAction(c, "paused", func(ctx context.Context, id string) error {
+		if err := s.Store.SetPaused(ctx, id, true, time.Now()); err != nil {
+			return err
+		}
+		return s.Queue.Pause(ctx, id)
+	})
 }
 
 func (s *Server) adminResume(c echo.Context) error {
-	return s.adminAction(c, "resumed", func(ctx context.Context, id string) error { return s.Queue.Resume(ctx, id) })
+	return s.adminAction(c, "resumed", func(ctx context.Context, id string) error {
+		if err := s.Store.SetPaused(ctx, id, false, time.Now()); err != nil {
+			return err
+		}
+		return s.Queue.Resume(ctx, id)
+	})
 }
 
 // adminClose ends the sale: the scheduler stops (SQL), registration is refused and the waiting are told
