@@ -290,3 +290,12 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool, at time.T
 	}
 	return nil
 }
+
+// closedByOperator reports whether the operator closed the screening's sale.
+func (s *Store) closedByOperator(ctx context.Context, id string) (bool, error) {
+	var closed bool
+	if err := s.db.GetContext(ctx, &closed, s.db.Rebind(`SELECT closed_at IS NOT NULL FROM screenings WHERE id = ?`), id); err != nil {
+		return false, fmt.Errorf("booking: closed %s: %w", id, err)
+	}
+	return closed, nil
+}

@@ -232,19 +232,24 @@ func (b *Booking) afterMove(ctx context.Context, o, done Order, t transition) er
 // lineAfter moves the screening's line after transition t: a release reopens it (unless the operator closed
 // the sale); a confirmation that left no seat available nor held closes it.
 func (b *Booking) lineAfter(ctx context.Context, screening string, t transition) error {
-	sum, err := b.store.Screening(ctx, screening)
-	if err != nil {
-		return err
-	}
 	if t.release {
-		epoch, err := b.admissions.Reopen(ctx, screening, sum.ClosedAt == nil)
+		closed, err := b.store.closedByOperator(ctx, screening)
+		if err != nil {
+			return err
+		}
+		epoch, err := b.admissions.Reopen(ctx, screening, !closed)
 		if err == nil && epoch > 0 {
 			err = b.screeningEvent(ctx, "screening.reopened", screening, epoch)
 		}
 		return err
 	}
-	if sum.SeatsAvailable > 0 || sum.SeatsHeld > 0 {
-		return nil
+	cat, err := b.catalog(ctx, screening)
+	if err != nil {
+		return err
+	}
+	left, err := b.store.seatsTaken(ctx, screening, len(cat.seats))
+	if err != nil || left.available > 0 || left.held > 0 {
+		return err
 	}
 	return b.sellOut(ctx, screening)
 }
