@@ -172,8 +172,13 @@ func (b *Booking) refused(ctx context.Context, h *hold, err error) error {
 		h.sold = taken.Seats
 	}
 	if errors.Is(err, ErrSoldOut) {
-		b.sold.close(h.screening, h.released)
-		if cerr := b.sellOut(ctx, h.screening); cerr != nil {
+		// No seat is free in SQL; sold out if none is only held (a Redis that forgot the held seats lets a
+		// request this far), else every seat is held and the line waits.
+		left, cerr := b.seatsLeft(ctx, h)
+		if cerr == nil {
+			cerr = b.noneLeft(ctx, h, left)
+		}
+		if cerr != nil {
 			return errors.Join(err, cerr)
 		}
 	}

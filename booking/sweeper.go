@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/waitroom/waitroom/queue"
 )
@@ -23,8 +25,10 @@ const (
 	// sweepLease is how long the sweeper's lease lasts without a renewal: another instance sweeps once an
 	// instance holding it is gone this long.
 	sweepLease = 2 * time.Second
-	// sweepBatch bounds the holds one sweep reads.
-	sweepBatch = 500
+	// sweepBatch bounds the holds one sweep reads; sweepersAtOnce how many it expires at once (each is a
+	// few round trips: a burst of lapses is released in a fraction of a second, not one after the other).
+	sweepBatch     = 500
+	sweepersAtOnce = 8
 )
 
 var renewScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -64,19 +68,28 @@ func (b *Booking) Sweep(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("booking: sweep: %w", err)
 	}
+	var mu sync.Mutex
 	n := 0
 	var errs []error
+	var g errgroup.Group
+	g.SetLimit(sweepersAtOnce)
 	for _, code := range codes {
-		_, err := b.move(ctx, code, expireOrder)
-		switch {
-		case err == nil, errors.As(err, new(*AfterCommitError)):
-			n++
-		case errors.Is(err, ErrHoldExpired), errors.Is(err, ErrOrderCancelled), errors.Is(err, ErrOrderConfirmed):
-			// it ended meanwhile (another sweeper, or its buyer)
-		default:
-			errs = append(errs, err)
-		}
+		g.Go(func() error {
+			_, err := b.move(ctx, code, expireOrder)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil, errors.As(err, new(*AfterCommitError)):
+				n++
+			case errors.Is(err, ErrHoldExpired), errors.Is(err, ErrOrderCancelled), errors.Is(err, ErrOrderConfirmed):
+				// it ended meanwhile (another sweeper, or its buyer)
+			default:
+				errs = append(errs, err)
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 	return n, errors.Join(errs...)
 }
 
