@@ -193,6 +193,11 @@ func (p *pushes) connection(t *testing.T, u *user, ci int, cn *connection, lastR
 		case "admitted":
 			admittedMsgs++
 			p.admitted(t, u, m)
+		case "seats":
+			// Seat changes go to admitted sockets only.
+			if admittedMsgs == 0 {
+				t.Errorf("user %d connection %d message %d: seats before its admission, want them only once admitted", u.n, ci, mi)
+			}
 		case "sold_out":
 		default:
 			t.Errorf("user %d: unexpected message %+v", u.n, m)
@@ -370,3 +375,4 @@ func (c *fleet) sale(t *testing.T, users, leavers []*user) {
 		t.Errorf("ZCARD waiting after the sell-out = %d, %v; want 0", n, err)
 	}
 }
+
