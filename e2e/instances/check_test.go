@@ -375,4 +375,3 @@ func (c *fleet) sale(t *testing.T, users, leavers []*user) {
 		t.Errorf("ZCARD waiting after the sell-out = %d, %v; want 0", n, err)
 	}
 }
-
