@@ -54,8 +54,8 @@ func checkKeysStayInTheirSlot(t *testing.T, ctx context.Context, rdb *redis.Clus
 	}
 	count := map[string]int{}
 	for key, addr := range where {
-		if key == prefix+"instances" {
-			continue // the instances' socket reports for the control room: one hash, no screening's
+		if key == prefix+"instances" || key == prefix+"sweeper" {
+			continue // the instances' socket reports for the control room, the sweeper's lease: no screening's
 		}
 		i := slices.IndexFunc(screenings, func(s placement) bool {
 			return strings.HasPrefix(key, queue.Key(prefix, s.id, ""))

@@ -198,8 +198,13 @@ func (u *user) follow(reserveURL string, soldOutComing bool) {
 		}
 	}
 	if soldOutComing && !u.toldSoldOut {
-		// After admitted, nothing comes but sold_out (docs/protocol.md 4.2), to the seated too.
-		m, err := u.read(time.Now().Add(10 * time.Second))
+		// After admitted, nothing comes but the seats others take and sold_out (docs/protocol.md 4.2), to
+		// the seated too.
+		deadline := time.Now().Add(10 * time.Second)
+		m, err := u.read(deadline)
+		for err == nil && m.Type == "seats" {
+			m, err = u.read(deadline)
+		}
 		if err != nil || m.Type != "sold_out" {
 			u.err = fmt.Errorf("after admission (seat %q): got %+v (%v), want sold_out", u.seat, m, err)
 			return
