@@ -20,6 +20,7 @@
 //   - orders.go: orders, their statuses and codes, read by code or by screening.
 //   - transitions.go: an order confirmed, cancelled or expired, each in one transaction, and what follows.
 //   - sweeper.go: the holds that lapse, expired once cluster-wide.
+//   - reconcile.go: the seat sets in Redis brought back to SQL after a transition's follow-up failed.
 //   - outbox.go: the webhooks' outbox, written in the transaction of each transition.
 //   - store.go, store_read.go, store_write.go: the SQL side, its reads, a reservation's write.
 //   - screenings.go: creating and managing screenings, and the scheduler's list of sales.

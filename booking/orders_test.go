@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
@@ -425,6 +427,69 @@ func TestHoldsLapseAfterRedisForgotThem(t *testing.T) {
 		}
 		if a1 := seatState(t, f, "s1", "A1"); a1 != "available" {
 			t.Errorf("A1 after the sweep = %s, want available", a1)
+		}
+	})
+}
+
+// A confirm that finds the hold lapsed is HOLD_EXPIRED even when what follows the expiry fails (Redis
+// refusing the seat change's publish): never an answer that says the order moved.
+func TestALateConfirmIsRefusedWhenTheExpirysFollowUpFails(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		env.Demo(t, "s1", 1, 3)
+		cut := redis.NewClient(env.Redis.(*redis.Client).Options())
+		t.Cleanup(func() { cut.Close() })
+		cut.AddHook(testenv.Refuse{Names: []string{"publish", "spublish"}, Err: errors.New("connection reset")})
+		f := newFixture(t, env, env.Prefix, holding(100*time.Millisecond))
+		f.book = booking.New(f.store, cut, f.prefix, f.q, f.passes, holding(100*time.Millisecond))
+		u := f.admit(t, "s1", 1)[0]
+		ctx := context.Background()
+		o, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A1"})
+		if err != nil && !errors.As(err, new(*booking.AfterCommitError)) {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond)
+		if got, err := f.book.Confirm(ctx, o.Code); !errors.Is(err, booking.ErrHoldExpired) {
+			t.Fatalf("late Confirm with the follow-up failing = %+v, %v; want ErrHoldExpired", got, err)
+		}
+	})
+}
+
+// A release whose follow-up in Redis failed leaves the seat marked taken there; the reconciler gives it
+// back to the sale from SQL.
+func TestReconcileGivesBackASeatRedisKeptTaken(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		env.Demo(t, "s1", 1, 3)
+		f := newFixture(t, env, env.Prefix, holding(time.Minute))
+		users := f.admit(t, "s1", 2)
+		ctx := context.Background()
+		if _, err := f.book.Seats(ctx, "s1"); err != nil { // the sets loaded, as during a sale
+			t.Fatal(err)
+		}
+		o, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"A1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.book.Cancel(ctx, o.Code, booking.ByBuyer); err != nil {
+			t.Fatal(err)
+		}
+		// As if seats.lua had failed after the commit: A1 still marked taken and held.
+		env.Redis.SAdd(ctx, queue.Key(f.prefix, "s1", "sold"), "A1")
+		env.Redis.SAdd(ctx, queue.Key(f.prefix, "s1", "held"), "A1")
+		if _, err := f.book.Reserve(ctx, "s1", users[1].Pass, []string{"A1"}); !errors.Is(err, booking.ErrSeatTaken) {
+			t.Fatalf("Reserve of a seat Redis kept taken = %v, want it refused (the stranding reconcile mends)", err)
+		}
+		n, err := f.book.Reconcile(ctx, time.Now())
+		if err != nil || n != 2 {
+			t.Fatalf("Reconcile = %d, %v; want A1 out of the sold and held sets", n, err)
+		}
+		if got := seatState(t, f, "s1", "A1"); got != "available" {
+			t.Errorf("A1 after the reconcile = %s, want available", got)
+		}
+		if _, err := f.book.Reserve(ctx, "s1", users[1].Pass, []string{"A1"}); err != nil {
+			t.Errorf("Reserve A1 after the reconcile = %v", err)
+		}
+		if n, err := f.book.Reconcile(ctx, time.Now()); err != nil || n != 0 {
+			t.Errorf("Reconcile again = %d, %v; want nothing to correct", n, err)
 		}
 	})
 }

@@ -1,6 +1,7 @@
-// The sweeper: holds that lapsed are expired, their seats given back, within a second of the lapse. Every
-// instance runs it, and one at a time sweeps (a lease in Redis); a hold expires once however many sweep, as
-// every transition does (the compare-and-set on its row).
+// The sweeper: holds that lapsed are expired, their seats given back, within a second of the lapse; and
+// every reconcileEvery the seat sets in Redis are reconciled with SQL (reconcile.go). Every instance runs
+// it, and one at a time sweeps (a lease in Redis); a hold expires once however many sweep, as every
+// transition does (the compare-and-set on its row).
 
 package booking
 
@@ -43,6 +44,7 @@ func (b *Booking) RunSweeper(ctx context.Context, log *slog.Logger) error {
 	key := b.prefix + "sweeper"
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
+	var reconciled time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -55,6 +57,15 @@ func (b *Booking) RunSweeper(ctx context.Context, log *slog.Logger) error {
 		}
 		if _, err := b.Sweep(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			log.Warn("booking: sweep the lapsed holds", "err", err)
+		}
+		if time.Since(reconciled) < reconcileEvery {
+			continue
+		}
+		reconciled = time.Now()
+		if n, err := b.Reconcile(ctx, reconciled); err != nil && ctx.Err() == nil {
+			log.Warn("booking: reconcile the seats in Redis with SQL", "err", err)
+		} else if n > 0 {
+			log.Warn("booking: seats in Redis corrected from SQL (a transition's follow-up had failed)", "seats", n)
 		}
 	}
 }

@@ -81,7 +81,9 @@ func (b *Booking) move(ctx context.Context, code string, t transition) (Order, e
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond) // as the database keeps it
 	if o.Status == StatusHeld && o.HoldExpiresAt != nil && !o.HoldExpiresAt.After(now) && t.name != "expire" {
-		if _, err := b.expire(ctx, code); err != nil && !errors.Is(err, ErrHoldExpired) {
+		// Expired on the way; what follows its commit may have failed (the reconciler catches the seats up),
+		// but the answer is the same: the hold is over.
+		if _, err := b.expire(ctx, code); err != nil && !errors.Is(err, ErrHoldExpired) && !errors.As(err, new(*AfterCommitError)) {
 			return Order{}, err
 		}
 		b.metrics.transition(t.name, ErrHoldExpired)
