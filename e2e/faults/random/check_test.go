@@ -5,72 +5,76 @@
 package random
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
 
-// check checks the history against the guarantees.
-func check(t *testing.T, env *testenv.Env, users []*user, peakActive int64, events *eventLog) {
-	t.Helper()
-	ctx := context.Background()
-	// 1: no seat sold twice, and the database agrees with the users.
-	var twice []string
-	if err := env.DB.SelectContext(ctx, &twice, `SELECT seat_id FROM reservation_seats WHERE screening_id = 'rnd' GROUP BY seat_id HAVING COUNT(*) > 1`); err != nil {
-		t.Fatal(err)
-	}
-	if len(twice) > 0 {
-		t.Errorf("guarantee 1: seats sold twice: %v", twice)
-	}
-	var sold int
-	if err := env.DB.GetContext(ctx, &sold, `SELECT COUNT(*) FROM reservation_seats WHERE screening_id = 'rnd'`); err != nil {
-		t.Fatal(err)
-	}
-	tickets, soldOut, requeued, admissions := 0, 0, 0, 0
-	for _, u := range users {
+// history is what a run saw, to be checked.
+type history struct {
+	plan       plan
+	users      []*user
+	peakActive int64
+	events     *eventLog
+	faults     *faultCount
+	hooks      *webhookSink
+	began      time.Time
+}
+
+// check checks the history against the guarantees: the line's (1 to 3) here, the box office's (4) in
+// checkOrders.
+func check(tt *testing.T, env *testenv.Env, h *history) {
+	tt.Helper()
+	t := &judge{T: tt}
+	p := h.plan
+	// 2: nobody lost: every user ends holding an order whose every call was answered, or told sold out.
+	withOrder, soldOut, requeued, admissions := 0, 0, 0, 0
+	for _, u := range h.users {
 		switch {
 		case u.err != "":
 			t.Errorf("guarantee 2: user %d (token %s) lost: %s, admissions %v", u.n, u.token, u.err, u.admissions)
-		case u.ticket != "":
-			tickets++
+		case u.order != nil:
+			withOrder++
+			for _, s := range u.order.steps {
+				if s.status == 0 {
+					t.Errorf("guarantee 2: user %d: its %s of order %s got no answer by the deadline", u.n, s.op, u.order.code)
+				}
+			}
 		case u.soldOut:
 			soldOut++
 		default:
-			t.Errorf("guarantee 2: user %d ended with neither a ticket nor sold out", u.n)
+			t.Errorf("guarantee 2: user %d ended with neither an order nor sold out", u.n)
 		}
 		if u.requeued {
 			requeued++
 		}
 		admissions += len(u.admissions)
 	}
-	if tickets != sold || sold != seatCount {
-		t.Errorf("guarantee 1/2: %d tickets told to users, %d seats sold in SQL, want both %d", tickets, sold, seatCount)
-	}
 	// 3: at most batch_size per admission (each event is one tick or refill), max_active at a time, queue
 	// order.
-	events.mu.Lock()
-	heard := slices.Clone(events.evs)
-	events.mu.Unlock()
+	h.events.mu.Lock()
+	heard := slices.Clone(h.events.evs)
+	h.events.mu.Unlock()
 	heardAdmissions := 0
 	for _, ev := range heard {
 		heardAdmissions += len(ev.Admitted)
-		if len(ev.Admitted) > batchSize {
-			t.Errorf("guarantee 3: event %d admitted %d, want at most batch_size %d", ev.Epoch, len(ev.Admitted), batchSize)
+		if len(ev.Admitted) > p.batchSize {
+			t.Errorf("guarantee 3: event %d admitted %d, want at most batch_size %d", ev.Epoch, len(ev.Admitted), p.batchSize)
 		}
 	}
-	if peakActive > maxActive {
-		t.Errorf("guarantee 3: %d admitted at once in Redis, want at most %d", peakActive, maxActive)
+	if h.peakActive > int64(p.maxActive) {
+		t.Errorf("guarantee 3: %d admitted at once in Redis, want at most %d", h.peakActive, p.maxActive)
 	}
 	// A user acknowledged before another dialled is admitted no later, unless its own first admission
 	// lapsed (it queued again from the end).
-	order := slices.Clone(users)
+	order := slices.Clone(h.users)
 	slices.SortFunc(order, func(a, b *user) int { return a.ackedAt.Compare(b.ackedAt) })
 	for i, a := range order {
 		if len(a.admissions) == 0 {
@@ -86,16 +90,25 @@ func check(t *testing.T, env *testenv.Env, users []*user, peakActive int64, even
 			}
 		}
 	}
-	t.Logf("history: %d users, %d admissions told (%d in %d events heard), %d tickets, %d sold out, %d queued again after a lapse, peak active %d, seats sold %d, violations found: %d",
-		len(users), admissions, heardAdmissions, len(heard), tickets, soldOut, requeued, peakActive, sold, violations(t))
+	// 1 and 4: the seats and the orders, as PostgreSQL has them.
+	f := checkOrders(t, env, h.users)
+	t.Logf("history: %d users, %s, %d admissions told (%d in %d events heard), %d with an order, %d sold out, %d queued again after a lapse, peak active %d",
+		len(h.users), h.faults.String(), admissions, heardAdmissions, len(heard), withOrder, soldOut, requeued, h.peakActive)
+	t.Logf("orders: %s", f)
+	t.Logf("webhooks: %d deliveries received; run took %v; violations found: %d",
+		h.hooks.n.Load(), time.Since(h.began).Round(time.Second), t.violations)
 }
 
-// violations is 0 when the test has not failed (for the report line).
-func violations(t *testing.T) int {
-	if t.Failed() {
-		return 1
-	}
-	return 0
+// judge is the test, counting the violations it reports (for the report line).
+type judge struct {
+	*testing.T
+	violations int
+}
+
+func (j *judge) Errorf(format string, args ...any) {
+	j.Helper()
+	j.violations++
+	j.T.Errorf(format, args...)
 }
 
 // envSeed is WAITROOM_FAULT_SEED, to replay a schedule (0: none given).
