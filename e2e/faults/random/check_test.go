@@ -39,7 +39,7 @@ func check(tt *testing.T, env *testenv.Env, h *history) {
 	for _, u := range h.users {
 		switch {
 		case u.err != "":
-			t.Errorf("guarantee 2: user %d (token %s) lost: %s, admissions %v", u.n, u.token, u.err, u.admissions)
+			t.Errorf("guarantee 2: user %d (token %s) lost: %s, admissions %v, last refusal %s", u.n, u.token, u.err, u.admissions, u.lastRefusal)
 		case u.order != nil:
 			withOrder++
 			for _, s := range u.order.steps {
@@ -91,7 +91,7 @@ func check(tt *testing.T, env *testenv.Env, h *history) {
 		}
 	}
 	// 1 and 4: the seats and the orders, as PostgreSQL has them.
-	f := checkOrders(t, env, h.users)
+	f := checkOrders(t, env, h.users, h.hooks)
 	t.Logf("history: %d users, %s, %d admissions told (%d in %d events heard), %d with an order, %d sold out, %d queued again after a lapse, peak active %d",
 		len(h.users), h.faults.String(), admissions, heardAdmissions, len(heard), withOrder, soldOut, requeued, h.peakActive)
 	t.Logf("orders: %s", f)

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -42,8 +43,8 @@ func (o *dbOrder) by() string {
 // checkOrders holds the orders PostgreSQL has to the box office's guarantees, and to what users were told,
 // and returns the figures for the report line. 1: no seat in two live orders, now or ever while confirmed;
 // 4: every hold ended (confirmed, cancelled or expired), no confirmed order expired, every transition has
-// its webhook in the outbox, and every answer a user had agrees with the database.
-func checkOrders(t *judge, env *testenv.Env, users []*user) string {
+// its webhook in the outbox, delivered, and every answer a user had agrees with the database.
+func checkOrders(t *judge, env *testenv.Env, users []*user, sink *webhookSink) string {
 	t.Helper()
 	ctx := context.Background()
 	var twice []string
@@ -160,7 +161,8 @@ func checkOrders(t *judge, env *testenv.Env, users []*user) string {
 		}
 	}
 
-	outbox := checkOutbox(t, env, orders)
+	checkSeatHints(t, env, orders)
+	outbox := checkOutbox(t, env, orders, sink)
 	seatsSold := 0
 	for _, o := range orders {
 		if o.Status == "confirmed" {
@@ -302,27 +304,84 @@ func sorted(s []string) []string {
 	return s
 }
 
+// soldSentinel marks Redis's sold set as loaded from SQL (booking/seatmap.go); it is no seat.
+const soldSentinel = "-"
+
+// checkSeatHints checks that Redis's sold and held sets, which the lock script and best available read
+// before SQL, agree with PostgreSQL once the run settled: a seat SQL has available but Redis has taken is
+// refused to every buyer (SOLD_OUT, NOT_ENOUGH_SEATS) until Redis loses the set. Sets that a Redis restart
+// emptied are loaded again at the next seat map, and are not checked.
+func checkSeatHints(t *judge, env *testenv.Env, orders []*dbOrder) {
+	t.Helper()
+	ctx := context.Background()
+	soldKey, heldKey := queue.Key(env.Prefix, "rnd", "sold"), queue.Key(env.Prefix, "rnd", "held")
+	sold, err := env.Redis.SMembers(ctx, soldKey).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := env.Redis.SMembers(ctx, heldKey).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	for _, o := range orders {
+		if o.live() {
+			for _, s := range o.seats {
+				live[s] = true
+			}
+		}
+	}
+	for _, s := range held {
+		if !live[s] {
+			t.Errorf("guarantee 4: seat %s is in Redis's held set, and no live order has it in SQL", s)
+		}
+	}
+	if len(sold) == 0 {
+		return // not loaded since the last restart
+	}
+	for _, s := range sold {
+		if !live[s] && s != soldSentinel {
+			t.Errorf("guarantee 4: seat %s is in Redis's sold set, and available in SQL: no buyer can have it", s)
+		}
+	}
+}
+
 // checkOutbox checks that every transition of every order has its row in webhook_outbox: order.held for
 // each, order.confirmed for each confirmed at some time, order.cancelled and order.expired for each that
-// ended so; once each. It returns the figures.
-func checkOutbox(t *judge, env *testenv.Env, orders []*dbOrder) string {
+// ended so; once each; and that every row was delivered and the receiver has it. It returns the figures.
+func checkOutbox(t *judge, env *testenv.Env, orders []*dbOrder, sink *webhookSink) string {
 	t.Helper()
 	var rows []struct {
+		MsgID     string     `db:"msg_id"`
 		Type      string     `db:"type"`
 		Code      *string    `db:"code"`
 		Delivered *time.Time `db:"delivered_at"`
+		Failed    *time.Time `db:"failed_at"`
+		Attempts  int        `db:"attempts"`
 	}
-	if err := env.DB.SelectContext(context.Background(), &rows, `SELECT type, payload::json->'data'->>'code' AS code, delivered_at
-		FROM webhook_outbox`); err != nil {
+	if err := env.DB.SelectContext(context.Background(), &rows, `SELECT msg_id, type, payload::json->'data'->>'code' AS code,
+		delivered_at, failed_at, attempts FROM webhook_outbox`); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]map[string]int{}
 	types := map[string]int{}
-	delivered := 0
+	delivered, received, again := 0, 0, 0
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
 	for _, r := range rows {
 		types[r.Type]++
-		if r.Delivered != nil {
+		// Every webhook delivered, and the receiver has it (at least once).
+		switch n := sink.seen[r.MsgID]; {
+		case r.Delivered == nil || r.Failed != nil:
+			t.Errorf("guarantee 4: webhook %s (%s) not delivered: delivered at %v, failed at %v, %d attempts, received %d times", r.MsgID, r.Type, r.Delivered, r.Failed, r.Attempts, n)
+		case n == 0:
+			t.Errorf("guarantee 4: webhook %s (%s) recorded delivered, and the receiver never had it", r.MsgID, r.Type)
+		default:
 			delivered++
+			received += n
+			if n > 1 {
+				again++
+			}
 		}
 		if r.Code == nil {
 			continue // a screening's event
@@ -353,7 +412,7 @@ func checkOutbox(t *judge, env *testenv.Env, orders []*dbOrder) string {
 			t.Errorf("guarantee 4: outbox rows %v for order %s, which the database does not have", got[code], code)
 		}
 	}
-	return fmt.Sprintf("%d rows (%d held, %d confirmed, %d cancelled, %d expired, %d sold_out, %d reopened), %d delivered",
+	return fmt.Sprintf("%d rows (%d held, %d confirmed, %d cancelled, %d expired, %d sold_out, %d reopened), %d delivered (%d receipts, %d received more than once)",
 		len(rows), types["order.held"], types["order.confirmed"], types["order.cancelled"], types["order.expired"],
-		types["screening.sold_out"], types["screening.reopened"], delivered)
+		types["screening.sold_out"], types["screening.reopened"], delivered, received, again)
 }

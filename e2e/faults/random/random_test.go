@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -55,7 +56,7 @@ type plan struct {
 // one kill.
 var quick = plan{
 	users: 60, seatRows: 4, seatsInRow: 6,
-	batchSize: 2, maxActive: 6, interval: 250 * time.Millisecond, activeTTL: 20 * time.Second,
+	batchSize: 2, maxActive: 8, interval: 200 * time.Millisecond, activeTTL: 20 * time.Second,
 	faultsFor: 12 * time.Second, runWithin: 90 * time.Second,
 	redisRestarts: 1, kills: 1, logFaults: true,
 }
@@ -63,9 +64,9 @@ var quick = plan{
 // The soak (WAITROOM_SOAK=1): thousands of users arriving over ten minutes of faults, Redis restarted and an
 // instance killed and started again every few minutes.
 var soak = plan{
-	users: 4000, seatRows: 50, seatsInRow: 30,
+	users: 4000, seatRows: 40, seatsInRow: 25,
 	batchSize: 4, maxActive: 16, interval: 250 * time.Millisecond, activeTTL: 20 * time.Second,
-	faultsFor: 10 * time.Minute, runWithin: 20 * time.Minute, arrivalEvery: 140 * time.Millisecond,
+	faultsFor: 10 * time.Minute, runWithin: 14 * time.Minute, arrivalEvery: 140 * time.Millisecond,
 	redisRestarts: 6, kills: 8, restartKilled: true,
 }
 
@@ -92,6 +93,9 @@ type user struct {
 	order   *order // the order it was told of, if any
 	soldOut bool
 	err     string
+	doneAt  time.Time
+	// lastRefusal is the code of the last refusal of its reservations.
+	lastRefusal string
 }
 
 func TestMain(m *testing.M) {
@@ -209,6 +213,7 @@ func runSchedule(t *testing.T, p plan) {
 		go func() {
 			defer wg.Done()
 			runUser(servers, p, u, acked, deadline)
+			u.doneAt = time.Now()
 		}()
 		select {
 		case <-acked:
@@ -217,15 +222,42 @@ func runSchedule(t *testing.T, p plan) {
 		}
 	}
 	<-faultsDone
+	faultsOver := time.Now()
 	t.Logf("faults over (%s); waiting for every user", faults.String())
 	wg.Wait()
+	t.Logf("every user done %v after the faults", time.Since(faultsOver).Round(100*time.Millisecond))
+	last := slices.Clone(users)
+	slices.SortFunc(last, func(a, b *user) int { return b.doneAt.Compare(a.doneAt) })
+	for _, u := range last[:min(3, len(last))] {
+		t.Logf("a last user: %d done %v after the faults: intent %s, order %v, sold out %v, admissions %d, requeued %v",
+			u.n, u.doneAt.Sub(faultsOver).Round(100*time.Millisecond), u.intent, u.order != nil, u.soldOut, len(u.admissions), u.requeued)
+	}
 	maxSeen := stopSampling()
 	// Every hold has lapsed by now plus holdTTL; the sweeper expires it within a second or so.
 	settle := time.Now().Add(holdTTL + 3*time.Second)
 	time.Sleep(time.Until(settle))
+	// Then every webhook is delivered: at once, or, for those an instance claimed and could not record
+	// (killed, or PostgreSQL cut), once their lease of three 10 s attempt timeouts ends.
+	drained := waitDelivered(env, 40*time.Second)
+	t.Logf("outbox drained %v after the run settled", drained.Round(100*time.Millisecond))
 
 	h := history{plan: p, users: users, peakActive: maxSeen, events: events, faults: &faults, hooks: hooks, began: began}
 	check(t, env, &h)
+}
+
+// waitDelivered waits up to within for every outbox row to be delivered or given up, and returns how long
+// it waited.
+func waitDelivered(env *testenv.Env, within time.Duration) time.Duration {
+	began := time.Now()
+	for time.Since(began) < within {
+		var pending int
+		err := env.DB.Get(&pending, `SELECT COUNT(*) FROM webhook_outbox WHERE delivered_at IS NULL AND failed_at IS NULL`)
+		if err == nil && pending == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return time.Since(began)
 }
 
 // isClosed reports whether c is closed, without waiting.

@@ -98,7 +98,7 @@ func readSocket(conn *websocket.Conn, servers *fleet, p plan, at int, u *user, a
 			}
 			u.admissions = append(u.admissions, exp.UnixMilli())
 			time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond) // choosing a seat
-			switch o, outcome := reserve(servers, p, at, u.token, m.Pass, rng, exp); outcome {
+			switch o, outcome := reserve(servers, p, at, u, m.Pass, rng, exp); outcome {
 			case "held":
 				u.order = o
 				return true
@@ -145,7 +145,7 @@ type step struct {
 // sends either to the count. A request that gets no answer is retried on the next server, as a client
 // behind a load balancer would be: the instance may have died after its commit, and only another one can
 // replay it.
-func reserve(servers *fleet, p plan, at int, token, pass string, rng *rand.Rand, expires time.Time) (*order, string) {
+func reserve(servers *fleet, p plan, at int, u *user, pass string, rng *rand.Rand, expires time.Time) (*order, string) {
 	grid := booking.Grid(p.seatRows, p.seatsInRow)
 	key := queue.NewToken() // one Idempotency-Key per request body: a retried 503 cannot book twice
 	body := map[string]any{"count": 1 + rng.IntN(2)}
@@ -153,6 +153,7 @@ func reserve(servers *fleet, p plan, at int, token, pass string, rng *rand.Rand,
 		body = map[string]any{"seats": []string{grid[rng.IntN(len(grid))].ID}}
 	}
 	again := func(b map[string]any) { body, key = b, queue.NewToken() }
+
 	for time.Now().Before(expires) {
 		raw, _ := json.Marshal(body)
 		req, _ := http.NewRequest(http.MethodPost, servers.url(at)+"/api/screenings/rnd/reservations", bytes.NewReader(raw))
@@ -175,9 +176,12 @@ func reserve(servers *fleet, p plan, at int, token, pass string, rng *rand.Rand,
 		}
 		_ = json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
+		if out.Error.Code != "" {
+			u.lastRefusal = out.Error.Code
+		}
 		switch code := out.Error.Code; {
 		case resp.StatusCode == http.StatusCreated:
-			return &order{code: out.Code, holder: token, seats: out.Seats, status: out.Status, heldAt: time.Now()}, "held"
+			return &order{code: out.Code, holder: u.token, seats: out.Seats, status: out.Status, heldAt: time.Now()}, "held"
 		case code == "SEAT_TAKEN" || code == "SEAT_LOCKED" || code == "LOCK_EXPIRED":
 			again(map[string]any{"count": 1})
 		case code == "NOT_ENOUGH_SEATS":
