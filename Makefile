@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test` (README.md).
 GO ?= go
 
-.PHONY: run test test-cluster test-faults lint build bench-booking bench-replay
+.PHONY: run test test-cluster test-faults soak-faults lint build bench-booking bench-replay
 
 # The embedded default: in-process Redis, SQLite under data/, the demo screening, a 1 s admission interval so
 # the line visibly moves. Any WAITROOM_* variable set in the environment wins.
@@ -27,6 +27,11 @@ test-cluster:
 # (docs/reliability.md). WAITROOM_FAULT_SEED=<seed> replays a schedule.
 test-faults:
 	$(GO) test -race -count=1 -tags faults -run RandomFault -v ./e2e/faults/random/
+
+# The soak: the random fault schedule for ten minutes, thousands of users, hundreds of faults
+# (docs/reliability.md). Not part of make test; one at a time, it loads the machine.
+soak-faults:
+	WAITROOM_SOAK=1 $(GO) test -count=1 -tags faults -run Soak -timeout 30m -v ./e2e/faults/random/
 
 # go vet and staticcheck (pinned in go.mod as a tool, run with `go tool staticcheck`), each over the default
 # build and the one with the cluster and fault tests; then gofmt over every tracked Go file.
