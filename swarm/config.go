@@ -57,7 +57,65 @@ type Config struct {
 	// Sources is how many loopback addresses users dial from (127.0.0.2 onwards), because each (source,
 	// destination) pair has only about 28,000 ephemeral ports. 0 or 1: the system picks, as for any dial.
 	Sources int
+	// Checkout is how the users pay for what they reserve (flow mode): at once (instant, the default), or
+	// by confirming a held order after a delay, or not at all (hold).
+	Checkout Checkout
+	// Check is what the run checks after its users are done, besides the seat map: the orders in the
+	// database and the webhooks the server sent. The parent process does it; children ignore it.
+	Check Check
 }
+
+// The checkouts a screening can sell with (booking.checkout).
+const (
+	// Instant: a 201 is a ticket, confirmed as it is made.
+	Instant = "instant"
+	// HoldCheckout: a 201 holds the seats while the buyer pays; the user confirms it after its pay delay,
+	// or lets it lapse.
+	HoldCheckout = "hold"
+)
+
+// Checkout is how users pay.
+type Checkout struct {
+	// Mode is Instant ("" too) or HoldCheckout.
+	Mode string
+	// PayShare is the share of the users with a held order who pay (confirm it); the others let it lapse.
+	PayShare float64
+	// CancelShare is the share of the payers whose order the operator then cancels (a refund), which puts
+	// its seats back on sale.
+	CancelShare float64
+	// ConfirmKey is the bearer key of POST /api/orders/{code}/confirm (booking.confirm_key); AdminKey the
+	// operator's, for the refunds.
+	ConfirmKey, AdminKey string
+	// PayDelayMin and PayDelayMax bound the pause, uniform between them, from a user's hold to its confirm.
+	PayDelayMin, PayDelayMax time.Duration
+	// HeldWait is how long an admitted user who finds no seat available but some held waits for them to
+	// come back, reading the seat map again every second or so, before it gives up. 0: DefaultHeldWait.
+	HeldWait time.Duration
+}
+
+// DefaultHeldWait is the wait for held seats of a Checkout whose HeldWait is 0.
+const DefaultHeldWait = 30 * time.Second
+
+func (c Checkout) hold() bool { return c.Mode == HoldCheckout }
+
+// Check is the run's end-of-run verification beyond the seat map.
+type Check struct {
+	// DatabaseURL is the server's PostgreSQL ("": the orders are not checked in SQL).
+	DatabaseURL string
+	// WebhookListen is the address of the run's webhook receiver ("": none), which webhooks.url of the
+	// server points at; WebhookSecret is the server's webhooks.secret, to verify each signature ("": not
+	// verified).
+	WebhookListen, WebhookSecret string
+	// WebhooksExpected makes a missing or badly signed delivery a failure of the run; without it the
+	// receiver reports what came, which may be nothing (a server that does not deliver yet).
+	WebhooksExpected bool
+	// Settle bounds the wait after the users are done, in hold checkout, for the last holds to lapse (none
+	// held) and the webhooks to arrive, before the checks read the end state. 0: DefaultSettle.
+	Settle time.Duration
+}
+
+// DefaultSettle is the settle bound of a Check whose Settle is 0.
+const DefaultSettle = 30 * time.Second
 
 // DefaultTimeout is the bound of a flow run whose Config.Timeout is 0.
 const DefaultTimeout = 5 * time.Minute
@@ -91,6 +149,15 @@ func (c Config) normalized() (Config, error) {
 	if c.Procs <= 0 {
 		c.Procs = autoProcs(c.Concurrency)
 	}
+	if c.Checkout.Mode == "" {
+		c.Checkout.Mode = Instant
+	}
+	if c.Checkout.HeldWait <= 0 {
+		c.Checkout.HeldWait = DefaultHeldWait
+	}
+	if c.Check.Settle <= 0 {
+		c.Check.Settle = DefaultSettle
+	}
 	var errs []error
 	if c.Users < 1 {
 		errs = append(errs, fmt.Errorf("users = %d, want at least 1", c.Users))
@@ -105,6 +172,7 @@ func (c Config) normalized() (Config, error) {
 		errs = append(errs, errors.New("screening is empty"))
 	}
 	errs = append(errs, c.modeErrors()...)
+	errs = append(errs, c.checkoutErrors()...)
 	u, err := url.Parse(c.URL)
 	switch {
 	case err != nil:
@@ -143,4 +211,39 @@ func (c Config) modeErrors() []error {
 		return errs
 	}
 	return []error{fmt.Errorf("mode %q, want %q or %q", c.Mode, Flow, Hold)}
+}
+
+// checkoutErrors checks the checkout's settings: hold checkout is flow mode's, and needs the keys of the
+// calls its shares make.
+func (c Config) checkoutErrors() []error {
+	k := c.Checkout
+	switch k.Mode {
+	case Instant:
+		return nil
+	case HoldCheckout:
+	default:
+		return []error{fmt.Errorf("checkout %q, want %q or %q", k.Mode, Instant, HoldCheckout)}
+	}
+	var errs []error
+	if c.Mode != Flow {
+		errs = append(errs, errors.New("hold checkout is for flow mode: hold mode reserves nothing"))
+	}
+	for _, s := range []struct {
+		name  string
+		share float64
+	}{{"pay-share", k.PayShare}, {"cancel-share", k.CancelShare}} {
+		if s.share < 0 || s.share > 1 {
+			errs = append(errs, fmt.Errorf("%s = %g, want 0 to 1", s.name, s.share))
+		}
+	}
+	if k.PayShare > 0 && k.ConfirmKey == "" {
+		errs = append(errs, errors.New("pay-share > 0 needs the confirm key (booking.confirm_key)"))
+	}
+	if k.PayShare > 0 && k.CancelShare > 0 && k.AdminKey == "" {
+		errs = append(errs, errors.New("cancel-share > 0 needs the admin key: refunds are the operator's"))
+	}
+	if k.PayDelayMin < 0 || k.PayDelayMax < k.PayDelayMin {
+		errs = append(errs, fmt.Errorf("pay delay %s-%s, want 0 <= min <= max", k.PayDelayMin, k.PayDelayMax))
+	}
+	return errs
 }

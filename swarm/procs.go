@@ -137,7 +137,7 @@ func runChild(ctx context.Context, n int, j job, t *tally) []result {
 		for i := range results {
 			results[i] = result{Outcome: Error, ErrKind: kind, ErrText: fmt.Sprintf("swarm: child %d: %v", n, err)}
 		}
-		t.store(counts{int64(len(results)), 0, 0, 0, 0, 0, 0, int64(len(results))})
+		t.store(counts{int64(len(results)), 0, 0, 0, 0, 0, 0, int64(len(results)), 0, 0, 0})
 	}
 	return results
 }

@@ -87,7 +87,7 @@ func TestChildLogMirrorsProgressAndKeepsTheRest(t *testing.T) {
 	var tl tally
 	l := &childLog{tally: &tl}
 	var out bytes.Buffer
-	reportProgress(&out, counts{5, 4, 0, 1, 0, 2, 1, 1})
+	reportProgress(&out, counts{5, 4, 0, 1, 0, 2, 1, 1, 3, 2, 1})
 	text := "panic: boom\n" + out.String()
 	// Written in pieces, as a pipe delivers it.
 	for _, piece := range []string{text[:7], text[7:20], text[20:]} {
@@ -95,7 +95,7 @@ func TestChildLogMirrorsProgressAndKeepsTheRest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := tl.load(); got != (counts{5, 4, 0, 1, 0, 2, 1, 1}) {
+	if got := tl.load(); got != (counts{5, 4, 0, 1, 0, 2, 1, 1, 3, 2, 1}) {
 		t.Errorf("tally = %v, want the reported counts", got)
 	}
 	if got := l.tail(); !strings.Contains(got, "panic: boom") || strings.Contains(got, progressPrefix) {

@@ -16,6 +16,7 @@ type tally struct {
 	started, registered                     atomic.Int64
 	ticket, soldOut, gaveUp, held, admitted atomic.Int64
 	errored                                 atomic.Int64
+	refunded, lapsed, unpaid                atomic.Int64
 }
 
 func (t *tally) add(o Outcome) {
@@ -30,16 +31,23 @@ func (t *tally) add(o Outcome) {
 		t.held.Add(1)
 	case Admitted:
 		t.admitted.Add(1)
+	case Refunded:
+		t.refunded.Add(1)
+	case Lapsed:
+		t.lapsed.Add(1)
+	case Unpaid:
+		t.unpaid.Add(1)
 	default:
 		t.errored.Add(1)
 	}
 }
 
 // counts is a tally at one moment, in a fixed order: the progress report of a child carries them so.
-type counts [8]int64
+type counts [11]int64
 
-func (t *tally) fields() [8]*atomic.Int64 {
-	return [8]*atomic.Int64{&t.started, &t.registered, &t.ticket, &t.soldOut, &t.gaveUp, &t.held, &t.admitted, &t.errored}
+func (t *tally) fields() [11]*atomic.Int64 {
+	return [11]*atomic.Int64{&t.started, &t.registered, &t.ticket, &t.soldOut, &t.gaveUp, &t.held, &t.admitted, &t.errored,
+		&t.refunded, &t.lapsed, &t.unpaid}
 }
 
 func (t *tally) load() counts {
@@ -72,7 +80,8 @@ const barWidth = 30
 
 func draw(w io.Writer, c counts, cfg Config) {
 	started, registered, ticket, soldOut, gaveUp, held, admitted, errored := c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
-	done := ticket + soldOut + gaveUp + held + admitted + errored
+	refunded, lapsed, unpaid := c[8], c[9], c[10]
+	done := ticket + soldOut + gaveUp + held + admitted + errored + refunded + lapsed + unpaid
 	running := max(started-done, 0)
 	users := int64(cfg.Users)
 	filled := int(min(done, users) * barWidth / users)
@@ -81,6 +90,12 @@ func draw(w io.Writer, c counts, cfg Config) {
 	if cfg.Mode == Hold {
 		fmt.Fprintf(w, "\r[%s] %*d/%d  registered %*d  running %*d  held %*d  admitted %*d  sold_out %*d  error %*d",
 			bar, width, done, users, width, registered, width, running, width, held, width, admitted, width, soldOut, width, errored)
+		return
+	}
+	if cfg.Checkout.hold() {
+		fmt.Fprintf(w, "\r[%s] %*d/%d  running %*d  ticket %*d  refunded %*d  lapsed %*d  unpaid %*d  sold_out %*d  gave_up %*d  error %*d",
+			bar, width, done, users, width, running, width, ticket, width, refunded, width, lapsed, width, unpaid,
+			width, soldOut, width, gaveUp, width, errored)
 		return
 	}
 	fmt.Fprintf(w, "\r[%s] %*d/%d  running %*d  ticket %*d  sold_out %*d  gave_up %*d  error %*d",

@@ -36,6 +36,73 @@ type Report struct {
 	Registration Registration `json:"registration"`
 	Push         Push         `json:"push"`
 	Verification Verification `json:"verification"`
+	// BoxOffice is the checkout's figures and the end-of-run check of the orders and webhooks (nil: an
+	// instant checkout with neither a database nor a receiver to check).
+	BoxOffice *BoxOffice `json:"box_office,omitempty"`
+}
+
+// BoxOffice is how the run's orders went: the users' view of their checkouts, and the database's and the
+// receiver's at the end.
+type BoxOffice struct {
+	Checkout    string  `json:"checkout"`
+	PayShare    float64 `json:"pay_share,omitempty"`
+	CancelShare float64 `json:"cancel_share,omitempty"`
+	PayDelayMin int64   `json:"pay_delay_min_ms,omitempty"`
+	PayDelayMax int64   `json:"pay_delay_max_ms,omitempty"`
+	// Holds counts the users whose reservation held an order; Paid those who sent its confirm; Confirmed
+	// those it answered 200; Lapsed those it answered 409 HOLD_EXPIRED; Unpaid those who never paid;
+	// Refunded the confirmed orders the operator cancelled.
+	Holds     int `json:"holds"`
+	Paid      int `json:"paid"`
+	Confirmed int `json:"confirmed"`
+	Lapsed    int `json:"lapsed"`
+	Unpaid    int `json:"unpaid"`
+	Refunded  int `json:"refunded"`
+	// HeldWaits counts the seat-map reads again of users who found every free seat held.
+	HeldWaits int `json:"held_waits"`
+	// HoldToConfirm is from a hold's 201 to its confirm's 200, the pay delay included; ConfirmCall is the
+	// confirm's round trip alone.
+	HoldToConfirm Latency `json:"hold_to_confirm"`
+	ConfirmCall   Latency `json:"confirm_call"`
+	// ReservationsPerTicket is the reservation POSTs of the run over its tickets at the end.
+	ReservationsPerTicket float64 `json:"reservations_per_ticket"`
+	// SettleMs is how long the run waited after its users for the last holds to lapse (and the webhooks).
+	SettleMs int64 `json:"settle_ms"`
+	// SoldOutMs is from the first dial to the last confirmation, when every seat ended sold (0: not).
+	SoldOutMs int64    `json:"sold_out_ms"`
+	Orders    Orders   `json:"orders"`
+	Webhooks  Webhooks `json:"webhooks"`
+}
+
+// summarizeBoxOffice counts the checkouts of the results.
+func summarizeBoxOffice(cfg Config, results []result, rep Report) BoxOffice {
+	k := cfg.Checkout
+	b := BoxOffice{Checkout: k.Mode}
+	if k.hold() {
+		b.PayShare, b.CancelShare = k.PayShare, k.CancelShare
+		b.PayDelayMin, b.PayDelayMax = k.PayDelayMin.Milliseconds(), k.PayDelayMax.Milliseconds()
+	}
+	var holdToConfirm, confirmCall []time.Duration
+	for _, r := range results {
+		b.HeldWaits += r.HeldWaits
+		if r.Code != "" && k.hold() {
+			b.Holds++
+		}
+		if r.Paid {
+			b.Paid++
+			confirmCall = append(confirmCall, r.ConfirmCall)
+		}
+		if r.Confirmed {
+			b.Confirmed++
+			holdToConfirm = append(holdToConfirm, r.HoldToConfirm)
+		}
+	}
+	b.Lapsed, b.Unpaid, b.Refunded = rep.Outcomes.Lapsed, rep.Outcomes.Unpaid, rep.Outcomes.Refunded
+	b.HoldToConfirm, b.ConfirmCall = summarizeLatency(holdToConfirm), summarizeLatency(confirmCall)
+	if rep.Outcomes.Ticket > 0 {
+		b.ReservationsPerTicket = math.Round(float64(rep.Latency.Reservation.Count)/float64(rep.Outcomes.Ticket)*100) / 100
+	}
+	return b
 }
 
 // Outcomes counts the users by how their visit ended; they add up to Users. Held and Admitted are hold
@@ -46,6 +113,10 @@ type Outcomes struct {
 	GaveUp   int `json:"gave_up"`
 	Held     int `json:"held,omitempty"`
 	Admitted int `json:"admitted,omitempty"`
+	// Refunded, Lapsed and Unpaid are hold checkout's.
+	Refunded int `json:"refunded,omitempty"`
+	Lapsed   int `json:"lapsed,omitempty"`
+	Unpaid   int `json:"unpaid,omitempty"`
 	Error    int `json:"error"`
 }
 
@@ -113,6 +184,12 @@ func (rep *Report) count(r result) {
 		rep.Outcomes.Held++
 	case Admitted:
 		rep.Outcomes.Admitted++
+	case Refunded:
+		rep.Outcomes.Refunded++
+	case Lapsed:
+		rep.Outcomes.Lapsed++
+	case Unpaid:
+		rep.Outcomes.Unpaid++
 	default:
 		rep.Outcomes.Error++
 		if rep.Errors == nil {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -18,10 +19,13 @@ import (
 const maxErrorBody = 64 << 10
 
 // reserve picks random available seats and posts them, trying other seats after a 409 SEAT_TAKEN or
-// SEAT_LOCKED up to Retries times. It sets r's outcome, and reports whether the user gave up holding its
-// admission (so the caller can hand the slot back).
+// SEAT_LOCKED up to Retries times. It sets r's outcome (in hold checkout, a 201 leaves it to the checkout
+// and sets r.Code), and reports whether the user gave up holding its admission (so the caller can hand the
+// slot back). In hold checkout, a seat map with no seat available but some held is waited on, up to
+// HeldWait, without spending a try: a hold may lapse.
 func (v *visit) reserve(ctx context.Context, pass string, r *result) (gaveUp bool) {
 	locked := map[string]bool{} // seats another request held; a hint only, the map says what is sold
+	var heldSince time.Time
 	for try := 0; try <= v.cfg.Retries; try++ {
 		seats, err := v.seatMap(ctx, v.src.client)
 		if err != nil {
@@ -30,8 +34,24 @@ func (v *visit) reserve(ctx context.Context, pass string, r *result) (gaveUp boo
 		}
 		pick := pickSeats(seats, locked, v.cfg.Seats)
 		if len(pick) == 0 {
-			r.Outcome = SoldOut // the map shows no seat left
-			return false
+			if !v.cfg.Checkout.hold() || !anyHeld(seats) {
+				r.Outcome = SoldOut // the map shows no seat left
+				return false
+			}
+			if heldSince.IsZero() {
+				heldSince = time.Now()
+			}
+			if time.Since(heldSince) > v.cfg.Checkout.HeldWait {
+				r.Outcome = GaveUp
+				return true
+			}
+			if !v.pause(ctx, heldPoll/2+rand.N(heldPoll)) {
+				r.fail(stopKind(ctx), errors.New("stopped while waiting for held seats"))
+				return false
+			}
+			r.HeldWaits++
+			try-- // waiting for held seats spends no try
+			continue
 		}
 		sentAt := time.Now()
 		status, body, err := v.post(ctx, pass, pick)
@@ -42,9 +62,16 @@ func (v *visit) reserve(ctx context.Context, pass string, r *result) (gaveUp boo
 		}
 		switch {
 		case status == http.StatusCreated:
-			r.Outcome, r.Seats = Ticket, body.Seats
+			r.Outcome, r.Seats, r.Code = Ticket, body.Seats, body.Code
 			if len(r.Seats) == 0 {
 				r.Seats = pick
+			}
+			if v.cfg.Checkout.hold() {
+				if body.Status != "held" || body.Code == "" {
+					r.fail("protocol", fmt.Errorf("%w: hold checkout, but the 201 has status %q and code %q", errProtocol, body.Status, body.Code))
+					return false
+				}
+				r.Outcome, r.heldAt = "", time.Now()
 			}
 			return false
 		case status == http.StatusConflict && body.Error.Code == "SOLD_OUT":
@@ -62,6 +89,19 @@ func (v *visit) reserve(ctx context.Context, pass string, r *result) (gaveUp boo
 	}
 	r.Outcome = GaveUp
 	return true
+}
+
+// heldPoll is the mean pause between two seat-map reads of a user waiting for held seats (jittered over
+// [heldPoll/2, 3·heldPoll/2), so the waiting do not read together).
+const heldPoll = time.Second
+
+func anyHeld(seats []seat) bool {
+	for _, s := range seats {
+		if s.Status == "held" {
+			return true
+		}
+	}
+	return false
 }
 
 // requestKind names a failed REST call: the run's stop, or what was being called.
@@ -105,9 +145,11 @@ type apiError struct {
 	} `json:"error"`
 }
 
-// reservation is the body of a 201 (Seats) or of a refusal (Error).
+// reservation is the body of a 201 (Seats; the order's Code and Status) or of a refusal (Error).
 type reservation struct {
-	Seats []string `json:"seats"`
+	Seats  []string `json:"seats"`
+	Code   string   `json:"code"`
+	Status string   `json:"status"`
 	apiError
 }
 

@@ -11,8 +11,14 @@ type Outcome string
 
 // The outcomes.
 const (
-	// Ticket: a reservation was created (201).
+	// Ticket: a reservation was created (201), and in hold checkout confirmed and not refunded.
 	Ticket Outcome = "ticket"
+	// Refunded (hold checkout): the order was confirmed, then cancelled by the operator.
+	Refunded Outcome = "refunded"
+	// Lapsed (hold checkout): the user paid, but its hold had lapsed (409 HOLD_EXPIRED).
+	Lapsed Outcome = "lapsed"
+	// Unpaid (hold checkout): the user never paid, and left its hold to lapse.
+	Unpaid Outcome = "unpaid"
 	// SoldOut: the server said sold_out, on the socket or as 409 SOLD_OUT, or no seat was left to pick.
 	SoldOut Outcome = "sold_out"
 	// GaveUp: every try met 409 SEAT_TAKEN or SEAT_LOCKED.
@@ -40,8 +46,18 @@ type result struct {
 	WasAdmitted bool
 	// Reservations holds the round trip of each POST.
 	Reservations []time.Duration
-	// Seats are the seats of the ticket.
-	Seats      []string
+	// Seats are the seats of the ticket (or of the held order).
+	Seats []string
+	// Code is the order's code (hold checkout: the order the user held; "" without one).
+	Code string
+	// Paid: the user sent its confirm; Confirmed: the confirm answered 200. HoldToConfirm is from the
+	// hold's 201 to the confirm's 200 (the pay delay included), ConfirmCall the confirm's round trip.
+	Paid, Confirmed            bool
+	HoldToConfirm, ConfirmCall time.Duration
+	// HeldWaits counts the seat-map reads again after finding no seat available but some held.
+	HeldWaits int
+	// heldAt is when the hold's 201 arrived (this process only: gob leaves it out).
+	heldAt     time.Time
 	Reconnects int
 	// FirstDialAt is when the user first dialed; RegisteredAt when it got its first queued (or prequeue)
 	// message (zero if it never did). Wall-clock times: the processes of a run share the machine's clock.

@@ -17,11 +17,13 @@ package swarm
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -73,8 +75,9 @@ func (s *swarm) closeIdle() {
 
 // Run sends cfg.Users virtual users at the server, at most cfg.Concurrency at once, and reports how they
 // fared. It redraws a progress line on progress (nil: none) while they run. The error is only for a run
-// that could not start (a bad Config, a server or screening that does not answer); a run stopped by ctx or
-// by cfg.Timeout still returns its report, with Stopped saying why.
+// that could not start (a bad Config, a server or screening that does not answer, a database or webhook
+// receiver asked for that cannot be had); a run stopped by ctx or by cfg.Timeout still returns its report,
+// with Stopped saying why.
 func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 	cfg, err := cfg.normalized()
 	if err != nil {
@@ -87,6 +90,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("swarm: seat map of %s before the run: %w", cfg.Screening, err)
 	}
+	ends, err := openEnds(ctx, cfg.Check)
+	if err != nil {
+		return Report{}, err
+	}
+	defer ends.close()
 
 	started := time.Now()
 	var results []result
@@ -106,15 +114,136 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 		rep.Verification = Verification{OK: true, Skipped: "hold mode reserves nothing"}
 		return rep, nil
 	}
-	verifyCtx, cancelVerify := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+	verifyCtx, cancelVerify := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout+cfg.Check.Settle)
 	defer cancelVerify()
+	var settled time.Duration
+	if cfg.Checkout.hold() {
+		settled = s.settle(verifyCtx, ends)
+	}
 	after, err := s.seatMap(verifyCtx, s.sources[0].client)
 	if err != nil {
 		rep.Verification = Verification{Problems: []string{fmt.Sprintf("could not read the seat map after the run: %v", err)}}
 		return rep, nil
 	}
 	rep.Verification = verify(before, after, tickets(results))
+	if cfg.Checkout.hold() || ends.db != nil || ends.rc != nil {
+		box := summarizeBoxOffice(cfg, results, rep)
+		box.SettleMs = settled.Milliseconds()
+		rep.Verification.Problems = append(rep.Verification.Problems, ends.check(verifyCtx, cfg, results, &box, rep.Registration.FirstDialAtMs)...)
+		sort.Strings(rep.Verification.Problems)
+		rep.Verification.OK = len(rep.Verification.Problems) == 0
+		rep.BoxOffice = &box
+	}
 	return rep, nil
+}
+
+// ends are what the run checks at its end besides the seat map: the database, and the webhook receiver,
+// each nil when not asked for.
+type ends struct {
+	db *sql.DB
+	rc *receiver
+}
+
+// openEnds opens the database and starts the receiver the check asks for, before any user starts.
+func openEnds(ctx context.Context, check Check) (ends, error) {
+	var e ends
+	if check.DatabaseURL != "" {
+		db, err := sql.Open("postgres", check.DatabaseURL)
+		if err != nil {
+			return e, fmt.Errorf("swarm: database: %w", err)
+		}
+		pingCtx, cancel := context.WithTimeout(ctx, verifyTimeout)
+		defer cancel()
+		if err := db.PingContext(pingCtx); err != nil {
+			db.Close()
+			return e, fmt.Errorf("swarm: database: %w", err)
+		}
+		e.db = db
+	}
+	if check.WebhookListen != "" {
+		rc, err := startReceiver(check.WebhookListen, check.WebhookSecret)
+		if err != nil {
+			e.close()
+			return ends{}, err
+		}
+		e.rc = rc
+	}
+	return e, nil
+}
+
+func (e ends) close() {
+	if e.rc != nil {
+		e.rc.stop()
+	}
+	if e.db != nil {
+		e.db.Close()
+	}
+}
+
+// settlePoll is how often the settle looks at the end state.
+const settlePoll = 250 * time.Millisecond
+
+// settle waits, up to the check's Settle, until no seat is held (the sweeper expired the last lapsed
+// holds) and, when deliveries are expected, every message of the outbox reached the receiver; it returns
+// how long it waited.
+func (s *swarm) settle(ctx context.Context, e ends) time.Duration {
+	start := time.Now()
+	deadline := start.Add(s.cfg.Check.Settle)
+	for time.Now().Before(deadline) && s.unsettled(ctx, e) {
+		select {
+		case <-ctx.Done():
+			return time.Since(start)
+		case <-time.After(settlePoll):
+		}
+	}
+	return time.Since(start)
+}
+
+func (s *swarm) unsettled(ctx context.Context, e ends) bool {
+	seats, err := s.seatMap(ctx, s.sources[0].client)
+	if err != nil || anyHeld(seats) {
+		return true
+	}
+	if e.db == nil {
+		return false
+	}
+	if n, err := heldOrders(ctx, e.db, s.cfg.Screening); err != nil || n > 0 {
+		return true
+	}
+	if e.rc == nil || !s.cfg.Check.WebhooksExpected {
+		return false
+	}
+	st, err := readOrders(ctx, e.db, s.cfg.Screening)
+	if err != nil {
+		return true
+	}
+	ids, _ := st.outboxIDs()
+	return !e.rc.has(ids)
+}
+
+// check reads the end state of the orders and the webhooks into box and returns the problems found.
+func (e ends) check(ctx context.Context, cfg Config, results []result, box *BoxOffice, firstDialAtMs int64) []string {
+	var problems []string
+	var outbox []string
+	delivered := 0
+	if e.db == nil {
+		box.Orders = Orders{Skipped: "no database URL"}
+	} else if st, err := readOrders(ctx, e.db, cfg.Screening); err != nil {
+		problems = append(problems, fmt.Sprintf("could not read the orders after the run: %v", err))
+	} else {
+		var found []string
+		box.Orders, found = checkOrders(st, results)
+		problems = append(problems, found...)
+		outbox, delivered = st.outboxIDs()
+		if box.Orders.Available == 0 && box.Orders.Held == 0 && box.Orders.LastConfirmedAtMs > 0 && firstDialAtMs > 0 {
+			box.SoldOutMs = box.Orders.LastConfirmedAtMs - firstDialAtMs
+		}
+	}
+	if e.rc != nil {
+		box.Webhooks = e.rc.report(cfg.Check, outbox, delivered)
+		problems = append(problems, box.Webhooks.problems()...)
+	}
+	return problems
 }
 
 // runUsers runs this process's users, numbered first, first+1, … in the whole run (the number picks the

@@ -32,6 +32,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	r.writeOutcomes(p)
 	r.writeLatency(p)
 	r.writePush(p)
+	r.writeBoxOffice(p)
 	r.writeVerification(p)
 	return tw.Flush()
 }
@@ -73,6 +74,11 @@ func (r Report) writeOutcomes(p printer) {
 		p("sold_out\t%d\n", r.Outcomes.SoldOut)
 	} else {
 		p("ticket\t%d\n", r.Outcomes.Ticket)
+		if r.BoxOffice != nil && r.BoxOffice.Checkout == HoldCheckout {
+			p("refunded\t%d\n", r.Outcomes.Refunded)
+			p("lapsed (paid too late)\t%d\n", r.Outcomes.Lapsed)
+			p("unpaid (hold left to lapse)\t%d\n", r.Outcomes.Unpaid)
+		}
 		p("sold_out\t%d\n", r.Outcomes.SoldOut)
 		p("gave_up\t%d\n", r.Outcomes.GaveUp)
 	}
@@ -212,4 +218,66 @@ func showMsOf(ms float64) string {
 		d = d.Round(10 * time.Microsecond)
 	}
 	return strings.TrimSpace(d.String())
+}
+
+func (r Report) writeBoxOffice(p printer) {
+	b := r.BoxOffice
+	if b == nil {
+		return
+	}
+	p("\nBOX OFFICE\t%s checkout", b.Checkout)
+	if b.Checkout == HoldCheckout {
+		p(": pay share %g, refund share %g of payers, pay delay %s-%s", b.PayShare, b.CancelShare,
+			time.Duration(b.PayDelayMin)*time.Millisecond, time.Duration(b.PayDelayMax)*time.Millisecond)
+	}
+	p("\n")
+	if b.Checkout == HoldCheckout {
+		p("HOLDS\t%d held, %d paid, %d confirmed, %d lapsed before their confirm, %d left unpaid, %d refunded\n",
+			b.Holds, b.Paid, b.Confirmed, b.Lapsed, b.Unpaid, b.Refunded)
+		p("HELD WAITS\t%d seat-map reads again while every free seat was held\n", b.HeldWaits)
+		p("SETTLE\t%s after the last user, for the last holds to lapse\n", time.Duration(b.SettleMs)*time.Millisecond)
+	}
+	p("RESERVATIONS PER TICKET\t%.2f\n", b.ReservationsPerTicket)
+	if b.SoldOutMs > 0 {
+		p("SOLD OUT\t%s after the first dial (the last confirmation)\n", time.Duration(b.SoldOutMs)*time.Millisecond)
+	}
+	if b.Checkout == HoldCheckout {
+		p("\nCHECKOUT LATENCY\tCOUNT\tP50\tP95\tP99\tMAX\n")
+		for _, row := range []struct {
+			name string
+			l    Latency
+		}{{"hold to confirm (user, pay delay included)", b.HoldToConfirm}, {"confirm call", b.ConfirmCall},
+			{"hold to confirm (database)", b.Orders.HoldToConfirm}} {
+			l := row.l
+			p("%s\t%d\t%s\t%s\t%s\t%s\n", row.name, l.Count, showMs(l, l.P50Ms), showMs(l, l.P95Ms), showMs(l, l.P99Ms), showMs(l, l.MaxMs))
+		}
+	}
+	o := b.Orders
+	if o.Skipped != "" {
+		p("ORDERS\tnot checked: %s\n", o.Skipped)
+	} else {
+		statuses := make([]string, 0, len(o.ByStatus))
+		for st, n := range o.ByStatus {
+			statuses = append(statuses, fmt.Sprintf("%s %d", st, n))
+		}
+		sort.Strings(statuses)
+		p("ORDERS\t%s; seats: %d sold, %d held, %d available of %d\n", strings.Join(statuses, ", "), o.Sold, o.Held, o.Available, o.Seats)
+	}
+	w := b.Webhooks
+	if w.Listen == "" {
+		return
+	}
+	sig := "signatures not checked"
+	if w.Verified {
+		sig = "signatures checked"
+	}
+	expect := "not expected yet: a shortfall is reported, not failed"
+	if w.Expected {
+		expect = "expected: a shortfall fails the run"
+	}
+	p("WEBHOOKS\t%d received (%d deliveries, %d badly signed; %s) of %d in the outbox, %d missing; %s\n",
+		w.Received, w.Deliveries, w.BadSignature, sig, w.Outbox, w.Missing, expect)
+	if w.Note != "" {
+		p("\t%s\n", w.Note)
+	}
 }

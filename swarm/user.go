@@ -50,6 +50,9 @@ func (v *visit) run(ctx context.Context) result {
 		sock.leave()
 	}
 	sock.close()
+	if r.Code != "" && r.Outcome == "" { // hold checkout: reserve left the outcome to the checkout
+		v.checkout(ctx, &r) // the hold keeps the slot; the user pays (or not) off the socket
+	}
 	return r
 }
 

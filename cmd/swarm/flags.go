@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/waitroom/waitroom/swarm"
 )
@@ -43,19 +45,54 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	rate := fs.Int("rate", 0, "users arriving per second at most (0: all at once)")
 	sources := fs.Int("sources", 1, "loopback addresses to dial from, 127.0.0.2 onwards, for more than ~28,000 sockets to one server (1: the system's choice)")
 	jsonPath := fs.String("json", "", `also write the report as JSON to this file ("-": stdout, and the table to stderr)`)
+	checkout := fs.String("checkout", swarm.Instant, `how users pay: "instant" (a 201 is a ticket) or "hold" (a 201 holds the order; the user confirms it after -pay-delay, or not)`)
+	payShare := fs.Float64("pay-share", 0.8, "hold checkout: share of the users with a held order who pay; the others let it lapse")
+	cancelShare := fs.Float64("cancel-share", 0.05, "hold checkout: share of the payers whose order the operator then cancels (a refund, with -admin-key)")
+	confirmKey := fs.String("confirm-key", getenv("WAITROOM_BOOKING_CONFIRM_KEY"), "hold checkout: the server's booking.confirm_key (default $WAITROOM_BOOKING_CONFIRM_KEY)")
+	adminKey := fs.String("admin-key", getenv("WAITROOM_ADMIN_KEY"), "the server's admin key, for the refunds (default $WAITROOM_ADMIN_KEY)")
+	payDelay := fs.String("pay-delay", "0.5s-3s", "hold checkout: the pause from hold to confirm, uniform in MIN-MAX (or one duration)")
+	heldWait := fs.Duration("held-wait", swarm.DefaultHeldWait, "hold checkout: how long an admitted user who finds every free seat held waits for one to come back")
+	database := fs.String("database", "", "the server's PostgreSQL URL: check the orders there at the end (every seat in one confirmed order or none, none held, each user's order as it saw it)")
+	webhookListen := fs.String("webhook-listen", "", "run a webhook receiver on this address (the server's webhooks.url points at it) and count what arrives by webhook-id")
+	webhookSecret := fs.String("webhook-secret", getenv("WAITROOM_WEBHOOKS_SECRET"), "the server's webhooks.secret, to verify each delivery's signature (default $WAITROOM_WEBHOOKS_SECRET)")
+	webhooksExpected := fs.Bool("webhooks-expected", false, "fail the run when a message of the outbox never reached the receiver or came badly signed (off: report what came, maybe nothing)")
+	settle := fs.Duration("settle", swarm.DefaultSettle, "hold checkout: how long to wait after the last user for the last holds to lapse and the webhooks to arrive")
 	if err := fs.Parse(args[1:]); err != nil {
 		return options{}, err
 	}
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	payMin, payMax, err := parseRange(*payDelay)
+	if err != nil {
+		return options{}, fmt.Errorf("-pay-delay: %w", err)
+	}
 	return options{
 		config: swarm.Config{
 			URL: *serverURL, Screening: *screening, Users: *users, Concurrency: *concurrency,
 			Seats: *seats, Retries: *retries, Timeout: *timeout,
 			Mode: swarm.Mode(*mode), Duration: *duration, Leave: *leave, Procs: *procs, Sources: *sources, Rate: *rate,
+			Checkout: swarm.Checkout{Mode: *checkout, PayShare: *payShare, CancelShare: *cancelShare,
+				ConfirmKey: *confirmKey, AdminKey: *adminKey, PayDelayMin: payMin, PayDelayMax: payMax, HeldWait: *heldWait},
+			Check: swarm.Check{DatabaseURL: *database, WebhookListen: *webhookListen, WebhookSecret: *webhookSecret,
+				WebhooksExpected: *webhooksExpected, Settle: *settle},
 		},
 		cpuProfile: *cpuProfile,
 		jsonPath:   *jsonPath,
 	}, nil
+}
+
+// parseRange reads "MIN-MAX" (two durations) or one duration (MIN = MAX).
+func parseRange(s string) (lo, hi time.Duration, err error) {
+	a, b, isRange := strings.Cut(s, "-")
+	if lo, err = time.ParseDuration(a); err != nil {
+		return 0, 0, err
+	}
+	if !isRange {
+		return lo, lo, nil
+	}
+	if hi, err = time.ParseDuration(b); err != nil {
+		return 0, 0, err
+	}
+	return lo, hi, nil
 }

@@ -14,6 +14,8 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	_ "github.com/lib/pq" // the -database check's driver
+
 	"github.com/waitroom/waitroom/swarm"
 )
 
