@@ -60,6 +60,9 @@ type BoxOffice struct {
 	Refunded  int `json:"refunded"`
 	// HeldWaits counts the seat-map reads again of users who found every free seat held.
 	HeldWaits int `json:"held_waits"`
+	// SoldOutAnswers counts the reservations answered 409 SOLD_OUT in hold checkout (the seat map read
+	// after each said whether seats were only held).
+	SoldOutAnswers int `json:"sold_out_answers"`
 	// HoldToConfirm is from a hold's 201 to its confirm's 200, the pay delay included; ConfirmCall is the
 	// confirm's round trip alone.
 	HoldToConfirm Latency `json:"hold_to_confirm"`
@@ -85,6 +88,7 @@ func summarizeBoxOffice(cfg Config, results []result, rep Report) BoxOffice {
 	var holdToConfirm, confirmCall []time.Duration
 	for _, r := range results {
 		b.HeldWaits += r.HeldWaits
+		b.SoldOutAnswers += r.SoldOutAnswers
 		if r.Code != "" && k.hold() {
 			b.Holds++
 		}

@@ -74,6 +74,11 @@ func (v *visit) reserve(ctx context.Context, pass string, r *result) (gaveUp boo
 				r.Outcome, r.heldAt = "", time.Now()
 			}
 			return false
+		case status == http.StatusConflict && body.Error.Code == "SOLD_OUT" && v.cfg.Checkout.hold():
+			// The server may say sold out while some seats are only held; the seat map read next tells
+			// held (wait for them) from sold (sold out). It spends a try, so a refusal that persists
+			// while seats show available ends in gave_up rather than a loop.
+			r.SoldOutAnswers++
 		case status == http.StatusConflict && body.Error.Code == "SOLD_OUT":
 			r.Outcome = SoldOut
 			return false

@@ -234,7 +234,7 @@ func (r Report) writeBoxOffice(p printer) {
 	if b.Checkout == HoldCheckout {
 		p("HOLDS\t%d held, %d paid, %d confirmed, %d lapsed before their confirm, %d left unpaid, %d refunded\n",
 			b.Holds, b.Paid, b.Confirmed, b.Lapsed, b.Unpaid, b.Refunded)
-		p("HELD WAITS\t%d seat-map reads again while every free seat was held\n", b.HeldWaits)
+		p("HELD WAITS\t%d seat-map reads again while every free seat was held; %d reservations answered 409 SOLD_OUT\n", b.HeldWaits, b.SoldOutAnswers)
 		p("SETTLE\t%s after the last user, for the last holds to lapse\n", time.Duration(b.SettleMs)*time.Millisecond)
 	}
 	p("RESERVATIONS PER TICKET\t%.2f\n", b.ReservationsPerTicket)
