@@ -20,6 +20,7 @@ type options struct {
 	warm           bool
 	requestTimeout time.Duration
 	profileDir     string
+	checkout       string
 }
 
 // parseFlags reads the flags of args (args[0] is the program's name), with help and errors on stdout, and
@@ -45,8 +46,13 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.profileDir, "profile", "",
 		"write the server's CPU profile of the second from each burst's release to this directory (floor.pprof, ours.pprof; "+
 			"go tool pprof reads them)")
+	fs.StringVar(&o.checkout, "checkout", "instant",
+		`the server's booking.checkout for ours: "instant" (a winner's order is confirmed as it is made) or "hold" (it is held while its buyer pays)`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return options{}, err
+	}
+	if o.checkout != "instant" && o.checkout != "hold" {
+		return options{}, fmt.Errorf("want -checkout instant or hold, got %q", o.checkout)
 	}
 	if o.users < 1 || o.seats < 1 || o.seats > 9999 {
 		return options{}, fmt.Errorf("want -users ≥ 1 and 1 ≤ -seats ≤ 9999, got %d and %d", o.users, o.seats)

@@ -7,6 +7,9 @@
 //     as a subprocess), with each user's admission pass;
 //   - floor: POST /api/bench/floor of the same server, which answers 409 at once and does nothing else.
 //
+// With -checkout hold the server sells ours in hold checkout: each winner's order is held (while its buyer
+// would pay), not confirmed, and the check wants exactly that.
+//
 // For each it prints the outcomes, the client-side latency (avg, p95, p99, max), the database transactions
 // started (pg_stat_database), and the pool's wait count and time. The bench creates its own database and
 // Redis key prefix and removes both at the end. It measures and records; it asserts only correctness (ours:
@@ -83,6 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// The server, built from this module.
 	if b.srv, err = startServer(ctx, getenv, serverEnv{
 		redisAddr: o.redisAddr, prefix: b.prefix, databaseURL: b.pg.benchURL, secret: b.secret, pprof: o.profileDir != "",
+		checkout: o.checkout,
 	}, b.logf); err != nil {
 		return err
 	}

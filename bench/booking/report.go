@@ -77,13 +77,17 @@ func (r result) NetXacts() int64 { return r.Xacts - r.IdleXacts }
 
 // verification is what the database holds for a screening after its burst.
 type verification struct {
-	Screening     string   `json:"screening"`
-	OK            bool     `json:"ok"`
-	Reservations  int      `json:"reservations"`
-	SeatRows      int      `json:"seat_rows"`
-	DistinctSeats int      `json:"distinct_seats"`
-	Twice         []string `json:"sold_twice,omitempty"`
-	Text          string   `json:"text"`
+	Screening     string `json:"screening"`
+	OK            bool   `json:"ok"`
+	Reservations  int    `json:"reservations"`
+	SeatRows      int    `json:"seat_rows"`
+	DistinctSeats int    `json:"distinct_seats"`
+	// Status is the status every reservation must have (held in hold checkout, else confirmed);
+	// WithStatus counts those that have it.
+	Status     string   `json:"status"`
+	WithStatus int      `json:"with_status"`
+	Twice      []string `json:"sold_twice,omitempty"`
+	Text       string   `json:"text"`
 }
 
 // report is the whole run.
@@ -95,6 +99,8 @@ type report struct {
 	Redis       string `json:"redis"`
 	ColdCatalog bool   `json:"cold_catalog"`
 	Warm        bool   `json:"warm"`
+	// Checkout is the server's booking.checkout for ours (-checkout).
+	Checkout string `json:"checkout"`
 	// LoadAvg is /proc/loadavg when the bursts began: other work on the machine shows here.
 	LoadAvg string `json:"load_avg"`
 
@@ -159,7 +165,7 @@ func (rep *report) print(w io.Writer) {
 	if rep.ColdCatalog {
 		catalog = "cold: the server had served no request for the screening (-cold-catalog)"
 	}
-	fmt.Fprintf(w, "  ours:     POST /api/screenings/%s/reservations of the server, pool of 30; %s\n", oursScreening, catalog)
+	fmt.Fprintf(w, "  ours:     POST /api/screenings/%s/reservations of the server, pool of 30, %s checkout; %s\n", oursScreening, rep.Checkout, catalog)
 	fmt.Fprintf(w, "  baseline: BEGIN; SELECT … FOR UPDATE on the seat row; check; INSERT; COMMIT (or ROLLBACK, 409) — pool of %d, in the bench process\n\n", baselinePoolSize)
 	writeTable(w, rep.Runs)
 	fmt.Fprintln(w)

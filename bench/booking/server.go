@@ -22,7 +22,8 @@ import (
 // serverEnv is what the server under test is pointed at.
 type serverEnv struct {
 	redisAddr, prefix, databaseURL, secret string
-	pprof                                  bool // serve /debug/pprof (-profile)
+	pprof                                  bool   // serve /debug/pprof (-profile)
+	checkout                               string // booking.checkout (-checkout)
 }
 
 // server is the waitroom binary, built from this module, running as a subprocess.
@@ -126,7 +127,8 @@ func (s *server) start(bin string, env serverEnv) error {
 }
 
 // vars is the server's WAITROOM_* environment: listening on addr, pointed at the bench's Redis prefix and
-// database, with the demo off, the floor route on and the scheduler slowed to one tick an hour.
+// database, with the demo off, the floor route on, the scheduler slowed to one tick an hour, and the
+// checkout asked for (hold: with the default hold_ttl of 10 minutes, no hold lapses during the run).
 func (env serverEnv) vars(addr string) []string {
 	return []string{
 		"WAITROOM_HTTP_ADDR=" + addr,
@@ -139,6 +141,7 @@ func (env serverEnv) vars(addr string) []string {
 		"WAITROOM_ADMISSION_INTERVAL=1h",
 		"WAITROOM_LOG_LEVEL=warn",
 		"WAITROOM_BENCH_PPROF=" + strconv.FormatBool(env.pprof),
+		"WAITROOM_BOOKING_CHECKOUT=" + env.checkout,
 	}
 }
 
