@@ -60,7 +60,9 @@ BASE="http://127.0.0.1:$PORT"
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
 server_pid=""
+monitor_pid=""
 cleanup() {
+  [ -z "$monitor_pid" ] || kill "$monitor_pid" 2>/dev/null || true
   if [ -n "$server_pid" ]; then
     kill "$server_pid" 2>/dev/null || true
     for _ in $(seq 200); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
@@ -111,6 +113,22 @@ status=$(curl -sS --max-time 10 -o "$WORK/create.json" -w '%{http_code}' -X POST
 # The screening has no checkout of its own: it sells in the server's (hold). A 201 that is not a hold is a
 # protocol error of the swarm.
 
+# A line every 2 s of the screening as the server sees it (seats, waiting, active), and of the admission
+# slots in Redis by what keeps them (a hold lasts HOLD_TTL; an admission active_ttl): a stall shows there.
+monitor() {
+  while sleep 2; do
+    local now_ms active
+    now_ms=$(($(date +%s%N) / 1000000))
+    active=$(redis-cli -p "$REDIS_PORT" --scan --pattern "*{$SCREENING}:active" | head -1)
+    printf '%s %s slots: %s ending within 60 s, %s later; allheld=%s\n' "$(date +%T)" \
+      "$(curl -s --max-time 2 "$BASE/api/screenings/$SCREENING" | jq -c '{state, seats_available, seats_held, seats_sold, waiting, active}')" \
+      "$(redis-cli -p "$REDIS_PORT" zcount "$active" -inf $((now_ms + 60000)))" "$(redis-cli -p "$REDIS_PORT" zcount "$active" "($((now_ms + 60000))" +inf)" \
+      "$(redis-cli -p "$REDIS_PORT" exists "${active%active}allheld")"
+  done
+}
+monitor >"$OUT/timeline.txt" 2>&1 &
+monitor_pid=$!
+
 expected=()
 [ "$WEBHOOKS_EXPECTED" = true ] && expected=(-webhooks-expected)
 swarm_rc=0
@@ -122,6 +140,7 @@ t0=$(date +%s.%N)
   -webhook-listen "127.0.0.1:$WEBHOOK_PORT" -webhook-secret "$WEBHOOK_SECRET" "${expected[@]}" \
   -json "$OUT/swarm.json" >"$OUT/swarm.txt" 2>"$OUT/swarm.err" || swarm_rc=$?
 t1=$(date +%s.%N)
+kill "$monitor_pid" 2>/dev/null || true
 s1=$(proc_cpu "$server_pid")
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status" 2>/dev/null || echo 0)
 curl -s --max-time 5 "$BASE/metrics" >"$OUT/metrics.txt" || true
