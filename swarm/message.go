@@ -18,6 +18,8 @@ type message struct {
 	Message  string `json:"message"`
 	TickAtMs int64  `json:"tick_at"`
 	CatchUp  bool   `json:"catch_up"`
+	// Seats are a seats message's changes (to admitted sockets: held, sold, back on sale).
+	Seats []seat `json:"seats"`
 }
 
 // errProtocol marks a server message that is not the JSON of docs/protocol.md.

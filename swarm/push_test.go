@@ -5,6 +5,7 @@ package swarm
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -244,7 +245,7 @@ func TestDecodePositionAgreesWithEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(in), &want); err != nil {
 			t.Fatal(err)
 		}
-		if !ok || got != want {
+		if !ok || !reflect.DeepEqual(got, want) {
 			t.Errorf("decodePosition(%s) = %+v, %v; want %+v", in, got, ok, want)
 		}
 	}

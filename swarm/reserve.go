@@ -22,8 +22,9 @@ const maxErrorBody = 64 << 10
 // SEAT_LOCKED up to Retries times. It sets r's outcome (in hold checkout, a 201 leaves it to the checkout
 // and sets r.Code), and reports whether the user gave up holding its admission (so the caller can hand the
 // slot back). In hold checkout, a seat map with no seat available but some held is waited on, up to
-// HeldWait, without spending a try: a hold may lapse.
-func (v *visit) reserve(ctx context.Context, pass string, r *result) (gaveUp bool) {
+// HeldWait, without spending a try: a hold may lapse. The user waits as a browser does, on its admitted
+// socket, for a seats message that puts a seat back on sale, and only then reads the map again.
+func (v *visit) reserve(ctx context.Context, sock *socket, pass string, r *result) (gaveUp bool) {
 	locked := map[string]bool{} // seats another request held; a hint only, the map says what is sold
 	var heldSince time.Time
 	for try := 0; try <= v.cfg.Retries; try++ {
@@ -41,11 +42,15 @@ func (v *visit) reserve(ctx context.Context, pass string, r *result) (gaveUp boo
 			if heldSince.IsZero() {
 				heldSince = time.Now()
 			}
-			if time.Since(heldSince) > v.cfg.Checkout.HeldWait {
+			switch v.waitForSeats(ctx, sock, heldSince.Add(v.cfg.Checkout.HeldWait)) {
+			case seatsBack:
+			case seatsSoldOut:
+				r.Outcome = SoldOut
+				return false
+			case seatsWaitOver:
 				r.Outcome = GaveUp
 				return true
-			}
-			if !v.pause(ctx, heldPoll/2+rand.N(heldPoll)) {
+			case seatsStopped:
 				r.fail(stopKind(ctx), errors.New("stopped while waiting for held seats"))
 				return false
 			}
@@ -96,9 +101,39 @@ func (v *visit) reserve(ctx context.Context, pass string, r *result) (gaveUp boo
 	return true
 }
 
-// heldPoll is the mean pause between two seat-map reads of a user waiting for held seats (jittered over
-// [heldPoll/2, 3·heldPoll/2), so the waiting do not read together).
-const heldPoll = time.Second
+// What a wait for held seats ended with.
+const (
+	seatsBack     = iota // a seats message put a seat back on sale: read the map again
+	seatsSoldOut         // the server said sold_out on the socket
+	seatsWaitOver        // the wait passed its deadline, or the socket ended
+	seatsStopped         // the run was stopped
+)
+
+// waitForSeats reads the admitted socket until a seats message puts a seat back on sale, sold_out comes,
+// or deadline passes.
+func (v *visit) waitForSeats(ctx context.Context, sock *socket, deadline time.Time) int {
+	for {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return seatsWaitOver
+		}
+		m, _, err := sock.read(ctx, nil, wait)
+		switch {
+		case ctx.Err() != nil:
+			return seatsStopped
+		case err != nil:
+			return seatsWaitOver
+		case m.Type == "sold_out":
+			return seatsSoldOut
+		case m.Type == "seats":
+			for _, s := range m.Seats {
+				if s.Status == "available" {
+					return seatsBack
+				}
+			}
+		}
+	}
+}
 
 func anyHeld(seats []seat) bool {
 	for _, s := range seats {

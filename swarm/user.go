@@ -45,7 +45,7 @@ func (v *visit) run(ctx context.Context) result {
 	if sock == nil {
 		return r
 	}
-	if v.reserve(ctx, pass, &r) {
+	if v.reserve(ctx, sock, pass, &r) {
 		// Free the admission slot at once rather than when it lapses, so the next in line moves up.
 		sock.leave()
 	}
