@@ -29,6 +29,9 @@ type fake struct {
 	upgrader  websocket.Upgrader
 	onSocket  func(n int, token string, conn *websocket.Conn)
 	onReserve func(n int, seats []string) (int, any)
+	// seatStatus, when set, is a seat's status in the map for a seat not sold here; routes adds handlers.
+	seatStatus func(id string) string
+	routes     func(mux *http.ServeMux)
 
 	mu      sync.Mutex
 	sockets int
@@ -90,6 +93,9 @@ func newFake(t *testing.T, f *fake) string {
 		var out []seat
 		for _, id := range []string{"A1", "A2", "A3"} {
 			st := "available"
+			if f.seatStatus != nil {
+				st = f.seatStatus(id)
+			}
 			if f.sold[id] {
 				st = "sold"
 			}
@@ -119,6 +125,9 @@ func newFake(t *testing.T, f *fake) string {
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(out)
 	})
+	if f.routes != nil {
+		f.routes(mux)
+	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL

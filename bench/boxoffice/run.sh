@@ -17,7 +17,7 @@
 # asserted.
 #
 # Settings (environment): USERS CONCURRENCY ROWS SEATS_PER_ROW INTERVAL BATCH MAX_ACTIVE ACTIVE_TTL RETRIES
-# SOURCES HOLD_TTL PAY_SHARE CANCEL_SHARE PAY_DELAY WEBHOOKS_EXPECTED SWARM_TIMEOUT REDIS_PORT PORT
+# SOURCES HOLD_TTL PAY_SHARE CANCEL_SHARE PAY_DELAY HELD_WAIT WEBHOOKS_EXPECTED SWARM_TIMEOUT REDIS_PORT PORT
 # WEBHOOK_PORT OUT.
 #
 # Stops by itself: every wait is bounded, the swarm's run by its -timeout, and every process started here
@@ -41,6 +41,8 @@ HOLD_TTL=${HOLD_TTL:-5s}
 PAY_SHARE=${PAY_SHARE:-0.8}
 CANCEL_SHARE=${CANCEL_SHARE:-0.05}
 PAY_DELAY=${PAY_DELAY:-0.5s-3s}
+# How long an admitted user who finds every free seat held waits for one to come back (swarm -held-wait).
+HELD_WAIT=${HELD_WAIT:-30s}
 WEBHOOKS_EXPECTED=${WEBHOOKS_EXPECTED:-false}
 SWARM_TIMEOUT=${SWARM_TIMEOUT:-300s}
 REDIS_PORT=${REDIS_PORT:-16399}
@@ -88,7 +90,7 @@ psql_admin -c "CREATE DATABASE $DB" postgres
 
 {
   echo "box office, hold checkout: $USERS users, $CONCURRENCY connected at once, 1 seat each, $SEATS seats ($ROWS × $SEATS_PER_ROW);"
-  echo "admission: interval $INTERVAL, batch_size $BATCH, max_active $MAX_ACTIVE, active_ttl $ACTIVE_TTL; hold_ttl $HOLD_TTL; pay share $PAY_SHARE after $PAY_DELAY, refund share $CANCEL_SHARE; swarm -retries $RETRIES -sources $SOURCES;"
+  echo "admission: interval $INTERVAL, batch_size $BATCH, max_active $MAX_ACTIVE, active_ttl $ACTIVE_TTL; hold_ttl $HOLD_TTL; pay share $PAY_SHARE after $PAY_DELAY, refund share $CANCEL_SHARE; swarm -retries $RETRIES -sources $SOURCES -held-wait $HELD_WAIT;"
   echo "load at start $(cut -d' ' -f1-3 /proc/loadavg); Redis $(redis-server --version | awk '{print $3}' | cut -d= -f2) on :$REDIS_PORT, $(psql_admin -c 'SHOW server_version' postgres | sed 's/^/PostgreSQL /; s/ (.*//'); $(nproc) cores: $(lscpu | awk -F: '/^Model name/ {gsub(/^ +/, "", $2); print $2}')"
 } | tee "$OUT/setup.txt"
 
@@ -136,7 +138,7 @@ s0=$(proc_cpu "$server_pid")
 t0=$(date +%s.%N)
 "$WORK/swarm" -url "$BASE" -screening "$SCREENING" -users "$USERS" -concurrency "$CONCURRENCY" -seats 1 -retries "$RETRIES" \
   -sources "$SOURCES" -timeout "$SWARM_TIMEOUT" -checkout hold -pay-share "$PAY_SHARE" -cancel-share "$CANCEL_SHARE" \
-  -pay-delay "$PAY_DELAY" -confirm-key "$CONFIRM_KEY" -admin-key "$ADMIN_KEY" -database "$DB_URL" \
+  -pay-delay "$PAY_DELAY" -held-wait "$HELD_WAIT" -confirm-key "$CONFIRM_KEY" -admin-key "$ADMIN_KEY" -database "$DB_URL" \
   -webhook-listen "127.0.0.1:$WEBHOOK_PORT" -webhook-secret "$WEBHOOK_SECRET" "${expected[@]}" \
   -json "$OUT/swarm.json" >"$OUT/swarm.txt" 2>"$OUT/swarm.err" || swarm_rc=$?
 t1=$(date +%s.%N)
