@@ -44,6 +44,12 @@ func (v *visit) reserve(ctx context.Context, sock *socket, pass string, r *resul
 			}
 			switch v.waitForSeats(ctx, sock, heldSince.Add(v.cfg.Checkout.HeldWait)) {
 			case seatsBack:
+				// A person sees the seat come back and reacts; the quickest takes it, and the others' maps
+				// show it held by then rather than all of them posting for it at once.
+				if !v.pause(ctx, payDelay(reactionMin, reactionMax)) {
+					r.fail(stopKind(ctx), errors.New("stopped while waiting for held seats"))
+					return false
+				}
 			case seatsSoldOut:
 				r.Outcome = SoldOut
 				return false
@@ -100,6 +106,13 @@ func (v *visit) reserve(ctx context.Context, sock *socket, pass string, r *resul
 	r.Outcome = GaveUp
 	return true
 }
+
+// reactionMin and reactionMax bound a waiting user's pause, uniform between them, from a seat coming back
+// on sale to its reading the map again.
+const (
+	reactionMin = 200 * time.Millisecond
+	reactionMax = 1500 * time.Millisecond
+)
 
 // What a wait for held seats ended with.
 const (
