@@ -30,6 +30,17 @@ type Orders struct {
 	// HoldToConfirm is created_at to confirmed_at of the orders that were held and confirmed, as the
 	// database stamped them.
 	HoldToConfirm Latency `json:"hold_to_confirm"`
+	// SoldOutEvents are the screening.sold_out messages of the outbox, with the seats the orders say were
+	// free or only held at each.
+	SoldOutEvents []SoldOutEvent `json:"sold_out_events,omitempty"`
+}
+
+// SoldOutEvent is one closing of the line as sold out: when (Unix ms), and how many seats were in no order
+// (Free) or in one not yet confirmed (Held) then, by the orders' times (within closingSlack).
+type SoldOutEvent struct {
+	AtMs int64 `json:"at_ms"`
+	Free int   `json:"free"`
+	Held int   `json:"held"`
 }
 
 // orderRow is one order of the screening.
@@ -37,7 +48,7 @@ type orderRow struct {
 	code, status, cancelledBy string
 	held                      bool // it had a hold (hold_expires_at set)
 	createdAt                 time.Time
-	confirmedAt               sql.NullTime
+	confirmedAt, endedAt      sql.NullTime
 }
 
 // outboxRow is one message of the webhooks' outbox.
@@ -46,6 +57,7 @@ type outboxRow struct {
 	code      string // the order's, for an order event
 	screening string // the screening's, for a screening event
 	delivered bool
+	createdAt time.Time
 }
 
 // orderState is what the database read: the orders by code, each seat's live rows, the outbox.
@@ -60,14 +72,14 @@ type orderState struct {
 // readOrders reads the screening's orders, seats and outbox from db.
 func readOrders(ctx context.Context, db *sql.DB, screening string) (orderState, error) {
 	st := orderState{orders: map[string]orderRow{}, live: map[string][]string{}, dead: map[string][]string{}}
-	rows, err := db.QueryContext(ctx, `SELECT code, status, COALESCE(cancelled_by, ''), hold_expires_at IS NOT NULL, created_at, confirmed_at
+	rows, err := db.QueryContext(ctx, `SELECT code, status, COALESCE(cancelled_by, ''), hold_expires_at IS NOT NULL, created_at, confirmed_at, ended_at
 		FROM reservations WHERE screening_id = $1`, screening)
 	if err != nil {
 		return st, fmt.Errorf("orders: %w", err)
 	}
 	for rows.Next() {
 		var o orderRow
-		if err := rows.Scan(&o.code, &o.status, &o.cancelledBy, &o.held, &o.createdAt, &o.confirmedAt); err != nil {
+		if err := rows.Scan(&o.code, &o.status, &o.cancelledBy, &o.held, &o.createdAt, &o.confirmedAt, &o.endedAt); err != nil {
 			rows.Close()
 			return st, fmt.Errorf("orders: %w", err)
 		}
@@ -129,7 +141,7 @@ func closeRows(rows *sql.Rows) error {
 
 // readOutbox reads the outbox's messages about the screening: its orders' and its own.
 func readOutbox(ctx context.Context, db *sql.DB, screening string, orders map[string]orderRow) ([]outboxRow, error) {
-	rows, err := db.QueryContext(ctx, `SELECT msg_id, type, payload, delivered_at IS NOT NULL FROM webhook_outbox ORDER BY id`)
+	rows, err := db.QueryContext(ctx, `SELECT msg_id, type, payload, delivered_at IS NOT NULL, created_at FROM webhook_outbox ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("webhook outbox: %w", err)
 	}
@@ -137,7 +149,7 @@ func readOutbox(ctx context.Context, db *sql.DB, screening string, orders map[st
 	for rows.Next() {
 		var m outboxRow
 		var payload string
-		if err := rows.Scan(&m.id, &m.typ, &payload, &m.delivered); err != nil {
+		if err := rows.Scan(&m.id, &m.typ, &payload, &m.delivered, &m.createdAt); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("webhook outbox: %w", err)
 		}
@@ -247,8 +259,60 @@ func checkOrders(st orderState, results []result) (Orders, []string) {
 		}
 	}
 	problems = append(problems, checkOutbox(st)...)
+	var closings []string
+	o.SoldOutEvents, closings = checkClosings(st)
+	problems = append(problems, closings...)
 	sort.Strings(problems)
 	return o, problems
+}
+
+// closingSlack is how far apart in time the database's stamps of one moment may be (a transaction's now,
+// the server's clock, the outbox row's default): a seat counts as taken at t if an order had it within
+// this of t.
+const closingSlack = time.Second
+
+// checkClosings checks each screening.sold_out of the outbox against the orders: when the line closed as
+// sold out, every seat was in an order, and that order confirmed. It returns each closing with the seats
+// that were free and held then, and a problem for each that closed too soon.
+func checkClosings(st orderState) ([]SoldOutEvent, []string) {
+	seatsOf := map[string][]string{} // order code -> its seats
+	for seat, codes := range st.live {
+		for _, c := range codes {
+			seatsOf[c] = append(seatsOf[c], seat)
+		}
+	}
+	for seat, codes := range st.dead {
+		for _, c := range codes {
+			seatsOf[c] = append(seatsOf[c], seat)
+		}
+	}
+	var events []SoldOutEvent
+	var problems []string
+	for _, m := range st.outbox {
+		if m.typ != "screening.sold_out" {
+			continue
+		}
+		t := m.createdAt
+		taken, sold := map[string]bool{}, map[string]bool{}
+		for code, row := range st.orders {
+			if row.createdAt.After(t.Add(closingSlack)) || row.endedAt.Valid && row.endedAt.Time.Before(t.Add(-closingSlack)) {
+				continue // not yet made, or over, at t
+			}
+			for _, seat := range seatsOf[code] {
+				taken[seat] = true
+				if row.confirmedAt.Valid && !row.confirmedAt.Time.After(t.Add(closingSlack)) {
+					sold[seat] = true
+				}
+			}
+		}
+		ev := SoldOutEvent{AtMs: t.UnixMilli(), Free: len(st.seats) - len(taken), Held: len(taken) - len(sold)}
+		events = append(events, ev)
+		if ev.Free > 0 || ev.Held > 0 {
+			problems = append(problems, fmt.Sprintf("the line closed as sold out at %s with %d seats in no order and %d only held",
+				t.UTC().Format("15:04:05.000"), ev.Free, ev.Held))
+		}
+	}
+	return events, problems
 }
 
 // checkOutbox checks that every order transition has its message in the outbox: held (if the order was),

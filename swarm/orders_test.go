@@ -20,9 +20,10 @@ func endState() (orderState, []result) {
 	confirmed := sql.NullTime{Time: t0.Add(2 * time.Second), Valid: true}
 	st := orderState{
 		orders: map[string]orderRow{
-			"lapsed":   {code: "lapsed", status: "expired", held: true, createdAt: t0},
-			"paid":     {code: "paid", status: "confirmed", held: true, createdAt: t0, confirmedAt: confirmed},
-			"refunded": {code: "refunded", status: "cancelled", cancelledBy: "admin", held: true, createdAt: t0, confirmedAt: confirmed},
+			"lapsed": {code: "lapsed", status: "expired", held: true, createdAt: t0, endedAt: sql.NullTime{Time: t0.Add(5 * time.Second), Valid: true}},
+			"paid":   {code: "paid", status: "confirmed", held: true, createdAt: t0, confirmedAt: confirmed},
+			"refunded": {code: "refunded", status: "cancelled", cancelledBy: "admin", held: true, createdAt: t0, confirmedAt: confirmed,
+				endedAt: sql.NullTime{Time: t0.Add(3 * time.Second), Valid: true}},
 		},
 		seats: []string{"A1", "A2", "A3"},
 		live:  map[string][]string{"A1": {"paid"}},
@@ -50,6 +51,9 @@ func TestSettledHoldSalePassesTheOrderCheck(t *testing.T) {
 	}
 	if o.Sold != 1 || o.Available != 2 || o.Held != 0 || o.Seats != 3 {
 		t.Errorf("sold %d, available %d, held %d of %d; want 1, 2, 0 of 3", o.Sold, o.Available, o.Held, o.Seats)
+	}
+	if len(o.SoldOutEvents) != 0 {
+		t.Errorf("sold-out events = %+v, want none", o.SoldOutEvents)
 	}
 	if o.HoldToConfirm.Count != 2 || o.HoldToConfirm.P50Ms != 2000 {
 		t.Errorf("hold to confirm = %+v, want 2 samples of 2 s", o.HoldToConfirm)
@@ -82,6 +86,10 @@ func TestOrderCheckFindsEveryBreach(t *testing.T) {
 		{"a confirmed order's seat not live", func(st *orderState, _ []result) {
 			st.dead["A3"] = []string{"paid"}
 		}, "seat A3 of order paid, which is confirmed, is no longer live"},
+		{"the line closed as sold out with seats free", func(st *orderState, _ []result) {
+			st.outbox = append(st.outbox, outboxRow{id: "so", typ: "screening.sold_out", screening: "x",
+				createdAt: st.orders["paid"].confirmedAt.Time.Add(time.Minute)})
+		}, "with 2 seats in no order and 0 only held"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, results := endState()

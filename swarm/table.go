@@ -262,6 +262,10 @@ func (r Report) writeBoxOffice(p printer) {
 		}
 		sort.Strings(statuses)
 		p("ORDERS\t%s; seats: %d sold, %d held, %d available of %d\n", strings.Join(statuses, ", "), o.Sold, o.Held, o.Available, o.Seats)
+		for _, ev := range o.SoldOutEvents {
+			p("SOLD_OUT EVENT\t%s: %d seats in no order, %d only held then\n",
+				time.UnixMilli(ev.AtMs).UTC().Format("15:04:05.000"), ev.Free, ev.Held)
+		}
 	}
 	w := b.Webhooks
 	if w.Listen == "" {
