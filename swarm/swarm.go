@@ -181,7 +181,7 @@ func (e ends) close() {
 }
 
 // settlePoll is how often the settle looks at the end state.
-const settlePoll = 250 * time.Millisecond
+const settlePoll = time.Second
 
 // settle waits, up to the check's Settle, until no seat is held (the sweeper expired the last lapsed
 // holds) and, when deliveries are expected, every message of the outbox reached the receiver; it returns

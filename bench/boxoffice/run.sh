@@ -17,7 +17,7 @@
 # asserted.
 #
 # Settings (environment): USERS CONCURRENCY ROWS SEATS_PER_ROW INTERVAL BATCH MAX_ACTIVE ACTIVE_TTL RETRIES
-# SOURCES HOLD_TTL PAY_SHARE CANCEL_SHARE PAY_DELAY HELD_WAIT WEBHOOKS_EXPECTED SWARM_TIMEOUT REDIS_PORT PORT
+# SOURCES HOLD_TTL PAY_SHARE CANCEL_SHARE PAY_DELAY HELD_WAIT WEBHOOKS_EXPECTED SETTLE SWARM_TIMEOUT REDIS_PORT PORT
 # WEBHOOK_PORT OUT.
 #
 # Stops by itself: every wait is bounded, the swarm's run by its -timeout, and every process started here
@@ -44,6 +44,9 @@ PAY_DELAY=${PAY_DELAY:-0.5s-3s}
 # How long an admitted user who finds every free seat held waits for one to come back (swarm -held-wait).
 HELD_WAIT=${HELD_WAIT:-30s}
 WEBHOOKS_EXPECTED=${WEBHOOKS_EXPECTED:-false}
+# How long the swarm waits after its last user for the last holds to lapse and, with WEBHOOKS_EXPECTED=true,
+# for every message of the outbox to arrive (swarm -settle).
+SETTLE=${SETTLE:-30s}
 SWARM_TIMEOUT=${SWARM_TIMEOUT:-300s}
 REDIS_PORT=${REDIS_PORT:-16399}
 PORT=${PORT:-18310}
@@ -138,7 +141,7 @@ s0=$(proc_cpu "$server_pid")
 t0=$(date +%s.%N)
 "$WORK/swarm" -url "$BASE" -screening "$SCREENING" -users "$USERS" -concurrency "$CONCURRENCY" -seats 1 -retries "$RETRIES" \
   -sources "$SOURCES" -timeout "$SWARM_TIMEOUT" -checkout hold -pay-share "$PAY_SHARE" -cancel-share "$CANCEL_SHARE" \
-  -pay-delay "$PAY_DELAY" -held-wait "$HELD_WAIT" -confirm-key "$CONFIRM_KEY" -admin-key "$ADMIN_KEY" -database "$DB_URL" \
+  -pay-delay "$PAY_DELAY" -held-wait "$HELD_WAIT" -settle "$SETTLE" -confirm-key "$CONFIRM_KEY" -admin-key "$ADMIN_KEY" -database "$DB_URL" \
   -webhook-listen "127.0.0.1:$WEBHOOK_PORT" -webhook-secret "$WEBHOOK_SECRET" "${expected[@]}" \
   -json "$OUT/swarm.json" >"$OUT/swarm.txt" 2>"$OUT/swarm.err" || swarm_rc=$?
 t1=$(date +%s.%N)
