@@ -6,6 +6,11 @@
 // stops on sold out. Hold: every user registers and stays connected, reading pushes, until Duration has
 // passed, then closes; it measures how late position messages arrive and which ticks a user missed.
 //
+// Flow mode pays in one of two checkouts (Config.Checkout): instant, where a 201 is a ticket, or hold,
+// where a 201 holds the order and the user confirms it after a pay delay, or never does; the operator
+// refunds a share of those who paid. At the end of a run the orders can be checked in PostgreSQL and the
+// webhooks counted by a receiver the run starts (Config.Check).
+//
 // Guarantees: at most Config.Concurrency users exist at once (one goroutine and one socket each); every
 // socket read and write has a deadline and the whole run ends by Config.Timeout, so Run always returns;
 // every goroutine, connection and child process Run starts is stopped, closed or waited for before it
