@@ -22,6 +22,7 @@
 //   - sweeper.go: the holds that lapse, expired once cluster-wide.
 //   - reconcile.go: the seat sets in Redis brought back to SQL after a transition's follow-up failed.
 //   - outbox.go: the webhooks' outbox, written in the transaction of each transition.
+//   - news.go: the seat changes, gathered and published to every instance's admitted sockets.
 //   - store.go, store_read.go, store_write.go: the SQL side, its reads, a reservation's write.
 //   - screenings.go: creating and managing screenings, and the scheduler's list of sales.
 //   - db.go: opening the database and migrating it (migrations/postgres, migrations/sqlite).
@@ -95,6 +96,7 @@ type Booking struct {
 	sold     soldSeats           // the seats this instance knows are sold: a sale is never undone
 	instance string              // starts every lock owner id of this process, so a waiter knows a local holder
 	metrics  *Metrics            // nil: nothing counted (SetMetrics)
+	news     seatNews            // the seat changes on their way to the admitted sockets (news.go)
 
 	// Tests only: afterFence runs inside the transaction after the fence is written (to pause a holder
 	// past its lease); noHeldCheck skips the check before commit (so a lapsed holder reaches the fence and

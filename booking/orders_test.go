@@ -432,24 +432,27 @@ func TestHoldsLapseAfterRedisForgotThem(t *testing.T) {
 }
 
 // A confirm that finds the hold lapsed is HOLD_EXPIRED even when what follows the expiry fails (Redis
-// refusing the seat change's publish): never an answer that says the order moved.
+// refusing the seat sets' script): never an answer that says the order moved.
 func TestALateConfirmIsRefusedWhenTheExpirysFollowUpFails(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		env.Demo(t, "s1", 1, 3)
-		cut := redis.NewClient(env.Redis.(*redis.Client).Options())
-		t.Cleanup(func() { cut.Close() })
-		cut.AddHook(testenv.Refuse{Names: []string{"publish", "spublish"}, Err: errors.New("connection reset")})
 		f := newFixture(t, env, env.Prefix, holding(100*time.Millisecond))
-		f.book = booking.New(f.store, cut, f.prefix, f.q, f.passes, holding(100*time.Millisecond))
 		u := f.admit(t, "s1", 1)[0]
 		ctx := context.Background()
 		o, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A1"})
-		if err != nil && !errors.As(err, new(*booking.AfterCommitError)) {
+		if err != nil {
 			t.Fatal(err)
 		}
+		cut := redis.NewClient(env.Redis.(*redis.Client).Options())
+		t.Cleanup(func() { cut.Close() })
+		cut.AddHook(testenv.Refuse{Names: []string{"evalsha", "eval"}, Err: errors.New("connection reset")})
+		late := booking.New(f.store, cut, f.prefix, f.q, f.passes, holding(100*time.Millisecond))
 		time.Sleep(150 * time.Millisecond)
-		if got, err := f.book.Confirm(ctx, o.Code); !errors.Is(err, booking.ErrHoldExpired) {
+		if got, err := late.Confirm(ctx, o.Code); !errors.Is(err, booking.ErrHoldExpired) {
 			t.Fatalf("late Confirm with the follow-up failing = %+v, %v; want ErrHoldExpired", got, err)
+		}
+		if got, _ := f.store.Order(ctx, o.Code); got.Status != booking.StatusExpired {
+			t.Errorf("order after = %s, want expired", got.Status)
 		}
 	})
 }

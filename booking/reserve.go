@@ -188,8 +188,9 @@ func (b *Booking) refused(ctx context.Context, h *hold, err error) error {
 // settle does what follows a commit, which cannot undo it: count the seats left, spend the pass (a held
 // order keeps its slot until the hold lapses; a confirmed one frees it, and a failure leaves it to expire by
 // time), close the line if that was the last seat (or, while some are only held, tell the line they all
-// are), and release the locks with the seats marked taken. Spending the pass and releasing the locks go to
-// Redis side by side: the winner waits one round trip for both, not two. A failure among these is an
+// are), release the locks with the seats marked taken, and hand the seat change to the admitted sockets'
+// news (news.go, sent without the request waiting). Spending the pass and releasing the locks go to Redis
+// side by side: the winner waits one round trip for both, not two. A failure among these is an
 // AfterCommitError, with the reservation.
 func (b *Booking) settle(ctx context.Context, claims queue.Claims, h *hold, r Reservation) (Reservation, error) {
 	var after []error
@@ -214,7 +215,8 @@ func (b *Booking) settle(ctx context.Context, claims queue.Claims, h *hold, r Re
 		after = append(after, b.noneLeft(ctx, h, left))
 	}
 	b.unlock(ctx, h)
-	after = append(after, <-spent, b.seatsChanged(ctx, h.screening, r.Seats, r.Status))
+	b.news.add(h.screening, r.Seats, r.Status)
+	after = append(after, <-spent)
 	if err := errors.Join(after...); err != nil {
 		return r, &AfterCommitError{Err: err}
 	}

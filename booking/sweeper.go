@@ -37,9 +37,19 @@ var renewScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0`)
 
-// RunSweeper expires lapsed holds every sweepEvery while this instance holds the sweeper's lease, until ctx
+// Run does booking's background work until ctx ends: the sweeper (below) and the seat news (news.go),
+// telling log of what fails.
+func (b *Booking) Run(ctx context.Context, log *slog.Logger) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { b.publishNews(ctx, log) })
+	err := b.runSweeper(ctx, log)
+	wg.Wait()
+	return err
+}
+
+// runSweeper expires lapsed holds every sweepEvery while this instance holds the sweeper's lease, until ctx
 // ends, telling log of a failed sweep.
-func (b *Booking) RunSweeper(ctx context.Context, log *slog.Logger) error {
+func (b *Booking) runSweeper(ctx context.Context, log *slog.Logger) error {
 	owner := b.instance + "/" + queue.NewToken()[:8]
 	key := b.prefix + "sweeper"
 	t := time.NewTicker(sweepEvery)

@@ -220,7 +220,8 @@ func (b *Booking) afterMove(ctx context.Context, o, done Order, t transition) er
 	for _, s := range o.Seats {
 		args = append(args, s)
 	}
-	after = append(after, seatsScript.Run(ctx, b.rdb, keys, args...).Err(), b.seatsChanged(ctx, o.Screening, o.Seats, done.Status))
+	after = append(after, seatsScript.Run(ctx, b.rdb, keys, args...).Err())
+	b.news.add(o.Screening, o.Seats, done.Status)
 	if o.Status == StatusHeld && o.HoldExpiresAt != nil {
 		after = append(after, b.admissions.Release(ctx, o.Screening, o.Holder, *o.HoldExpiresAt))
 	}
@@ -274,21 +275,4 @@ func (b *Booking) screeningEvent(ctx context.Context, typ, screening string, epo
 	}
 	id := fmt.Sprintf("msg_%s_%s_%d", typ, screening, epoch)
 	return enqueueOnce(ctx, b.store.db, id, typ, map[string]any{"screening": screening})
-}
-
-// seatsChanged tells every instance's admitted sockets that seats of the screening are now status (an
-// order's status: held, or sold once confirmed, or available once it ended).
-func (b *Booking) seatsChanged(ctx context.Context, screening string, seats []string, status string) error {
-	state := "available"
-	switch status {
-	case StatusHeld:
-		state = "held"
-	case StatusConfirmed:
-		state = "sold"
-	}
-	changes := make([]queue.SeatChange, len(seats))
-	for i, s := range seats {
-		changes[i] = queue.SeatChange{ID: s, Status: state}
-	}
-	return b.admissions.PublishSeats(ctx, screening, changes)
 }

@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -82,8 +83,8 @@ type passCheck struct {
 }
 
 // sendChecks reads every check of batch in one pipeline: for each, the token's slot and the pass's spent
-// mark; and once per screening, after them, the line's closing (a burst's thousand checks are mostly of
-// one screening: one EXISTS instead of a thousand).
+// mark; and once per screening, after them, the line's closing and its released count, in one MGET (a
+// burst's thousand checks are mostly of one screening: one read instead of a thousand).
 func (q *Queue) sendChecks(batch []*passCheck) {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
@@ -91,26 +92,28 @@ func (q *Queue) sendChecks(batch []*passCheck) {
 		held, spent *redis.FloatCmd
 	}
 	cmds := make([]reads, len(batch))
-	closed := make(map[string]*redis.IntCmd, 1)
-	released := make(map[string]*redis.StringCmd, 1)
+	lines := make(map[string]*redis.SliceCmd, 1) // closed key -> MGET closed, released
 	pipe := q.rdb.Pipeline()
 	for i, c := range batch {
 		cmds[i] = reads{held: pipe.ZScore(ctx, c.active, c.token), spent: pipe.ZScore(ctx, c.spent, c.id)}
 	}
 	for _, c := range batch {
-		if closed[c.closed] == nil {
-			closed[c.closed] = pipe.Exists(ctx, c.closed)
-			released[c.closed] = pipe.Get(ctx, c.released)
+		if lines[c.closed] == nil {
+			lines[c.closed] = pipe.MGet(ctx, c.closed, c.released)
 		}
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, c := range batch {
-		r, isClosed, rel := cmds[i], closed[c.closed], released[c.closed]
-		c.err = firstErr(r.held.Err(), r.spent.Err(), isClosed.Err(), rel.Err())
-		c.released64, _ = rel.Int64()
+		r, line := cmds[i], lines[c.closed]
+		c.err = firstErr(r.held.Err(), r.spent.Err(), line.Err())
+		if vals := line.Val(); len(vals) == 2 {
+			c.isClosed = vals[0] != nil
+			if n, ok := vals[1].(string); ok {
+				c.released64, _ = strconv.ParseInt(n, 10, 64)
+			}
+		}
 		c.held, c.heldUntil = r.held.Err() == nil, int64(r.held.Val())
 		c.spentFound = r.spent.Err() == nil
-		c.isClosed = isClosed.Val() == 1
 		close(c.done)
 	}
 }

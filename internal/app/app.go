@@ -126,7 +126,7 @@ func (a *App) Run(ctx context.Context) error {
 	bg.Go(func() error { return a.Hub.Run(ctx) })
 	bg.Go(func() error { return a.report(ctx) })
 	bg.Go(func() error { return a.Store.KeepWarm(ctx, a.Config.Database.MinConns, a.Log) })
-	bg.Go(func() error { return a.Booking.RunSweeper(ctx, a.Log) })
+	bg.Go(func() error { return a.Booking.Run(ctx, a.Log) })
 	if a.Webhooks != nil {
 		bg.Go(func() error { return a.Webhooks.Run(ctx) })
 	}
