@@ -37,6 +37,9 @@ type Config struct {
 	Rate int
 	// Seats is how many seats a user reserves; 0 means 1. A user who finds fewer left takes what is left.
 	Seats int
+	// Best asks the server for that many seats (best available, {"count": n}) instead of naming seats
+	// picked from the map; the map is still read, to tell a sale with seats left from one sold out.
+	Best bool
 	// Retries is how many times a user tries other seats after a 409 SEAT_TAKEN or SEAT_LOCKED before it
 	// gives up. 0 means one try only.
 	Retries int

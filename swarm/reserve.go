@@ -93,6 +93,8 @@ func (v *visit) reserve(ctx context.Context, sock *socket, pass string, r *resul
 		case status == http.StatusConflict && body.Error.Code == "SOLD_OUT":
 			r.Outcome = SoldOut
 			return false
+		case status == http.StatusConflict && body.Error.Code == "NOT_ENOUGH_SEATS":
+			// Best available found too few free: the map read next tells what is left.
 		case status == http.StatusConflict && (body.Error.Code == "SEAT_TAKEN" || body.Error.Code == "SEAT_LOCKED"):
 			for _, seat := range body.Error.Seats {
 				locked[seat] = true
@@ -231,7 +233,11 @@ func (s *swarm) seatMap(ctx context.Context, client *http.Client) ([]seat, error
 }
 
 func (v *visit) post(ctx context.Context, pass string, seats []string) (int, reservation, error) {
-	body, err := json.Marshal(map[string][]string{"seats": seats})
+	var want any = map[string][]string{"seats": seats}
+	if v.cfg.Best {
+		want = map[string]int{"count": len(seats)}
+	}
+	body, err := json.Marshal(want)
 	if err != nil {
 		return 0, reservation{}, err
 	}

@@ -16,8 +16,9 @@
 # check of any run failed. Wall time is measured and reported (target: within 60 s), not asserted.
 #
 # Settings (environment): USERS CONCURRENCY ROWS SEATS_PER_ROW INTERVAL BATCH MAX_ACTIVE ACTIVE_TTL
-# RETRIES OPENS_IN SOURCES REDIS_PORT PORT LOAD_MAX BUSY_MAX LOAD_WAIT OUT, and PPROF=true to keep a CPU
-# profile of the server over each run (bench.pprof) in OUT.
+# RETRIES OPENS_IN SOURCES REDIS_PORT PORT LOAD_MAX BUSY_MAX LOAD_WAIT OUT, PPROF=true to keep a CPU
+# profile of the server over each run (bench.pprof) in OUT, and SWARM_ARGS for more flags of the swarm
+# (SWARM_ARGS=-best: each user asks for the best seat, {"count": 1}, instead of naming one).
 #
 # Stops by itself: every wait is bounded, the swarm's run by its -timeout, and every process started here
 # is stopped on exit.
@@ -170,7 +171,7 @@ for run in $(seq 1 "$RUNS"); do
   pg_cpu "$WORK/pg0"
   m0=$(machine_busy); s0=$(proc_cpu "$server_pid"); times >"$WORK/times0"; w0=$(children_cpu "$WORK/times0"); r0=$(redis_cpu); t0=$(date +%s.%N)
   "$WORK/swarm" -url "$BASE" -screening "$SCREENING" -users "$USERS" -concurrency "$CONCURRENCY" -seats 1 -retries "$RETRIES" \
-    -sources "$SOURCES" -timeout "$SWARM_TIMEOUT" -json "$OUT/swarm-$run.json" \
+    -sources "$SOURCES" -timeout "$SWARM_TIMEOUT" -json "$OUT/swarm-$run.json" ${SWARM_ARGS:-} \
     >"$OUT/swarm-$run.txt" 2>"$WORK/swarm-$run.err" || swarm_rc=$?
   m1=$(machine_busy); s1=$(proc_cpu "$server_pid"); times >"$WORK/times1"; w1=$(children_cpu "$WORK/times1"); r1=$(redis_cpu); t1=$(date +%s.%N)
   pg=$(pg_cpu "$WORK/pg1" "$WORK/pg0")

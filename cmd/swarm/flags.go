@@ -35,6 +35,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	users := fs.Int("users", 2000, "how many virtual users take part")
 	concurrency := fs.Int("concurrency", 0, "how many users are connected at once (0: all of them)")
 	seats := fs.Int("seats", 1, "seats each user reserves")
+	best := fs.Bool("best", false, `ask the server for the best -seats seats ({"count": n}) instead of naming seats picked from the map`)
 	retries := fs.Int("retries", 3, "how often a user tries other seats after a 409 SEAT_TAKEN or SEAT_LOCKED")
 	timeout := fs.Duration("timeout", 0, fmt.Sprintf("bound of the whole run (0: %s; in hold mode -duration plus 2m)", swarm.DefaultTimeout))
 	mode := fs.String("mode", string(swarm.Flow), `"flow": wait, reserve once admitted, leave; "hold": register and stay connected for -duration, measuring the pushes`)
@@ -70,7 +71,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	return options{
 		config: swarm.Config{
 			URL: *serverURL, Screening: *screening, Users: *users, Concurrency: *concurrency,
-			Seats: *seats, Retries: *retries, Timeout: *timeout,
+			Seats: *seats, Best: *best, Retries: *retries, Timeout: *timeout,
 			Mode: swarm.Mode(*mode), Duration: *duration, Leave: *leave, Procs: *procs, Sources: *sources, Rate: *rate,
 			Checkout: swarm.Checkout{Mode: *checkout, PayShare: *payShare, CancelShare: *cancelShare,
 				ConfirmKey: *confirmKey, AdminKey: *adminKey, PayDelayMin: payMin, PayDelayMax: payMax, HeldWait: *heldWait},
