@@ -69,8 +69,9 @@ func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash st
 	return b.reserveHold(ctx, claims, key, hash, seats, false)
 }
 
-// reserveNow is reserve without waiting for a seat another request holds: a LockedError at once (best
-// available picks again).
+// reserveNow is reserve without waiting for a seat another request holds, its seats claimed among the
+// requests here before anything else (the claim is given up on every way out): a LockedError at once when
+// another request here has one of them, before any Redis call (best available picks again).
 func (b *Booking) reserveNow(ctx context.Context, claims queue.Claims, key, hash string, seats []string) (Reservation, error) {
 	return b.reserveHold(ctx, claims, key, hash, seats, true)
 }
@@ -83,6 +84,10 @@ func (b *Booking) reserveHold(ctx context.Context, claims queue.Claims, key, has
 	h := b.newHold(claims.Screening, len(cat.seats), seats)
 	if noWait {
 		h.deadline = time.Now()
+		if seat, _ := b.released.claim(h.seatKeys(), h.seats, h.owner); seat != "" {
+			return Reservation{}, &LockedError{Seat: seat}
+		}
+		defer b.released.release(h.seatKeys(), h.owner)
 	}
 	// A seat another request here holds is waited for here, before any Redis call: the losers of a burst on
 	// a few seats wait without a lock script each, and check their pass once the winner has committed.
