@@ -119,22 +119,18 @@ func (s *Store) Order(ctx context.Context, code string) (Order, error) {
 	if !ValidOrderCode(code) {
 		return Order{}, fmt.Errorf("booking: order: %w", ErrBadOrderCode)
 	}
-	r, err := orderByCode(ctx, s.db, code, false)
+	r, err := s.orderByCode(ctx, code)
 	if err != nil {
 		return Order{}, err
 	}
 	return s.withSeats(ctx, r)
 }
 
-// orderByCode reads the order with code, inside a transaction or not; forUpdate locks its row (PostgreSQL)
-// until the transaction ends.
-func orderByCode(ctx context.Context, q sqlx.QueryerContext, code string, forUpdate bool) (orderRow, error) {
-	query := `SELECT ` + orderColumns + ` FROM reservations o JOIN screenings s ON s.id = o.screening_id WHERE o.code = ?`
-	if forUpdate {
-		query += ` FOR UPDATE OF o`
-	}
+// orderByCode reads the order with code, without its seats.
+func (s *Store) orderByCode(ctx context.Context, code string) (orderRow, error) {
 	var r orderRow
-	err := sqlx.GetContext(ctx, q, &r, sqlx.Rebind(sqlx.BindType(driverOf(q)), query), code)
+	err := s.db.GetContext(ctx, &r, s.db.Rebind(`SELECT `+orderColumns+`
+		FROM reservations o JOIN screenings s ON s.id = o.screening_id WHERE o.code = ?`), code)
 	if errors.Is(err, sql.ErrNoRows) {
 		return orderRow{}, fmt.Errorf("booking: order: %w", ErrOrderNotFound)
 	}
@@ -142,17 +138,6 @@ func orderByCode(ctx context.Context, q sqlx.QueryerContext, code string, forUpd
 		return orderRow{}, fmt.Errorf("booking: order: %w", err)
 	}
 	return r, nil
-}
-
-// driverOf is the driver name of a database or a transaction of ours.
-func driverOf(q sqlx.QueryerContext) string {
-	switch v := q.(type) {
-	case *sqlx.DB:
-		return v.DriverName()
-	case *sqlx.Tx:
-		return v.DriverName()
-	}
-	return ""
 }
 
 // maxOrdersListed bounds one listing of a screening's orders.

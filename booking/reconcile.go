@@ -7,6 +7,7 @@ package booking
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,7 +52,7 @@ func (b *Booking) reconcile(ctx context.Context, screening string) (int, error) 
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("booking: reconcile %s: %w", screening, err)
 	}
-	if !contains(soldCmd.Val(), soldSentinel) {
+	if !slices.Contains(soldCmd.Val(), soldSentinel) {
 		return 0, nil // not loaded: the next seat map reads SQL whole
 	}
 	fromSQL, err := b.store.Seats(ctx, screening)
@@ -75,15 +76,6 @@ func (b *Booking) reconcile(ctx context.Context, screening string) (int, error) 
 		return 0, fmt.Errorf("booking: reconcile %s: %w", screening, err)
 	}
 	return len(sold.add) + len(sold.remove) + len(held.add) + len(held.remove), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // setFix is what a set in Redis lacks (add) and has too many of (remove) against SQL.

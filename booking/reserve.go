@@ -103,7 +103,7 @@ func (b *Booking) reserveHold(ctx context.Context, claims queue.Claims, key, has
 	}
 	r, err := b.commit(ctx, h, write{
 		screening: h.screening, holder: claims.Token, passID: claims.ID, seats: seats, total: h.total,
-		idempotencyKey: key, hash: hash, code: NewOrderCode(), checkout: b.settings.Checkout,
+		idempotencyKey: key, hash: hash, code: NewOrderCode(), checkout: b.Checkout(),
 		holdTTL: b.settings.HoldTTL, webhooks: b.settings.Webhooks,
 	})
 	if err != nil {

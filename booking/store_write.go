@@ -28,17 +28,9 @@ type write struct {
 	total                     int      // the screening's seat count
 	idempotencyKey, hash      string
 	code                      string        // the order's code
-	checkout                  string        // the server's checkout mode, for a screening without its own
+	checkout                  string        // the server's checkout mode (Booking.Checkout), for a screening without its own
 	holdTTL                   time.Duration // how long a held order keeps its seats
 	webhooks                  bool          // write the order's first transition to the outbox
-}
-
-// mode is the server's checkout mode as SQL is given it.
-func (w write) mode() string {
-	if w.checkout == CheckoutHold {
-		return CheckoutHold
-	}
-	return CheckoutInstant
 }
 
 // writeTx is one reservation's write in its transaction. Booking drives its steps (begin, fence, insert,
@@ -192,7 +184,7 @@ type onceWrite struct {
 func (t *writeTx) writeOnce(ctx context.Context) error {
 	w := t.w
 	err := t.tx.GetContext(ctx, &t.once, writeOnceSQL, w.screening, pq.Array(w.seats), w.total, w.holder, w.passID,
-		t.createdAt, nullable(w.idempotencyKey), w.hash, w.code, w.mode(), t.holdUntil())
+		t.createdAt, nullable(w.idempotencyKey), w.hash, w.code, w.checkout, t.holdUntil())
 	if err != nil {
 		return t.s.constraint(err, w.seats)
 	}
@@ -266,7 +258,7 @@ func (t *writeTx) insertStatements(ctx context.Context) (int64, string, error) {
 		return 0, "", &TakenError{Seats: taken}
 	}
 	var mode string
-	if err := tx.GetContext(ctx, &mode, tx.Rebind(`SELECT COALESCE(checkout, ?) FROM screenings WHERE id = ?`), w.mode(), w.screening); err != nil {
+	if err := tx.GetContext(ctx, &mode, tx.Rebind(`SELECT COALESCE(checkout, ?) FROM screenings WHERE id = ?`), w.checkout, w.screening); err != nil {
 		return 0, "", fmt.Errorf("booking: reserve: checkout mode: %w", err)
 	}
 	status, holdUntil, confirmedAt := StatusConfirmed, any(nil), any(t.createdAt)

@@ -113,8 +113,3 @@ func (b *Booking) Sweep(ctx context.Context, now time.Time) (int, error) {
 	_ = g.Wait()
 	return n, errors.Join(errs...)
 }
-
-// expire expires the held order with code, its hold having lapsed.
-func (b *Booking) expire(ctx context.Context, code string) (Order, error) {
-	return b.move(ctx, code, expireOrder)
-}

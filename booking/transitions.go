@@ -83,7 +83,7 @@ func (b *Booking) move(ctx context.Context, code string, t transition) (Order, e
 	if o.Status == StatusHeld && o.HoldExpiresAt != nil && !o.HoldExpiresAt.After(now) && t.name != "expire" {
 		// Expired on the way; what follows its commit may have failed (the reconciler catches the seats up),
 		// but the answer is the same: the hold is over.
-		if _, err := b.expire(ctx, code); err != nil && !errors.Is(err, ErrHoldExpired) && !errors.As(err, new(*AfterCommitError)) {
+		if _, err := b.move(ctx, code, expireOrder); err != nil && !errors.Is(err, ErrHoldExpired) && !errors.As(err, new(*AfterCommitError)) {
 			return Order{}, err
 		}
 		b.metrics.transition(t.name, ErrHoldExpired)

@@ -38,16 +38,26 @@ var (
 // orderView is an order as the API shows it: with where its buyer pays (while it is held) and its ticket.
 type orderView struct {
 	booking.Order
+	orderLinks
+}
+
+// orderLinks are an order's pages: its checkout while it is held, and its ticket.
+type orderLinks struct {
 	CheckoutURL string `json:"checkout_url,omitempty"`
 	TicketURL   string `json:"ticket_url"`
 }
 
-func (s *Server) viewOf(o booking.Order) orderView {
-	v := orderView{Order: o, TicketURL: "/t/" + o.Code}
-	if o.Status == booking.StatusHeld {
-		v.CheckoutURL = s.checkoutURL(o.Code)
+// linksOf are the pages of the order with code, in status.
+func (s *Server) linksOf(code, status string) orderLinks {
+	l := orderLinks{TicketURL: "/t/" + code}
+	if status == booking.StatusHeld {
+		l.CheckoutURL = s.checkoutURL(code)
 	}
-	return v
+	return l
+}
+
+func (s *Server) viewOf(o booking.Order) orderView {
+	return orderView{Order: o, orderLinks: s.linksOf(o.Code, o.Status)}
 }
 
 // checkoutURL is where the buyer of the held order code pays.

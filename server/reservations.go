@@ -59,18 +59,13 @@ func (s *Server) reserve(c echo.Context) error {
 // reservationView is a new order as the reservation answers it: the reservation, with where its buyer pays
 // while it is held and its ticket.
 func (s *Server) reservationView(r booking.Reservation) reservationAnswer {
-	a := reservationAnswer{Reservation: r, TicketURL: "/t/" + r.Code}
-	if r.Status == booking.StatusHeld {
-		a.CheckoutURL = s.checkoutURL(r.Code)
-	}
-	return a
+	return reservationAnswer{Reservation: r, orderLinks: s.linksOf(r.Code, r.Status)}
 }
 
 // reservationAnswer is the 201 of a reservation.
 type reservationAnswer struct {
 	booking.Reservation
-	CheckoutURL string `json:"checkout_url,omitempty"`
-	TicketURL   string `json:"ticket_url"`
+	orderLinks
 }
 
 // maxKeyLen bounds an Idempotency-Key (a UUID is 36 characters).

@@ -251,14 +251,5 @@ func (b *SyncBuffer) String() string {
 // have lost them (the other tests' keys on a shared Redis stay).
 func (e *Env) FlushPrefix(t testing.TB) {
 	t.Helper()
-	ctx := context.Background()
-	iter := e.Redis.Scan(ctx, 0, e.Prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		if err := e.Redis.Del(ctx, iter.Val()).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
-	}
+	dropKeys(e.Redis, e.Prefix)
 }

@@ -53,25 +53,7 @@ func (s *Server) GetJSON(t testing.TB, path string, v any) int {
 // decodes the answer into out when not nil; it returns the status.
 func (s *Server) Admin(t testing.TB, method, path string, body, out any) int {
 	t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	req, _ := http.NewRequest(method, s.URL+"/api/admin"+path, rd)
-	req.Header.Set("Authorization", "Bearer "+AdminKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if out != nil {
-		_ = json.NewDecoder(resp.Body).Decode(out)
-	}
-	return resp.StatusCode
+	return s.call(t, method, "/api/admin"+path, AdminKey, body, out)
 }
 
 // ErrorCode is the code of an error body {"error":{"code":…}}, or "".
@@ -117,9 +99,24 @@ func MetricSeries(t testing.TB, client *http.Client, baseURL, series string) (in
 // decodes the answer into out when not nil, and returns the status.
 func (s *Server) Post(t testing.TB, path, bearer string, out any) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, s.URL+path, nil)
+	return s.call(t, http.MethodPost, path, bearer, nil, out)
+}
+
+// call sends method to path with bearer as its bearer key ("" sends none) and body as JSON when not nil,
+// decodes the answer into out when not nil, and returns the status.
+func (s *Server) call(t testing.TB, method, path, bearer string, body, out any) int {
+	t.Helper()
+	rd := bytes.NewReader(nil)
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.URL+path, rd)
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
