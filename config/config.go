@@ -38,7 +38,29 @@ type Config struct {
 	Log       Log       `koanf:"log"`
 	Bench     Bench     `koanf:"bench"`
 	Webhooks  Webhooks  `koanf:"webhooks"`
+	Gate      Gate      `koanf:"gate"`
 }
+
+// Gate puts the waiting room in front of an existing site: a listener of its own that proxies to the
+// origin, letting a protected path through only with an admission's cookie.
+type Gate struct {
+	// Upstream is the origin's URL (http(s)://host[:port]); empty: the gate is off.
+	Upstream string `koanf:"upstream"`
+	// Addr is the gate's own listener, the address the site's visitors reach.
+	Addr string `koanf:"addr"`
+	// Paths are the protected path prefixes, each "prefix=room": the room is a screening id whose line the
+	// visitors of that prefix wait in ("/checkout=shop").
+	Paths []string `koanf:"paths"`
+	// RoomURL is the waiting room's public base URL (where /s/{room} is served); empty: the gate's own host
+	// on the port of http.addr.
+	RoomURL string `koanf:"room_url"`
+	// Mode is how a room without a mode of its own admits: auto (straight through while the room has
+	// space, the line once it is full), queue_all (everyone waits) or passthrough (the room is off).
+	Mode string `koanf:"mode"`
+}
+
+// GateModes are the values of gate.mode.
+var GateModes = []string{"auto", "queue_all", "passthrough"}
 
 // Webhooks is where every order transition is posted, signed as the Standard Webhooks specification says.
 type Webhooks struct {
@@ -73,6 +95,20 @@ type HTTP struct {
 	// BehindProxy takes a client's address from X-Forwarded-For (as set by a proxy on a private or loopback
 	// address) for the per-address limits; otherwise it is the TCP peer.
 	BehindProxy bool `koanf:"behind_proxy"`
+	// TrustedProxies are the proxies (CIDR ranges or single addresses) whose X-Forwarded-For is believed
+	// with behind_proxy; the client is the right-most address of the chain that is not one of them.
+	TrustedProxies []string `koanf:"trusted_proxies"`
+	// ReadTimeout bounds reading a whole request, its body included; WriteTimeout, writing its answer;
+	// IdleTimeout, a keep-alive connection between requests. The socket upgrade and the control room's
+	// stream set their own deadlines.
+	ReadTimeout  time.Duration `koanf:"read_timeout"`
+	WriteTimeout time.Duration `koanf:"write_timeout"`
+	IdleTimeout  time.Duration `koanf:"idle_timeout"`
+	// MaxHeaderBytes bounds a request's header.
+	MaxHeaderBytes int `koanf:"max_header_bytes"`
+	// OpsAddr is the operators' listener: /metrics, and /debug/pprof/ with bench.pprof. Loopback by
+	// default; empty: not served.
+	OpsAddr string `koanf:"ops_addr"`
 }
 
 // Redis selects the shared Redis. An empty Addr runs an in-process Redis (miniredis) for one instance.
@@ -94,8 +130,15 @@ type Database struct {
 	MinConns int `koanf:"min_conns"`
 }
 
-// Pass holds the key that signs admission passes; every instance behind one Redis must share it.
+// Pass holds the keys that sign admission passes; every instance behind one Redis must share them.
 type Pass struct {
+	// Keys are Ed25519 keys, each "kid:base64 of the 32-byte seed": the first signs (EdDSA), all verify,
+	// and their public halves are published at /.well-known/jwks.json.
+	Keys []string `koanf:"keys"`
+	// KeysFile names a file of more such keys, one per line (blank lines and # comments skipped), read
+	// after Keys.
+	KeysFile string `koanf:"keys_file"`
+	// Secret signs HS256 passes, for deployments that set no keys (at least 32 characters).
 	Secret string `koanf:"secret"`
 }
 
@@ -160,7 +203,10 @@ type Data struct {
 // Default returns the seed's settings.
 func Default() Config {
 	return Config{
-		HTTP:      HTTP{Addr: ":8080", AllowedOrigins: []string{}},
+		HTTP: HTTP{Addr: ":8080", AllowedOrigins: []string{}, TrustedProxies: []string{}, ReadTimeout: 15 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10, OpsAddr: "127.0.0.1:9180"},
+		Pass:      Pass{Keys: []string{}},
+		Gate:      Gate{Addr: ":8081", Paths: []string{}, Mode: "auto"},
 		Redis:     Redis{Prefix: "wr:"},
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
@@ -213,8 +259,10 @@ func Load(path string, required bool, getenv func(string) string) (Config, error
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	for i, o := range c.HTTP.AllowedOrigins {
-		c.HTTP.AllowedOrigins[i] = strings.TrimSpace(o)
+	for _, list := range [][]string{c.HTTP.AllowedOrigins, c.HTTP.TrustedProxies, c.Pass.Keys, c.Gate.Paths} {
+		for i, o := range list {
+			list[i] = strings.TrimSpace(o)
+		}
 	}
 	return c, c.Validate()
 }
@@ -298,12 +346,14 @@ func (c Config) Validate() error {
 	if c.Database.MinConns < 0 {
 		errs = append(errs, fmt.Errorf("database.min_conns must not be negative (0 opens connections on demand only), got %d", c.Database.MinConns))
 	}
-	if !c.Embedded() && c.Pass.Secret == "" {
-		errs = append(errs, errors.New("pass.secret is required with a shared Redis (every instance must sign and check passes with the same key); set it or WAITROOM_PASS_SECRET"))
+	if !c.Embedded() && c.Pass.Secret == "" && len(c.Pass.Keys) == 0 && c.Pass.KeysFile == "" {
+		errs = append(errs, errors.New("pass.keys (or pass.secret) is required with a shared Redis (every instance must sign and check passes with the same keys); set WAITROOM_PASS_KEYS"))
 	}
 	if c.Pass.Secret != "" && len(c.Pass.Secret) < 32 {
 		errs = append(errs, fmt.Errorf("pass.secret must be at least 32 characters, got %d", len(c.Pass.Secret)))
 	}
+	errs = append(errs, c.HTTP.validate()...)
+	errs = append(errs, c.Gate.validate()...)
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":
 	default:

@@ -1,0 +1,109 @@
+// The checks of the listeners' settings (http.*) and the gate's (gate.*), apart from Validate's list.
+
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// validate names what cannot work in the listener's settings.
+func (h HTTP) validate() []error {
+	var errs []error
+	for key, d := range map[string]time.Duration{"http.read_timeout": h.ReadTimeout, "http.write_timeout": h.WriteTimeout, "http.idle_timeout": h.IdleTimeout} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", key, d))
+		}
+	}
+	if h.MaxHeaderBytes < 4<<10 {
+		errs = append(errs, fmt.Errorf("http.max_header_bytes must be at least 4096, got %d", h.MaxHeaderBytes))
+	}
+	for _, p := range h.TrustedProxies {
+		if _, err := ParsePrefix(p); err != nil {
+			errs = append(errs, fmt.Errorf("http.trusted_proxies: %w", err))
+		}
+	}
+	if h.BehindProxy && len(h.TrustedProxies) == 0 {
+		errs = append(errs, fmt.Errorf("http.behind_proxy needs http.trusted_proxies: the addresses of the proxies whose X-Forwarded-For is believed"))
+	}
+	if h.OpsAddr != "" {
+		if _, _, err := net.SplitHostPort(h.OpsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("http.ops_addr %q: want host:port: %v", h.OpsAddr, err))
+		}
+	}
+	return errs
+}
+
+// ParsePrefix reads a trusted proxy: a CIDR range, or one address (a range of one).
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q: want a CIDR range or an address", s)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q: want a CIDR range or an address", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// GatePath is one protected prefix of gate.paths and the room its visitors wait in.
+type GatePath struct {
+	Prefix string
+	Room   string
+}
+
+// GatePaths reads gate.paths, longest prefix first (so /checkout/vip is matched before /checkout).
+func (g Gate) GatePaths() ([]GatePath, error) {
+	out := make([]GatePath, 0, len(g.Paths))
+	for _, p := range g.Paths {
+		prefix, room, ok := strings.Cut(p, "=")
+		prefix, room = strings.TrimSpace(prefix), strings.TrimSpace(room)
+		if !ok || !strings.HasPrefix(prefix, "/") || room == "" || strings.ContainsAny(room, "/?#=, ") {
+			return nil, fmt.Errorf("gate.paths: %q: want /prefix=room", p)
+		}
+		if slices.ContainsFunc(out, func(o GatePath) bool { return o.Prefix == prefix }) {
+			return nil, fmt.Errorf("gate.paths: %q is listed twice", prefix)
+		}
+		out = append(out, GatePath{Prefix: prefix, Room: room})
+	}
+	slices.SortStableFunc(out, func(a, b GatePath) int { return len(b.Prefix) - len(a.Prefix) })
+	return out, nil
+}
+
+// validate names what cannot work in the gate's settings (nothing is checked while it is off).
+func (g Gate) validate() []error {
+	if g.Upstream == "" {
+		return nil
+	}
+	var errs []error
+	if u, err := url.Parse(g.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("gate.upstream %q: want an http(s) URL", g.Upstream))
+	}
+	if _, _, err := net.SplitHostPort(g.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("gate.addr %q: want host:port: %v", g.Addr, err))
+	}
+	if paths, err := g.GatePaths(); err != nil {
+		errs = append(errs, err)
+	} else if len(paths) == 0 {
+		errs = append(errs, fmt.Errorf("gate.paths is empty: name at least one protected prefix (/checkout=shop)"))
+	}
+	if g.RoomURL != "" {
+		if u, err := url.Parse(g.RoomURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("gate.room_url %q: want an http(s) URL", g.RoomURL))
+		}
+	}
+	if !slices.Contains(GateModes, g.Mode) {
+		errs = append(errs, fmt.Errorf("gate.mode %q: want auto, queue_all or passthrough", g.Mode))
+	}
+	return errs
+}
