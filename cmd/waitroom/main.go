@@ -1,6 +1,7 @@
 // Command waitroom is the waiting-room and seat-reservation server. Its whole life, from the flags to the
 // drain, is app.Main; main only ties it to the process: the signals, the arguments, the environment and the
-// exit status.
+// exit status. `waitroom healthcheck` (app.Healthcheck) probes a running server instead, for a container's
+// health check: exit status 0 when it answers 200, 1 otherwise.
 package main
 
 import (
@@ -16,7 +17,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := app.Main(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+	run := func() error { return app.Main(ctx, os.Args, os.Getenv, os.Stdout) }
+	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
+		run = func() error { return app.Healthcheck(ctx, os.Args[1:], os.Getenv, os.Stderr) }
+	}
+	if err := run(); err != nil {
+		stop()
 		fmt.Fprintln(os.Stderr, "waitroom:", err)
 		os.Exit(1)
 	}
