@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test` (README.md).
 GO ?= go
 
-.PHONY: run test test-cluster test-faults soak-faults lint build bench-booking bench-replay bench-boxoffice
+.PHONY: run test test-cluster test-faults soak-faults lint build bench-booking bench-replay bench-boxoffice image test-image
 
 # The embedded default: in-process Redis, SQLite under data/, the demo screening, a 1 s admission interval so
 # the line visibly moves. Any WAITROOM_* variable set in the environment wins.
@@ -63,3 +63,31 @@ bench-replay:
 # orders and the webhook outbox checked in PostgreSQL at the end. USERS, ROWS, … in the environment.
 bench-boxoffice:
 	bench/boxoffice/run.sh
+
+# The container image (Containerfile: a static binary FROM scratch, user 65532, no shell), built with podman,
+# or docker when podman is absent. GO_IMAGE is the builder stage's image: by default one made FROM scratch out
+# of this machine's own Go toolchain (deploy/podman/go-image.sh), for machines that cannot pull from a
+# registry; elsewhere `make image GO_IMAGE=docker.io/library/golang:1.26`. PODMAN_CONF is the podman settings
+# this kernel needs (runc, cgroupfs, no default ulimits); PODMAN_CONF= keeps the machine's own.
+ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+IMAGE ?= waitroom:dev
+GO_VERSION := $(patsubst go%,%,$(shell $(GO) env GOVERSION))
+LOCAL_GO_IMAGE := localhost/waitroom-go:$(GO_VERSION)
+GO_IMAGE ?= $(LOCAL_GO_IMAGE)
+PODMAN_CONF ?= $(CURDIR)/deploy/podman/containers.conf
+ENGINE_ENV := $(if $(and $(filter podman,$(ENGINE)),$(PODMAN_CONF)),CONTAINERS_CONF=$(PODMAN_CONF))
+# podman writes OCI images unless told otherwise, and OCI images have no HEALTHCHECK.
+IMAGE_FORMAT := $(if $(filter podman,$(ENGINE)),--format docker)
+
+image:
+ifeq ($(GO_IMAGE),$(LOCAL_GO_IMAGE))
+	$(ENGINE_ENV) deploy/podman/go-image.sh $(GO_IMAGE) $(ENGINE)
+endif
+	$(ENGINE_ENV) $(ENGINE) build $(IMAGE_FORMAT) --network host --build-arg GO_IMAGE=$(GO_IMAGE) \
+		--build-arg GOPROXY=$$($(GO) env GOPROXY) -t $(IMAGE) -f Containerfile .
+
+# The image end to end (e2e/image, build tag image): the container started on the real Redis and PostgreSQL,
+# a client's flow from the line to a reservation through it, its user, its health check, its drain (1012).
+test-image: image
+	$(ENGINE_ENV) WAITROOM_TEST_IMAGE=$(IMAGE) WAITROOM_TEST_ENGINE=$(ENGINE) \
+		$(GO) test -race -count=1 -tags image -v ./e2e/image/
