@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test` (README.md).
 GO ?= go
 
-.PHONY: run test test-cluster test-faults soak-faults lint build bench-booking bench-replay bench-boxoffice image test-image
+.PHONY: run test test-cluster test-faults soak-faults lint build bench-booking bench-replay bench-boxoffice image test-image helm-check
 
 # The embedded default: in-process Redis, SQLite under data/, the demo screening, a 1 s admission interval so
 # the line visibly moves. Any WAITROOM_* variable set in the environment wins.
@@ -91,3 +91,18 @@ endif
 test-image: image
 	$(ENGINE_ENV) WAITROOM_TEST_IMAGE=$(IMAGE) WAITROOM_TEST_ENGINE=$(ENGINE) \
 		$(GO) test -race -count=1 -tags image -v ./e2e/image/
+
+# The Helm chart (deploy/helm/waitroom): helm lint, and helm template with the defaults and with every
+# optional part on (ci/all-on-values.yaml), for Kubernetes 1.30 (the chart's least: the preStop sleep
+# action), then the rendering checked by deploy's tests. HELM is helm on the PATH, else
+# $(go env GOPATH)/bin/helm (go install helm.sh/helm/v3/cmd/helm@v3.22.0).
+HELM ?= $(shell command -v helm 2>/dev/null || echo $$($(GO) env GOPATH)/bin/helm)
+CHART := deploy/helm/waitroom
+KUBE_VERSION ?= 1.30.0
+
+helm-check:
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) -f $(CHART)/ci/all-on-values.yaml
+	$(HELM) template waitroom $(CHART) --kube-version $(KUBE_VERSION) >/dev/null
+	$(HELM) template waitroom $(CHART) --kube-version $(KUBE_VERSION) -f $(CHART)/ci/all-on-values.yaml >/dev/null
+	WAITROOM_HELM=$(HELM) $(GO) test -count=1 ./deploy/...

@@ -1,0 +1,69 @@
+{{/* The chart's names, labels and checks, shared by its templates. */}}
+
+{{/* waitroom.name is the chart's name, or nameOverride. */}}
+{{- define "waitroom.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* waitroom.fullname names the release's resources: the release name, with the chart's unless it holds it. */}}
+{{- define "waitroom.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* waitroom.selectorLabels pick the release's pods. */}}
+{{- define "waitroom.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "waitroom.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* waitroom.labels go on every resource. */}}
+{{- define "waitroom.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "waitroom.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* waitroom.secretName is the Secret the pods read their keys from: existingSecret, or the chart's. */}}
+{{- define "waitroom.secretName" -}}
+{{- default (include "waitroom.fullname" .) .Values.secrets.existingSecret }}
+{{- end }}
+
+{{/* waitroom.image is repository:tag, the tag defaulting to the chart's appVersion. */}}
+{{- define "waitroom.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* waitroom.check fails the rendering on values the server would refuse or a drain could not fit. */}}
+{{- define "waitroom.check" -}}
+{{- if not .Values.redis.addr }}
+{{- fail "redis.addr is required: every instance must share one Redis" }}
+{{- end }}
+{{- if and (not .Values.secrets.existingSecret) (not .Values.secrets.databaseURL) }}
+{{- fail "secrets.databaseURL (or secrets.existingSecret) is required: every instance must share one PostgreSQL" }}
+{{- end }}
+{{- if and .Values.secrets.adminKey (lt (len .Values.secrets.adminKey) 16) }}
+{{- fail "secrets.adminKey must be at least 16 characters" }}
+{{- end }}
+{{- if and .Values.secrets.passSecret (lt (len .Values.secrets.passSecret) 32) }}
+{{- fail "secrets.passSecret must be at least 32 characters" }}
+{{- end }}
+{{- if and .Values.http.behindProxy (not .Values.http.trustedProxies) }}
+{{- fail "http.behindProxy needs http.trustedProxies: the addresses of the proxies whose X-Forwarded-For is believed" }}
+{{- end }}
+{{- if and .Values.gate.enabled (or (not .Values.gate.upstream) (not .Values.gate.paths)) }}
+{{- fail "gate.enabled needs gate.upstream and gate.paths" }}
+{{- end }}
+{{- if le (int .Values.drain.terminationGracePeriodSeconds) (add (int .Values.drain.preStopSleepSeconds) 10) }}
+{{- fail "drain.terminationGracePeriodSeconds must exceed drain.preStopSleepSeconds + 10 (the server's drain)" }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,262 @@
+// Tests of the Helm chart (helm/waitroom): rendered by helm itself (WAITROOM_HELM, else helm on the PATH or
+// in $(go env GOPATH)/bin; `make helm-check` sets it), with the defaults, with every optional part on, and
+// with values the chart must refuse.
+
+package deploy
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+const chart = "helm/waitroom"
+
+// helmBinary finds helm; without one the tests skip, unless make helm-check asked for it by name.
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	if h := os.Getenv("WAITROOM_HELM"); h != "" {
+		return h
+	}
+	if h, err := exec.LookPath("helm"); err == nil {
+		return h
+	}
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		if h := filepath.Join(strings.TrimSpace(string(out)), "bin", "helm"); fileExists(h) {
+			return h
+		}
+	}
+	t.Skip("helm is not installed (go install helm.sh/helm/v3/cmd/helm@v3.22.0)")
+	return ""
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// manifests is a rendering, by kind (one object each in this chart).
+type manifests map[string]map[string]any
+
+// render runs helm template with args and returns its objects, or helm's error output.
+func render(t *testing.T, args ...string) (manifests, error) {
+	t.Helper()
+	cmd := exec.Command(helmBinary(t), append([]string{"template", "waitroom", chart, "--kube-version", "1.30.0"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	m := manifests{}
+	dec := yaml.NewDecoder(bytes.NewReader(out))
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("helm template's output: %v", err)
+		}
+		if obj == nil {
+			continue
+		}
+		kind, _ := obj["kind"].(string)
+		if _, dup := m[kind]; dup {
+			t.Fatalf("two objects of kind %s", kind)
+		}
+		m[kind] = obj
+	}
+	return m, nil
+}
+
+func mustRender(t *testing.T, args ...string) manifests {
+	t.Helper()
+	m, err := render(t, args...)
+	if err != nil {
+		t.Fatalf("helm template %v: %v", args, err)
+	}
+	return m
+}
+
+// at walks obj by keys (strings for maps, ints for lists) and returns what is there, or nil.
+func at(obj any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, _ := obj.(map[string]any)
+			obj = m[k]
+		case int:
+			l, _ := obj.([]any)
+			if k >= len(l) {
+				return nil
+			}
+			obj = l[k]
+		}
+	}
+	return obj
+}
+
+// container is the Deployment's one container.
+func container(m manifests) any {
+	return at(m["Deployment"], "spec", "template", "spec", "containers", 0)
+}
+
+// envOf is the container's env as a map.
+func envOf(m manifests) map[string]string {
+	out := map[string]string{}
+	list, _ := at(container(m), "env").([]any)
+	for _, e := range list {
+		out[fmt.Sprint(at(e, "name"))] = fmt.Sprint(at(e, "value"))
+	}
+	return out
+}
+
+// portNames lists the named ports of a list of ports.
+func portNames(ports any) string {
+	list, _ := ports.([]any)
+	var names []string
+	for _, p := range list {
+		names = append(names, fmt.Sprint(at(p, "name")))
+	}
+	return strings.Join(names, ",")
+}
+
+func TestChartDefaultsProbeDrainAndRunUnprivileged(t *testing.T) {
+	m := mustRender(t)
+	for _, kind := range []string{"Deployment", "Service", "Secret", "PodDisruptionBudget"} {
+		if m[kind] == nil {
+			t.Errorf("the defaults render no %s", kind)
+		}
+	}
+	for _, kind := range []string{"Ingress", "ServiceMonitor"} {
+		if m[kind] != nil {
+			t.Errorf("the defaults render a %s, want it only when enabled", kind)
+		}
+	}
+	c := container(m)
+	checks := []struct {
+		what string
+		got  any
+		want any
+	}{
+		{"readiness path", at(c, "readinessProbe", "httpGet", "path"), "/readyz"},
+		{"liveness path", at(c, "livenessProbe", "httpGet", "path"), "/healthz"},
+		{"preStop sleep", at(c, "lifecycle", "preStop", "sleep", "seconds"), 5},
+		{"grace", at(m["Deployment"], "spec", "template", "spec", "terminationGracePeriodSeconds"), 20},
+		{"runAsNonRoot", at(m["Deployment"], "spec", "template", "spec", "securityContext", "runAsNonRoot"), true},
+		{"runAsUser", at(m["Deployment"], "spec", "template", "spec", "securityContext", "runAsUser"), 65532},
+		{"readOnlyRootFilesystem", at(c, "securityContext", "readOnlyRootFilesystem"), true},
+		{"allowPrivilegeEscalation", at(c, "securityContext", "allowPrivilegeEscalation"), false},
+		{"capabilities dropped", at(c, "securityContext", "capabilities", "drop", 0), "ALL"},
+		{"image", at(c, "image"), "waitroom:dev"},
+		{"secret read", at(c, "envFrom", 0, "secretRef", "name"), at(m["Secret"], "metadata", "name")},
+		{"container ports", portNames(at(c, "ports")), "http,ops"},
+		{"service ports", portNames(at(m["Service"], "spec", "ports")), "http,ops"},
+		{"no startup probe", at(c, "startupProbe"), nil},
+	}
+	for _, ck := range checks {
+		if fmt.Sprint(ck.got) != fmt.Sprint(ck.want) {
+			t.Errorf("%s = %v, want %v", ck.what, ck.got, ck.want)
+		}
+	}
+	env := envOf(m)
+	for k, want := range map[string]string{"WAITROOM_HTTP_ADDR": ":8080", "WAITROOM_HTTP_OPS_ADDR": ":9180", "WAITROOM_REDIS_ADDR": "redis:6379", "WAITROOM_DEMO_ENABLED": "false"} {
+		if env[k] != want {
+			t.Errorf("env %s = %q, want %q", k, env[k], want)
+		}
+	}
+	// No keys given: one Ed25519 key is generated, kid:base64 of a 32-byte seed.
+	keys := secretValue(t, m, "WAITROOM_PASS_KEYS")
+	kid, seed, ok := strings.Cut(keys, ":")
+	if raw, err := base64.StdEncoding.DecodeString(seed); !ok || kid == "" || err != nil || len(raw) != 32 {
+		t.Errorf("the generated WAITROOM_PASS_KEYS = %q, want kid:base64 of 32 bytes", keys)
+	}
+}
+
+// secretValue decodes one key of the rendered Secret.
+func secretValue(t *testing.T, m manifests, key string) string {
+	t.Helper()
+	v, _ := at(m["Secret"], "data", key).(string)
+	raw, err := base64.StdEncoding.DecodeString(v)
+	if err != nil || v == "" {
+		t.Fatalf("Secret %s = %q: %v", key, v, err)
+	}
+	return string(raw)
+}
+
+func TestChartWithEveryOptionalPartOn(t *testing.T) {
+	m := mustRender(t, "-f", chart+"/ci/all-on-values.yaml")
+	ing := m["Ingress"]
+	for _, a := range []string{"proxy-read-timeout", "proxy-send-timeout"} {
+		if got := at(ing, "metadata", "annotations", "nginx.ingress.kubernetes.io/"+a); got != "3600" {
+			t.Errorf("Ingress %s = %v, want 3600", a, got)
+		}
+	}
+	if got := at(ing, "metadata", "annotations", "cert-manager.io/cluster-issuer"); got != "letsencrypt" {
+		t.Errorf("Ingress keeps the values' annotation: %v, want letsencrypt", got)
+	}
+	if got := at(ing, "spec", "rules", 0, "http", "paths", 0, "backend", "service", "port", "name"); got != "http" {
+		t.Errorf("Ingress backend port = %v, want http", got)
+	}
+	sm := m["ServiceMonitor"]
+	if at(sm, "spec", "endpoints", 0, "port") != "ops" || at(sm, "spec", "endpoints", 0, "path") != "/metrics" || at(sm, "metadata", "labels", "release") != "prometheus" {
+		t.Errorf("ServiceMonitor = %v, want the ops port's /metrics with the values' labels", at(sm, "spec"))
+	}
+	if got := portNames(at(m["Service"], "spec", "ports")); got != "http,ops,gate" {
+		t.Errorf("Service ports = %s, want http,ops,gate", got)
+	}
+	if at(container(m), "startupProbe", "httpGet", "path") != "/healthz" {
+		t.Errorf("startupProbe = %v, want /healthz", at(container(m), "startupProbe"))
+	}
+	env := envOf(m)
+	for k, want := range map[string]string{
+		"WAITROOM_GATE_PATHS": "/checkout=shop,/tickets=demo", "WAITROOM_GATE_UPSTREAM": "http://shop.default.svc:80",
+		"WAITROOM_HTTP_TRUSTED_PROXIES": "10.0.0.0/8", "WAITROOM_HTTP_BEHIND_PROXY": "true", "WAITROOM_ADMISSION_MAX_ACTIVE": "500",
+	} {
+		if env[k] != want {
+			t.Errorf("env %s = %q, want %q", k, env[k], want)
+		}
+	}
+	if got := secretValue(t, m, "WAITROOM_PASS_KEYS"); !strings.HasPrefix(got, "k2:") || !strings.Contains(got, ",k1:") {
+		t.Errorf("WAITROOM_PASS_KEYS = %q, want the values' keys in order, k2 first", got)
+	}
+	if got := secretValue(t, m, "WAITROOM_ADMIN_KEY"); got != "ci-admin-key-0123456789" {
+		t.Errorf("WAITROOM_ADMIN_KEY = %q", got)
+	}
+}
+
+func TestChartUsesAnExistingSecretInsteadOfItsOwn(t *testing.T) {
+	m := mustRender(t, "--set", "secrets.existingSecret=waitroom-keys")
+	if m["Secret"] != nil {
+		t.Error("with existingSecret the chart still renders a Secret")
+	}
+	if got := at(container(m), "envFrom", 0, "secretRef", "name"); got != "waitroom-keys" {
+		t.Errorf("the pods read the Secret %v, want waitroom-keys", got)
+	}
+}
+
+func TestChartRefusesValuesTheServerOrTheDrainCannotWorkWith(t *testing.T) {
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"drain.terminationGracePeriodSeconds=15", "must exceed drain.preStopSleepSeconds + 10"},
+		{"redis.addr=", "redis.addr is required"},
+		{"secrets.databaseURL=", "secrets.databaseURL (or secrets.existingSecret) is required"},
+		{"http.behindProxy=true", "http.behindProxy needs http.trustedProxies"},
+		{"gate.enabled=true", "gate.enabled needs gate.upstream and gate.paths"},
+		{"secrets.adminKey=short", "at least 16 characters"},
+	} {
+		if _, err := render(t, "--set", tc.set); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("helm template --set %s: %v, want a refusal with %q", tc.set, err, tc.want)
+		}
+	}
+}
