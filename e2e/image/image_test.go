@@ -164,9 +164,11 @@ func TestImageDrainsSocketsWith1012OnSIGTERM(t *testing.T) {
 	if exit := engine(t, "wait", c.name); exit != "0" {
 		t.Errorf("the container exited with %s after SIGTERM, want 0", exit)
 	}
-	if took := time.Since(signalled); took > app.ShutdownGrace {
+	took := time.Since(signalled)
+	if took > app.ShutdownGrace {
 		t.Errorf("the drain took %v, want at most the grace of %v", took, app.ShutdownGrace)
 	}
+	t.Logf("SIGTERM to exit: %v", took.Round(time.Millisecond))
 	if logs := c.logs(); !strings.Contains(logs, `"draining"`) {
 		t.Errorf("the container's log has no draining line:\n%s", logs)
 	}
