@@ -25,6 +25,8 @@ const (
 	maxAdminBodyBytes = 512 << 10
 	// streamEvery paces the control room's live figures.
 	streamEvery = time.Second
+	// streamWriteWait bounds the write of one frame of the live figures to the control room.
+	streamWriteWait = 10 * time.Second
 )
 
 var (
@@ -359,10 +361,17 @@ type liveFigures struct {
 }
 
 // adminStream sends the control room a frame of live figures every second, as server-sent events, until
-// the client goes or the server shuts down. (The page reads it with fetch, which can send the key.)
+// the client goes or the server shuts down. (The page reads it with fetch, which can send the key.) The
+// stream outlives the listener's http.read_timeout and write_timeout: the read deadline is cleared (nothing
+// more is read, and net/http's watch for the client's going would otherwise end the request at it), and
+// each frame gets streamWriteWait to be written, so a client that stops reading is let go.
 func (s *Server) adminStream(c echo.Context) error {
 	ctx := c.Request().Context()
 	w := c.Response()
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Time{}); err != nil {
+		s.logFor(c).Warn("admin: stream deadline", "err", err)
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -375,6 +384,7 @@ func (s *Server) adminStream(c echo.Context) error {
 		if frame.Screenings, err = s.adminScreenings(ctx, ""); err == nil {
 			frame.Instances, err = s.Queue.Instances(ctx)
 		}
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -389,7 +399,9 @@ func (s *Server) adminStream(c echo.Context) error {
 				return nil
 			}
 		}
-		w.Flush()
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil

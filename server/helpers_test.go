@@ -41,6 +41,7 @@ type testServer struct {
 	book   *booking.Booking
 	hub    *hub.Hub
 	ts     *httptest.Server
+	ops    *httptest.Server // the ops listener's handler (/metrics)
 	client *http.Client
 	log    *testenv.SyncBuffer
 }
@@ -69,6 +70,8 @@ func newAppOn(t *testing.T, env *testenv.Env, b app.Backends, edit func(*config.
 	w := app.New(cfg, b)
 	ts := httptest.NewServer(w.Server.Handler())
 	t.Cleanup(ts.Close)
+	ops := httptest.NewServer(w.Server.OpsHandler())
+	t.Cleanup(ops.Close)
 	runCtx, stopRun := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- w.Hub.Run(runCtx) }()
@@ -84,7 +87,7 @@ func newAppOn(t *testing.T, env *testenv.Env, b app.Backends, edit func(*config.
 			t.Errorf("hub.Run = %v, want nil", err)
 		}
 	})
-	return &testServer{env: env, q: w.Queue, passes: w.Passes, store: w.Store, book: w.Booking, hub: w.Hub, ts: ts, client: ts.Client(), log: logs}
+	return &testServer{env: env, q: w.Queue, passes: w.Passes, store: w.Store, book: w.Booking, hub: w.Hub, ts: ts, ops: ops, client: ts.Client(), log: logs}
 }
 
 // admit puts n fresh tokens in the screening's line, admits them in one tick and returns their passes.
@@ -137,6 +140,21 @@ func (a *testServer) get(t *testing.T, path string) response {
 		t.Fatalf("GET %s: %v", path, err)
 	}
 	return r
+}
+
+// metrics reads the ops listener's /metrics, wanting 200.
+func (a *testServer) metrics(t *testing.T) string {
+	t.Helper()
+	res, err := a.client.Get(a.ops.URL + "/metrics")
+	if err != nil {
+		t.Fatalf("GET ops /metrics: %v", err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET ops /metrics = %d, %v; want 200", res.StatusCode, err)
+	}
+	return string(b)
 }
 
 // reserve posts body to s1's reservations with the pass as a bearer token ("" sends no Authorization).

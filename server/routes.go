@@ -1,22 +1,19 @@
-// Every route the server serves, in one place: the health checks and metrics, the public API, the admin API
-// (admin.go), the socket, the profiler when asked for, and the pages.
+// Every route the public handler serves, in one place: the health checks, the public API, the admin API
+// (admin.go), the socket, and the pages. The metrics and the profiler are the ops listener's (ops.go).
 
 package server
 
 import (
 	"net/http"
-	"net/http/pprof"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/waitroom/waitroom/web"
 )
 
 func (s *Server) routes() {
 	s.e.GET("/healthz", s.healthz)
 	s.e.GET("/readyz", s.readyz)
-	s.e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{})))
 	api := s.e.Group("/api")
 	if len(s.AllowedOrigins) > 0 {
 		// Pages on the allowed origins may call the API from the browser too (the same list as the sockets).
@@ -41,11 +38,6 @@ func (s *Server) routes() {
 		})
 	}
 	s.e.GET("/ws/screenings/:id", s.socket, forgetRequest)
-	if s.Pprof {
-		s.e.GET("/debug/pprof/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
-		s.e.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
-		s.e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
-	}
 
 	// The pages: the list of screenings, the waiting room of one, and their assets. Revalidated on every
 	// load, so a deploy never pairs new HTML with an old cached script.

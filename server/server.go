@@ -2,7 +2,7 @@
 // mapping of package errors to HTTP statuses and JSON bodies.
 //
 // Where things are: server.go (the Server, its dependencies, middleware and body decoding), routes.go
-// (every route), sockets.go (the waiting room's socket: upgrade, limits, then the hub's welcome),
+// (every route of the public handler), ops.go (the operators' listener: metrics, profiler), sockets.go (the waiting room's socket: upgrade, limits, then the hub's welcome),
 // reservations.go, screenings.go (the public reads), health.go (/healthz, /readyz), pages.go (the embedded
 // pages), admin.go (the operator's API and live stream), limits.go (per-address limits), errors.go (package
 // errors to statuses and bodies), metrics.go (the requests' and reservations' metrics), webhooks.go (the
@@ -41,12 +41,12 @@ type Deps struct {
 	Booking        *booking.Booking
 	Hub            *hub.Hub
 	Redis          redis.UniversalClient
-	Gatherer       prometheus.Gatherer
+	Gatherer       prometheus.Gatherer   // served at /metrics by OpsHandler
 	Registerer     prometheus.Registerer // takes the server's own metrics (metrics.go); nil: registered nowhere
 	AllowedOrigins []string
 	// BenchFloor adds POST /api/bench/floor (bench.floor).
 	BenchFloor bool
-	// Pprof serves Go's profiler at /debug/pprof/ (bench.pprof).
+	// Pprof serves Go's profiler at /debug/pprof/ on the ops listener (bench.pprof).
 	Pprof bool
 	// Scheduler is told to read the screenings again after an operator's change (nil: it finds out at its
 	// next refresh).

@@ -150,7 +150,7 @@ func TestSocketPassReservesOverHTTP(t *testing.T) {
 		if queued.Type != "queued" || queued.Rank != 1 || queued.Total != 1 {
 			t.Fatalf("first message = %+v, want queued, rank 1 of 1", queued)
 		}
-		if r := a.get(t, "/metrics"); !strings.Contains(r.String(), "waitroom_hub_sockets 1") {
+		if !strings.Contains(a.metrics(t), "waitroom_hub_sockets 1") {
 			t.Errorf("GET /metrics with one socket open lacks waitroom_hub_sockets 1")
 		}
 

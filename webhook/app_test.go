@@ -51,7 +51,7 @@ func TestAnOrderHeldThenPaidReachesTheReceiverSigned(t *testing.T) {
 			t.Errorf("order.held and order.confirmed share webhook-id %s, want one each", held.id)
 		}
 		eventually(t, 5*time.Second, func() bool {
-			n, _ := apptest.MetricSeries(t, http.DefaultClient, srv.URL, `waitroom_webhook_deliveries_total{outcome="delivered"}`)
+			n, _ := apptest.MetricSeries(t, http.DefaultClient, srv.OpsURL, `waitroom_webhook_deliveries_total{outcome="delivered"}`)
 			return n == 2
 		}, func() string { return "/metrics does not count the two deliveries" })
 	})

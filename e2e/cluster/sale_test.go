@@ -325,9 +325,9 @@ func (l *line) check(t *testing.T, ctx context.Context, env *testenv.Env, rdb *r
 	var ran, refills []int
 	sum := 0
 	for _, srv := range srvs {
-		k := apptest.MetricValue(t, http.DefaultClient, srv.URL, "waitroom_admission_admitted_total", l.id)
+		k := apptest.MetricValue(t, http.DefaultClient, srv.OpsURL, "waitroom_admission_admitted_total", l.id)
 		ran = append(ran, k)
-		refills = append(refills, apptest.MetricValue(t, http.DefaultClient, srv.URL, "waitroom_admission_refills_total", l.id))
+		refills = append(refills, apptest.MetricValue(t, http.DefaultClient, srv.OpsURL, "waitroom_admission_refills_total", l.id))
 		sum += k
 	}
 	t.Logf("%s: %d admitted (by instance: %v, in %v refills), %d tickets, %d sold out", l.id, admitted, ran, refills, len(tickets), soldOut)

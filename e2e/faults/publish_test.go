@@ -89,6 +89,6 @@ func TestAdmissionWhosePublisherDiedStillReachesItsSockets(t *testing.T) {
 // hubLineReads is the server's waitroom_hub_line_reads_total.
 func hubLineReads(t *testing.T, srv *apptest.Server) int {
 	t.Helper()
-	n, _ := apptest.MetricSeries(t, http.DefaultClient, srv.URL, "waitroom_hub_line_reads_total")
+	n, _ := apptest.MetricSeries(t, http.DefaultClient, srv.OpsURL, "waitroom_hub_line_reads_total")
 	return n
 }

@@ -193,7 +193,7 @@ func TestAbandonedUserLeavesTheLine(t *testing.T) {
 		// The tick counts after it published: give the metric a moment.
 		n := 0
 		for deadline := time.Now().Add(2 * time.Second); n != 1 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			n = apptest.MetricValue(t, http.DefaultClient, srv.URL, "waitroom_queue_abandoned_total", "gone")
+			n = apptest.MetricValue(t, http.DefaultClient, srv.OpsURL, "waitroom_queue_abandoned_total", "gone")
 		}
 		if n != 1 {
 			t.Errorf("waitroom_queue_abandoned_total{screening=gone} = %d, want 1", n)

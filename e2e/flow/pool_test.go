@@ -19,7 +19,7 @@ func TestServerOpensItsDatabasePoolAheadOfDemand(t *testing.T) {
 	const want = 6
 	got := -1
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if n, ok := apptest.MetricSeries(t, http.DefaultClient, s.URL, `go_sql_open_connections{db_name="waitroom"}`); ok {
+		if n, ok := apptest.MetricSeries(t, http.DefaultClient, s.OpsURL, `go_sql_open_connections{db_name="waitroom"}`); ok {
 			got = n
 		}
 		// At least: the scheduler may open one more if it reads while the warm-up holds the rest.

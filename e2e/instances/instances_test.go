@@ -211,7 +211,7 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 	before := len(events.snapshot())
 	perInstance := make([]int, 3)
 	for i, p := range procs {
-		perInstance[i] = apptest.MetricValue(t, c.client, p.URL, "waitroom_admission_admitted_total", screening)
+		perInstance[i] = apptest.MetricValue(t, c.client, p.OpsURL, "waitroom_admission_admitted_total", screening)
 	}
 	if after := events.snapshot(); len(after) == before {
 		sum := perInstance[0] + perInstance[1] + perInstance[2]

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,8 +26,13 @@ import (
 // ShutdownGrace bounds the drain after SIGTERM: sockets are told to reconnect, requests in flight finish.
 const ShutdownGrace = 10 * time.Second
 
+// readHeaderTimeout bounds the arrival of a request's header (http.read_timeout, when shorter, bounds it
+// too).
+const readHeaderTimeout = 10 * time.Second
+
 // Main starts the server and serves until ctx ends, then drains. It prints the URL to open on stdout once
-// the listener is up, and logs there as JSON. args are the command line (args[0] the program), getenv the
+// the listener is up ("waitroom: open URL"), and the ops listener's ("waitroom: ops URL") when
+// http.ops_addr is set, and logs there as JSON. args are the command line (args[0] the program), getenv the
 // environment.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := loadConfig(args, getenv, stdout)
@@ -63,13 +69,12 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		log.Info("admin.key not set: the admin API and control room are off (set WAITROOM_ADMIN_KEY)")
 	}
 
-	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+	lns, err := a.listen(stdout)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.HTTP.Addr, err)
+		return err
 	}
-	fmt.Fprintf(stdout, "waitroom: open %s\n", publicURL(ln.Addr()))
-	log.Info("serving", "addr", ln.Addr().String(), "embedded_redis", cfg.Embedded(), "database", db.DriverName())
-	return a.serve(ctx, ln)
+	log.Info("serving", "addr", lns[0].ln.Addr().String(), "embedded_redis", cfg.Embedded(), "database", db.DriverName())
+	return a.serve(ctx, lns)
 }
 
 // loadConfig reads the flags (-config) and the configuration they name.
@@ -85,26 +90,37 @@ func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (co
 	return config.Load(*configPath, explicit, getenv)
 }
 
-// serve runs the instance's background work and its HTTP server on ln until ctx ends, then drains: the
-// HTTP server first, so no request meets a stopped part, then the sockets (told 1012: reconnect), then the
-// count-offs still on their way to Redis, and last the background work.
-func (a *App) serve(ctx context.Context, ln net.Listener) error {
-	httpSrv := &http.Server{Handler: a.Server.Handler(), ReadHeaderTimeout: 10 * time.Second}
+// serve runs the instance's background work and its HTTP listeners (lns, listen's) until ctx ends, then
+// drains: the listeners first, all at once, so no request meets a stopped part, then the sockets (told 1012:
+// reconnect), then the count-offs still on their way to Redis, and last the background work. A listener that
+// fails ends them all.
+func (a *App) serve(ctx context.Context, lns []listener) error {
+	servers := make([]*http.Server, len(lns))
+	for i, l := range lns {
+		servers[i] = newHTTPServer(a.Config.HTTP, l)
+	}
 	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBg()
 	bgErr := make(chan error, 1)
 	go func() { bgErr <- a.Run(bgCtx) }()
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpSrv.Serve(ln) }()
-	var runErr error
+	serveErr := make(chan error, len(lns))
+	for i, srv := range servers {
+		go func() {
+			err := srv.Serve(lns[i].ln)
+			if !errors.Is(err, http.ErrServerClosed) {
+				err = fmt.Errorf("serve %s: %w", lns[i].name, err)
+			}
+			serveErr <- err
+		}()
+	}
+	var runErr, failed error
 	stoppedEarly := false // the background work ended on its own (a part of it failed)
+	served := 0           // the listeners whose Serve has returned
 	select {
 	case <-ctx.Done():
-	case err := <-serveErr:
-		stopBg()
-		<-bgErr
-		return fmt.Errorf("serve: %w", err)
+	case failed = <-serveErr:
+		served++
 	case runErr = <-bgErr:
 		stoppedEarly = true
 	}
@@ -113,8 +129,17 @@ func (a *App) serve(ctx context.Context, ln net.Listener) error {
 	drainCtx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
 	a.Server.StopStreams()
-	shutdownErr := httpSrv.Shutdown(drainCtx)
-	<-serveErr
+	shutdownErrs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		wg.Go(func() { shutdownErrs[i] = srv.Shutdown(drainCtx) })
+	}
+	wg.Wait()
+	for ; served < len(servers); served++ {
+		if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
+			failed = errors.Join(failed, err)
+		}
+	}
 	hubErr := a.Hub.Shutdown(drainCtx)
 	// The sockets' count-offs may still be queued (hub: a drain closes them all at once).
 	settleErr := a.Queue.Settle(drainCtx)
@@ -122,7 +147,57 @@ func (a *App) serve(ctx context.Context, ln net.Listener) error {
 	if !stoppedEarly {
 		runErr = <-bgErr
 	}
-	return errors.Join(shutdownErr, hubErr, settleErr, runErr)
+	return errors.Join(failed, errors.Join(shutdownErrs...), hubErr, settleErr, runErr)
+}
+
+// listener is one of the instance's HTTP listeners: each is served with the timeouts of http.* and drained
+// with the others (serve).
+type listener struct {
+	name    string // for the log and the errors: "http", "ops"
+	ln      net.Listener
+	handler http.Handler
+	// unboundedWrites leaves http.write_timeout off: the ops listener's profiles (bench.pprof) write for as
+	// long as they are asked to run, and net/http/pprof refuses a profile longer than the write timeout.
+	unboundedWrites bool
+}
+
+// listen opens the instance's listeners, the public one first, and prints the URL of each on stdout
+// ("waitroom: open URL", "waitroom: ops URL"). To serve another, open it here and append it.
+func (a *App) listen(stdout io.Writer) ([]listener, error) {
+	cfg := a.Config.HTTP
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("app: listen %s: %w", cfg.Addr, err)
+	}
+	lns := []listener{{name: "http", ln: ln, handler: a.Server.Handler()}}
+	fmt.Fprintf(stdout, "waitroom: open %s\n", publicURL(ln.Addr()))
+	if cfg.OpsAddr != "" {
+		ops, err := net.Listen("tcp", cfg.OpsAddr)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("app: listen http.ops_addr %s: %w", cfg.OpsAddr, err)
+		}
+		lns = append(lns, listener{name: "ops", ln: ops, handler: a.Server.OpsHandler(), unboundedWrites: a.Config.Bench.Pprof})
+		fmt.Fprintf(stdout, "waitroom: ops %s\n", publicURL(ops.Addr()))
+	}
+	return lns, nil
+}
+
+// newHTTPServer serves l with the listeners' bounds: a request's header and whole body must arrive within
+// http.read_timeout (the header within readHeaderTimeout), its answer be written within write_timeout, a
+// keep-alive connection wait at most idle_timeout for its next request, and a header be at most
+// max_header_bytes (431 beyond). The long-lived answers move their own deadlines: the socket (gorilla's
+// upgrade clears the server's deadlines, and the hub sets its own) and the control room's stream
+// (adminStream, per frame).
+func newHTTPServer(h config.HTTP, l listener) *http.Server {
+	srv := &http.Server{
+		Handler: l.handler, ReadHeaderTimeout: min(readHeaderTimeout, h.ReadTimeout), ReadTimeout: h.ReadTimeout,
+		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
+	}
+	if l.unboundedWrites {
+		srv.WriteTimeout = 0
+	}
+	return srv
 }
 
 // openRedis connects to redis.addr (comma-separated addresses mean a cluster), or starts the in-process

@@ -28,23 +28,26 @@ const (
 	drainWithin = 20 * time.Second
 )
 
-// Server is a running server: its base URL (no trailing slash), and everything it wrote to its stdout (the
-// URL line and its JSON logs).
+// Server is a running server: its base URL (no trailing slash), its ops listener's (/metrics; "" when
+// WAITROOM_HTTP_OPS_ADDR is set empty), and everything it wrote to its stdout (the URL lines and its JSON
+// logs).
 type Server struct {
-	URL string
-	Out *testenv.SyncBuffer
+	URL    string
+	OpsURL string
+	Out    *testenv.SyncBuffer
 }
 
-// Start calls app.Main on 127.0.0.1:0 with env's backends and the settings given (WAITROOM_* variables;
-// nil: none), waits for /healthz, and stops it when the test ends, failing the test if it does not drain
+// Start calls app.Main on 127.0.0.1:0, its ops listener on another port of 127.0.0.1:0, with env's backends
+// and the settings given (WAITROOM_* variables; nil: none), waits for /healthz, and stops it when the test ends, failing the test if it does not drain
 // cleanly. The demo screening is on unless settings turn it off.
 func Start(t testing.TB, env *testenv.Env, settings map[string]string) *Server {
 	t.Helper()
 	vars := map[string]string{
-		"WAITROOM_HTTP_ADDR":    "127.0.0.1:0",
-		"WAITROOM_DATABASE_URL": env.DatabaseURL,
-		"WAITROOM_REDIS_PREFIX": env.Prefix,
-		"WAITROOM_LOG_LEVEL":    "warn",
+		"WAITROOM_HTTP_ADDR":     "127.0.0.1:0",
+		"WAITROOM_HTTP_OPS_ADDR": "127.0.0.1:0",
+		"WAITROOM_DATABASE_URL":  env.DatabaseURL,
+		"WAITROOM_REDIS_PREFIX":  env.Prefix,
+		"WAITROOM_LOG_LEVEL":     "warn",
 	}
 	if env.Kind == testenv.Real {
 		vars["WAITROOM_REDIS_ADDR"] = env.RedisAddr
@@ -78,7 +81,7 @@ func Start(t testing.TB, env *testenv.Env, settings map[string]string) *Server {
 		default:
 		}
 		if url, ok := healthy(http.DefaultClient, out); ok {
-			return &Server{URL: url, Out: out}
+			return &Server{URL: url, OpsURL: printedURL(out, "waitroom: ops "), Out: out}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -89,17 +92,27 @@ func Start(t testing.TB, env *testenv.Env, settings map[string]string) *Server {
 // healthy reads the URL a server printed ("waitroom: open URL") from its output and reports whether its
 // /healthz answers 200.
 func healthy(client *http.Client, out *testenv.SyncBuffer) (string, bool) {
-	_, rest, ok := strings.Cut(out.String(), "waitroom: open ")
-	if !ok {
+	url := printedURL(out, "waitroom: open ")
+	if url == "" {
 		return "", false
 	}
-	url := strings.TrimSuffix(strings.SplitN(rest, "\n", 2)[0], "/")
 	resp, err := client.Get(url + "/healthz")
 	if err != nil {
 		return "", false
 	}
 	resp.Body.Close()
 	return url, resp.StatusCode == http.StatusOK
+}
+
+// printedURL is the URL a server printed after prefix on a line of its output, without its trailing slash,
+// or "" when it has printed none (yet). Main prints both its URLs before it serves, so once /healthz
+// answers, an ops URL not printed is one not served.
+func printedURL(out *testenv.SyncBuffer, prefix string) string {
+	_, rest, ok := strings.Cut(out.String(), prefix)
+	if !ok {
+		return ""
+	}
+	return strings.TrimSuffix(strings.SplitN(rest, "\n", 2)[0], "/")
 }
 
 // Dial opens a socket to the screening's waiting room, with token when not "" (testenv.Dial).

@@ -63,23 +63,29 @@ func ErrorCode(body map[string]any) string {
 	return code
 }
 
-// MetricValue reads the counter name{screening} from a server's /metrics (0 when absent: never counted
-// there).
-func MetricValue(t testing.TB, client *http.Client, baseURL, name, screening string) int {
+// MetricValue reads the counter name{screening} from a server's /metrics at opsURL (Server.OpsURL,
+// Process.OpsURL; 0 when absent: never counted there).
+func MetricValue(t testing.TB, client *http.Client, opsURL, name, screening string) int {
 	t.Helper()
-	n, _ := MetricSeries(t, client, baseURL, fmt.Sprintf("%s{screening=%q}", name, screening))
+	n, _ := MetricSeries(t, client, opsURL, fmt.Sprintf("%s{screening=%q}", name, screening))
 	return n
 }
 
-// MetricSeries reads one series (its name and labels as /metrics spells them) from a server's /metrics,
-// and whether it is there.
-func MetricSeries(t testing.TB, client *http.Client, baseURL, series string) (int, bool) {
+// MetricSeries reads one series (its name and labels as /metrics spells them) from a server's /metrics at
+// opsURL (its ops listener), and whether it is there.
+func MetricSeries(t testing.TB, client *http.Client, opsURL, series string) (int, bool) {
 	t.Helper()
-	resp, err := client.Get(baseURL + "/metrics")
+	if opsURL == "" {
+		t.Fatal("apptest: no ops URL to read /metrics from (the server was started with http.ops_addr empty)")
+	}
+	resp, err := client.Get(opsURL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/metrics = %s, want 200", opsURL, resp.Status)
+	}
 	var buf bytes.Buffer
 	_, _ = buf.ReadFrom(resp.Body)
 	prefix := series + " "

@@ -38,12 +38,13 @@ func Build(t testing.TB) string {
 	return bin
 }
 
-// Process is one server process (StartProcess): instance N, serving at URL.
+// Process is one server process (StartProcess): instance N, serving at URL, its metrics at OpsURL.
 type Process struct {
-	N   int
-	URL string
-	Out *testenv.SyncBuffer // its stdout and stderr
-	Cmd *exec.Cmd           // to signal it: Cmd.Process.Kill, Cmd.Process.Signal
+	N      int
+	URL    string
+	OpsURL string
+	Out    *testenv.SyncBuffer // its stdout and stderr
+	Cmd    *exec.Cmd           // to signal it: Cmd.Process.Kill, Cmd.Process.Signal
 	// WaitErr is Wait's result and ExitedAt when it returned, both set once Done is closed.
 	WaitErr  error
 	ExitedAt time.Time
@@ -54,19 +55,20 @@ type Process struct {
 // Done is closed once the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// StartProcess runs bin as instance n on 127.0.0.1:0 with env's real backends, a shared pass secret, the
+// StartProcess runs bin as instance n on 127.0.0.1:0 (its ops listener too) with env's real backends, a shared pass secret, the
 // demo off and the settings given (WAITROOM_* variables, which win; nil: none), and waits until it is
 // healthy. It is drained (SIGTERM), or killed after app.ShutdownGrace, if still running when the test ends.
 // It reports through t.Errorf, since it may run off the test's goroutine, and returns nil on failure.
 func StartProcess(t testing.TB, client *http.Client, bin string, env *testenv.Env, n int, settings map[string]string) *Process {
 	vars := map[string]string{
-		"WAITROOM_HTTP_ADDR":    "127.0.0.1:0",
-		"WAITROOM_REDIS_ADDR":   env.RedisAddr,
-		"WAITROOM_REDIS_PREFIX": env.Prefix,
-		"WAITROOM_DATABASE_URL": env.DatabaseURL,
-		"WAITROOM_PASS_SECRET":  Secret,
-		"WAITROOM_DEMO_ENABLED": "false",
-		"WAITROOM_LOG_LEVEL":    "warn",
+		"WAITROOM_HTTP_ADDR":     "127.0.0.1:0",
+		"WAITROOM_HTTP_OPS_ADDR": "127.0.0.1:0",
+		"WAITROOM_REDIS_ADDR":    env.RedisAddr,
+		"WAITROOM_REDIS_PREFIX":  env.Prefix,
+		"WAITROOM_DATABASE_URL":  env.DatabaseURL,
+		"WAITROOM_PASS_SECRET":   Secret,
+		"WAITROOM_DEMO_ENABLED":  "false",
+		"WAITROOM_LOG_LEVEL":     "warn",
 	}
 	for k, v := range settings {
 		vars[k] = v
@@ -95,7 +97,7 @@ func StartProcess(t testing.TB, client *http.Client, bin string, env *testenv.En
 		default:
 		}
 		if url, ok := healthy(client, p.Out); ok {
-			p.URL = url
+			p.URL, p.OpsURL = url, printedURL(p.Out, "waitroom: ops ")
 			return p
 		}
 		time.Sleep(20 * time.Millisecond)
