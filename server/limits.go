@@ -1,10 +1,14 @@
 // Per-address limits: how many sockets one client address may hold on this instance, and how fast it may
-// open new ones.
+// open new ones; who the client is (the TCP peer, or behind trusted proxies the address they forwarded),
+// and the bucket an address is counted in (an IPv6 client's whole /64).
 
 package server
 
 import (
 	"net"
+	"net/http"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,8 +51,10 @@ func newAddressLimits(l Limits) *addressLimits {
 }
 
 // admit reports whether addr may open one more socket now, and if so counts it: the caller calls release
-// when the socket is gone. reason says which limit refused.
+// with the same addr when the socket is gone. reason says which limit refused. Addresses are counted by
+// their bucket (addressBucket).
 func (a *addressLimits) admit(addr string, now time.Time) (ok bool, reason string) {
+	addr = addressBucket(addr)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.limits.SocketsPerAddress > 0 && a.sockets[addr] >= a.limits.SocketsPerAddress {
@@ -72,6 +78,7 @@ func (a *addressLimits) admit(addr string, now time.Time) (ok bool, reason strin
 
 // release counts off a socket admit counted.
 func (a *addressLimits) release(addr string) {
+	addr = addressBucket(addr)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.sockets[addr] <= 1 {
@@ -102,4 +109,86 @@ func peerAddress(remote string) string {
 		return remote
 	}
 	return host
+}
+
+// ipv6Bucket is the prefix length an IPv6 client is counted by: a subscriber is routed a /64 (or more), so
+// counting each of its 2^64 addresses apart would let one client be as many as it likes.
+const ipv6Bucket = 64
+
+// addressBucket is the key an address is limited by: an IPv4 address itself (an IPv4-mapped IPv6 address
+// as the IPv4 one), an IPv6 address its /64 ("2001:db8:1:2::/64"), and anything that is not an address as
+// it is.
+func addressBucket(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(ipv6Bucket)
+	return p.String()
+}
+
+// clientAddress returns how the client of a request is found. Without trusted proxies it is the TCP peer.
+// With them, X-Forwarded-For is believed only when the peer is one of them, and then the client is the
+// right-most address of the chain that is not a trusted proxy: each trusted hop appended the address it
+// saw, and everything left of the first untrusted one was written by the client, who may write anything.
+// A chain of trusted proxies only is its left-most address; a hop that is not an address stops the walk at
+// the trusted hop right of it.
+func clientAddress(trusted []netip.Prefix) func(*http.Request) string {
+	if len(trusted) == 0 {
+		return func(r *http.Request) string { return peerAddress(r.RemoteAddr) }
+	}
+	isTrusted := func(a netip.Addr) bool {
+		for _, p := range trusted {
+			if p.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
+	return func(r *http.Request) string {
+		peer := peerAddress(r.RemoteAddr)
+		client, err := netip.ParseAddr(peer)
+		if err != nil || !isTrusted(client.Unmap().WithZone("")) {
+			return peer
+		}
+		client = client.Unmap().WithZone("")
+		hops := r.Header.Values("X-Forwarded-For")
+		for i := len(hops) - 1; i >= 0; i-- {
+			for rest := hops[i]; ; {
+				comma := strings.LastIndexByte(rest, ',')
+				hop, ok := parseHop(rest[comma+1:])
+				if !ok {
+					return client.String()
+				}
+				client = hop
+				if !isTrusted(hop) {
+					return hop.String()
+				}
+				if comma < 0 {
+					break
+				}
+				rest = rest[:comma]
+			}
+		}
+		return client.String()
+	}
+}
+
+// parseHop reads one address of X-Forwarded-For: an IPv4 or IPv6 address, bracketed or not, with or
+// without a port.
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
+	if err != nil {
+		ap, perr := netip.ParseAddrPort(s)
+		if perr != nil {
+			return netip.Addr{}, false
+		}
+		a = ap.Addr()
+	}
+	return a.Unmap().WithZone(""), true
 }

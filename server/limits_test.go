@@ -131,13 +131,14 @@ func TestBadClientMessages(t *testing.T) {
 	})
 }
 
-// Behind a proxy (http.behind_proxy) the limits count the client's address from X-Forwarded-For, not the
-// proxy's: two clients behind one proxy are capped apart.
+// Behind a trusted proxy (http.behind_proxy, the test's loopback peer in http.trusted_proxies) the limits
+// count the client's address from X-Forwarded-For, not the proxy's: two clients behind one proxy are capped
+// apart.
 func TestBehindProxyCountsTheForwardedAddress(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		a := newApp(t, env, func(c *config.Config) {
 			c.Limits = config.Limits{SocketsPerAddress: 1}
-			c.HTTP.BehindProxy = true
+			c.HTTP.BehindProxy, c.HTTP.TrustedProxies = true, []string{"127.0.0.1"}
 		})
 		open := func(client string) testenv.Message {
 			t.Helper()
@@ -159,4 +160,64 @@ func TestBehindProxyCountsTheForwardedAddress(t *testing.T) {
 			t.Errorf("the first client's second socket = %+v, want error RATE_LIMITED", m)
 		}
 	})
+}
+
+// behindProxyApp is a server behind a proxy at trusted, capping each client at one socket, and open dials
+// s1 with the X-Forwarded-For chain xff and returns its first message.
+func behindProxyApp(t *testing.T, env *testenv.Env, trusted ...string) (open func(xff string) testenv.Message) {
+	a := newApp(t, env, func(c *config.Config) {
+		c.Limits = config.Limits{SocketsPerAddress: 1}
+		c.HTTP.BehindProxy, c.HTTP.TrustedProxies = true, trusted
+	})
+	return func(xff string) testenv.Message {
+		t.Helper()
+		h := http.Header{}
+		h.Set("X-Forwarded-For", xff)
+		conn, res, err := testenv.DialHeader(t, a.ts.URL+"/ws/screenings/s1", h)
+		if err != nil {
+			t.Fatalf("socket via %s = %v (%v), want it open", xff, status(res), err)
+		}
+		return conn.Next(t, readWait)
+	}
+}
+
+// A peer that is not a trusted proxy is its own client, whatever chain it sends: forged private addresses
+// do not make it anyone else.
+func TestForgedChainFromAnUntrustedPeerCountsAsThePeer(t *testing.T) {
+	open := behindProxyApp(t, testenv.New(t, testenv.Embedded), "10.0.0.0/8")
+	if m := open("10.1.1.1, 192.168.0.1"); m.Type != "queued" {
+		t.Fatalf("first socket = %+v, want queued", m)
+	}
+	if m := open("10.2.2.2, 172.16.0.9"); m.Type != "error" || m.Code != "RATE_LIMITED" {
+		t.Errorf("second socket with another forged chain = %+v, want error RATE_LIMITED (the same peer)", m)
+	}
+}
+
+// Through two trusted proxies the client is the address left of them; addresses the client wrote further
+// left change nothing.
+func TestChainThroughTwoTrustedProxiesGivesTheClient(t *testing.T) {
+	open := behindProxyApp(t, testenv.New(t, testenv.Embedded), "127.0.0.1", "10.0.0.0/8")
+	if m := open("198.51.100.7, 10.0.0.2"); m.Type != "queued" {
+		t.Fatalf("first socket of 198.51.100.7 = %+v, want queued", m)
+	}
+	if m := open("203.0.113.9, 198.51.100.7, 10.0.0.2"); m.Type != "error" || m.Code != "RATE_LIMITED" {
+		t.Errorf("198.51.100.7 with a forged address in front = %+v, want error RATE_LIMITED", m)
+	}
+	if m := open("198.51.100.8, 10.0.0.2"); m.Type != "queued" {
+		t.Errorf("another client through the same proxies = %+v, want queued", m)
+	}
+}
+
+// The addresses of one IPv6 /64 are one client to the limits; another /64 is another.
+func TestTwoAddressesOfOneIPv6Slash64ShareABucket(t *testing.T) {
+	open := behindProxyApp(t, testenv.New(t, testenv.Embedded), "127.0.0.1")
+	if m := open("2001:db8:1:2::1"); m.Type != "queued" {
+		t.Fatalf("first socket = %+v, want queued", m)
+	}
+	if m := open("2001:db8:1:2:ffff:ffff:ffff:ffff"); m.Type != "error" || m.Code != "RATE_LIMITED" {
+		t.Errorf("another address of the same /64 = %+v, want error RATE_LIMITED", m)
+	}
+	if m := open("2001:db8:1:3::1"); m.Type != "queued" {
+		t.Errorf("an address of the next /64 = %+v, want queued", m)
+	}
 }

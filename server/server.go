@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -53,9 +54,11 @@ type Deps struct {
 	Scheduler interface{ Refresh() }
 	// Limits bounds the sockets and new connections of one client address (limits.*).
 	Limits Limits
-	// BehindProxy takes the client address from X-Forwarded-For, as set by a proxy on a private or loopback
-	// address (http.behind_proxy); otherwise it is the TCP peer.
-	BehindProxy bool
+	// BehindProxy takes the client address from X-Forwarded-For when the TCP peer is one of TrustedProxies
+	// (http.behind_proxy, http.trusted_proxies): the right-most address of the chain that is not a trusted
+	// proxy. Otherwise, or with no trusted proxies, the client is the TCP peer.
+	BehindProxy    bool
+	TrustedProxies []netip.Prefix
 	// AdminKey is the bearer key of /api/admin (admin.key); empty turns the admin API off.
 	AdminKey string
 	// AdmissionDefaults are the settings a screening leaves unset (admission.*), for the operator's view.
@@ -81,9 +84,9 @@ type Server struct {
 // New builds the routes.
 func New(d Deps) *Server {
 	s := &Server{Deps: d, e: echo.New(), done: make(chan struct{}), addrs: newAddressLimits(d.Limits)}
-	s.clientIP = func(r *http.Request) string { return peerAddress(r.RemoteAddr) }
+	s.clientIP = clientAddress(nil)
 	if d.BehindProxy {
-		s.clientIP = echo.ExtractIPFromXFFHeader()
+		s.clientIP = clientAddress(d.TrustedProxies)
 	}
 	s.upgrader = s.newUpgrader()
 	s.e.HideBanner, s.e.HidePort = true, true

@@ -94,7 +94,7 @@ func New(cfg config.Config, b Backends) *App {
 	a.Hub = hub.New(a.Queue, a.Passes, a.Queue, a.Registry, a.Log)
 	a.Server = server.New(server.Deps{
 		Queue: a.Queue, Store: a.Store, Booking: a.Booking, Hub: a.Hub, Redis: b.Redis, Gatherer: a.Registry, Registerer: a.Registry,
-		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Pprof: cfg.Bench.Pprof,
+		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Pprof: cfg.Bench.Pprof, TrustedProxies: trustedProxies(cfg.HTTP),
 		Scheduler: a.Scheduler, AdminKey: cfg.Admin.Key, AdmissionDefaults: defaults, Log: a.Log,
 		Limits: server.Limits{
 			SocketsPerAddress: cfg.Limits.SocketsPerAddress, RegistrationsPerSecond: cfg.Limits.RegistrationsPerSecond,

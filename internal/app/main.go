@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -198,6 +199,17 @@ func newHTTPServer(h config.HTTP, l listener) *http.Server {
 		srv.WriteTimeout = 0
 	}
 	return srv
+}
+
+// trustedProxies reads http.trusted_proxies (config.Validate has refused any that does not parse).
+func trustedProxies(h config.HTTP) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(h.TrustedProxies))
+	for _, p := range h.TrustedProxies {
+		if prefix, err := config.ParsePrefix(p); err == nil {
+			out = append(out, prefix)
+		}
+	}
+	return out
 }
 
 // openRedis connects to redis.addr (comma-separated addresses mean a cluster), or starts the in-process
