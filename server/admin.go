@@ -84,14 +84,20 @@ func (s *Server) adminRoutes(api *echo.Group) {
 	admin.GET("/stream", s.adminStream)
 }
 
-// requireAdmin lets through a request whose Authorization is "Bearer <admin.key>", compared in constant time.
+// requireAdmin lets through a request whose Authorization is "Bearer <admin.key>", compared in constant time,
+// from an address that has not used up its attempts at the key (adminguard.go).
 func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		wait, giveBack := s.adminKeys.attempt(s.clientIP(c.Request()), time.Now())
+		if wait > 0 {
+			return refuseAttempts(c, wait)
+		}
 		got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminKey)) != 1 {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="waitroom admin"`)
 			return errUnauthorized
 		}
+		giveBack()
 		return next(c)
 	}
 }

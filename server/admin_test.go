@@ -209,7 +209,13 @@ func TestAdminAPIIsOffWithoutAKey(t *testing.T) {
 
 func TestAdminNeedsTheBearerKey(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		a := newAdminApp(t, env)
+		// Each refused call comes from an address of its own (X-Forwarded-For, from a trusted loopback peer),
+		// so that the guard on wrong keys (adminguard_test.go) never answers in the key's place here.
+		a := newApp(t, env, func(c *config.Config) {
+			c.Admin.Key = adminKey
+			c.HTTP.BehindProxy, c.HTTP.TrustedProxies = true, []string{"127.0.0.1"}
+		})
+		caller := 0
 		for _, auth := range []string{
 			"",
 			"Bearer ",
@@ -233,6 +239,8 @@ func TestAdminNeedsTheBearerKey(t *testing.T) {
 				if auth != "" {
 					req.Header.Set("Authorization", auth)
 				}
+				caller++
+				req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d", caller))
 				res, err := a.client.Do(req)
 				if err != nil {
 					t.Fatal(err)

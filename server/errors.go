@@ -165,7 +165,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		status, body := classify(err)
 		if status >= 500 {
-			log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "screening", c.Param("id"),
+			log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "screening", truncateID(c.Param("id")),
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
 		}
 		_ = c.JSON(status, apiError{Error: body})

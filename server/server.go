@@ -4,12 +4,14 @@
 // Where things are: server.go (the Server, its dependencies, middleware and body decoding), routes.go
 // (every route of the public handler), ops.go (the operators' listener: metrics, profiler), sockets.go (the waiting room's socket: upgrade, limits, then the hub's welcome),
 // reservations.go, screenings.go (the public reads), health.go (/healthz, /readyz), pages.go (the embedded
-// pages), admin.go (the operator's API and live stream), limits.go (per-address limits), errors.go (package
+// pages), admin.go (the operator's API and live stream), adminguard.go (the throttle on wrong admin keys), limits.go
+// (per-address limits, the client's address behind trusted proxies), errors.go (package
 // errors to statuses and bodies), metrics.go (the requests' and reservations' metrics), webhooks.go (the
 // operator's list of the webhooks).
 package server
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,13 +79,16 @@ type Server struct {
 	done     chan struct{} // closed by StopStreams
 	stopOnce sync.Once
 	addrs    *addressLimits
-	clientIP func(*http.Request) string
-	metrics  *httpMetrics
+	// adminKeys counts each address's attempts at the admin key (adminguard.go).
+	adminKeys *adminGuard
+	clientIP  func(*http.Request) string
+	metrics   *httpMetrics
 }
 
 // New builds the routes.
 func New(d Deps) *Server {
-	s := &Server{Deps: d, e: echo.New(), done: make(chan struct{}), addrs: newAddressLimits(d.Limits)}
+	s := &Server{Deps: d, e: echo.New(), done: make(chan struct{}), addrs: newAddressLimits(d.Limits),
+		adminKeys: newAdminGuard()}
 	s.clientIP = clientAddress(nil)
 	if d.BehindProxy {
 		s.clientIP = clientAddress(d.TrustedProxies)
@@ -94,7 +99,7 @@ func New(d Deps) *Server {
 	s.metrics = newHTTPMetrics(d.Registerer)
 	s.e.Use(s.observeRequests) // outermost: it times a recovered panic's 500 too
 	s.e.Use(middleware.Recover())
-	s.e.Use(middleware.RequestID())
+	s.e.Use(requestID)
 	s.e.Use(s.logRequests)
 	s.e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		ContentTypeNosniff: "nosniff",
@@ -119,31 +124,75 @@ func (s *Server) logFor(c echo.Context) *slog.Logger {
 	return s.Log.With("request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 }
 
-// logRequests logs each request once it is answered, with its id and screening: the operator's calls at
-// info (an audit trail), failures at error, everything else at debug (a sale is millions of requests).
+// clientRequestIDKey holds, in the echo context, the X-Request-Id the client sent (bounded), for the log.
+const clientRequestIDKey = "client_request_id"
+
+// maxClientRequestID bounds the client's own request id as the log keeps it.
+const maxClientRequestID = 64
+
+// requestID gives every request an id of the server's own, in the answer's X-Request-Id and on every line
+// the request logs. echo's RequestID middleware would keep the client's X-Request-Id instead, letting a
+// forged id make a refused request look like an operator's action; the client's value is kept apart, cut to
+// maxClientRequestID printable characters, as client_request_id on the request's log line.
+func requestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderXRequestID, rand.Text())
+		if theirs := c.Request().Header.Get(echo.HeaderXRequestID); theirs != "" {
+			c.Set(clientRequestIDKey, printable(theirs, maxClientRequestID))
+		}
+		return next(c)
+	}
+}
+
+// printable is s without what is not printable ASCII, cut to at most n bytes.
+func printable(s string, n int) string {
+	var b strings.Builder
+	for i := 0; i < len(s) && b.Len() < n; i++ {
+		if s[i] >= ' ' && s[i] <= '~' {
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+// logRequests logs each request once it is answered: its method, its route's pattern (never the URL,
+// whose ids and tokens are the client's to make as long as it likes), its status, the server's request id,
+// the client's address, and the screening (cut to 64 characters). The operator's calls at info (an audit
+// trail, refusals included), failures at error, everything else at debug (a sale is millions of requests).
 func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
+		req := c.Request() // a socket's handler swaps it for a light copy (forgetRequest) without the header
 		err := next(c)
 		status := c.Response().Status
 		if err != nil {
 			status, _ = classify(err)
 		}
+		route := c.Path()
+		if !s.metrics.patterns[route] {
+			route = unmatchedRoute
+		}
 		level := slog.LevelDebug
 		switch {
-		case status >= 500 && c.Path() == "/readyz":
+		case status >= 500 && route == "/readyz":
 			level = slog.LevelWarn // a probe saying a dependency is down, every few seconds: not an error of ours
 		case status >= 500:
 			level = slog.LevelError
-		case strings.HasPrefix(c.Path(), "/api/admin"):
+		case strings.HasPrefix(route, "/api/admin"):
 			level = slog.LevelInfo
 		}
-		ctx := c.Request().Context()
-		if s.Log.Enabled(ctx, level) {
-			s.Log.LogAttrs(ctx, level, "request", slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path),
-				slog.Int("status", status), slog.Duration("took", time.Since(start)),
-				slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)), slog.String("screening", c.Param("id")))
+		ctx := req.Context()
+		if !s.Log.Enabled(ctx, level) {
+			return err
 		}
+		attrs := []slog.Attr{slog.String("method", knownMethod(req.Method)), slog.String("route", route),
+			slog.Int("status", status), slog.Duration("took", time.Since(start)),
+			slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
+			slog.String("client", s.clientIP(req)), slog.String("screening", truncateID(c.Param("id")))}
+		if theirs, ok := c.Get(clientRequestIDKey).(string); ok {
+			attrs = append(attrs, slog.String(clientRequestIDKey, theirs))
+		}
+		s.Log.LogAttrs(ctx, level, "request", attrs...)
 		return err
 	}
 }
