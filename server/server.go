@@ -2,12 +2,12 @@
 // mapping of package errors to HTTP statuses and JSON bodies.
 //
 // Where things are: server.go (the Server, its dependencies, middleware and body decoding), routes.go
-// (every route of the public handler), ops.go (the operators' listener: metrics, profiler), sockets.go (the waiting room's socket: upgrade, limits, then the hub's welcome),
-// reservations.go, screenings.go (the public reads), health.go (/healthz, /readyz), pages.go (the embedded
-// pages), admin.go (the operator's API and live stream), adminguard.go (the throttle on wrong admin keys), limits.go
-// (per-address limits, the client's address behind trusted proxies), errors.go (package
-// errors to statuses and bodies), metrics.go (the requests' and reservations' metrics), webhooks.go (the
-// operator's list of the webhooks).
+// (every route of the public handler), ops.go (the operators' listener: metrics, profiler), sockets.go (the
+// waiting room's socket: upgrade, limits, then the hub's welcome), reservations.go, screenings.go (the
+// public reads), health.go (/healthz, /readyz), pages.go (the embedded pages), admin.go (the operator's API
+// and live stream), adminguard.go (the throttle on wrong admin keys), limits.go (per-address limits, the
+// client's address behind trusted proxies), errors.go (package errors to statuses and bodies), metrics.go
+// (the requests' and reservations' metrics), webhooks.go (the operator's list of the webhooks).
 package server
 
 import (
