@@ -1,5 +1,5 @@
 // The health checks: /healthz (the process answers) and /readyz (Redis and the database answer, each
-// within its own deadline).
+// within its own deadline; which is down is said, why goes to the log only).
 
 package server
 
@@ -21,6 +21,9 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// readyz answers 200 {"status":"ok","redis":"ok","database":"ok"} when both answer, and 503 with
+// "status":"unavailable" and the one that does not as "down" otherwise. The probe is public: the cause (an
+// address, a driver's words) is logged, never sent.
 func (s *Server) readyz(c echo.Context) error {
 	// Both checks at once, each with its own deadline: a slow Redis must not make the database look down.
 	check := func(f func(context.Context) error) chan error {
@@ -33,13 +36,16 @@ func (s *Server) readyz(c echo.Context) error {
 		return out
 	}
 	redisErr, dbErr := check(s.redisReady), check(s.Store.Ping)
-	checks := map[string]string{"redis": "ok", "database": "ok"}
+	checks := map[string]string{"status": "ok", "redis": "ok", "database": "ok"}
 	status := http.StatusOK
-	if err := <-redisErr; err != nil {
-		checks["redis"], status = err.Error(), http.StatusServiceUnavailable
-	}
-	if err := <-dbErr; err != nil {
-		checks["database"], status = err.Error(), http.StatusServiceUnavailable
+	for _, dep := range []struct {
+		name string
+		err  error
+	}{{"redis", <-redisErr}, {"database", <-dbErr}} {
+		if dep.err != nil {
+			checks[dep.name], checks["status"], status = "down", "unavailable", http.StatusServiceUnavailable
+			s.logFor(c).Warn("readyz: "+dep.name+" is down", "err", dep.err)
+		}
 	}
 	return c.JSON(status, checks)
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -172,8 +173,8 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 		}
 		var ready map[string]string
 		decode(t, "GET /readyz", a.get(t, "/readyz"), &ready)
-		if ready["redis"] != "ok" || ready["database"] != "ok" {
-			t.Errorf("GET /readyz = %v, want redis ok, database ok", ready)
+		if ready["status"] != "ok" || ready["redis"] != "ok" || ready["database"] != "ok" {
+			t.Errorf("GET /readyz = %v, want status, redis and database ok", ready)
 		}
 		if m := a.metrics(t); !strings.Contains(m, "waitroom_hub_sockets") {
 			t.Errorf("GET ops /metrics lacks waitroom_hub_sockets")
@@ -204,8 +205,14 @@ func TestBrokenDependenciesAreUnreadyAndInternal(t *testing.T) {
 			t.Errorf("GET /readyz with both down = %d %s, want 503", r.status, r)
 		}
 		decodeAny(t, r, &ready)
-		if ready["redis"] == "ok" || ready["database"] == "ok" {
-			t.Errorf("GET /readyz with both down = %v, want neither ok", ready)
+		if want := map[string]string{"status": "unavailable", "redis": "down", "database": "down"}; !maps.Equal(ready, want) {
+			t.Errorf("GET /readyz with both down = %v, want %v (which is down, never why)", ready, want)
+		}
+		if strings.Contains(r.String(), "connection refused") || strings.Contains(r.String(), "closed") {
+			t.Errorf("GET /readyz = %s, want no internal error text", r)
+		}
+		if !strings.Contains(a.log.String(), "connection refused") {
+			t.Errorf("the log lacks the cause of the Redis check's failure:\n%s", a.log.String())
 		}
 
 		r = a.get(t, "/api/screenings")
