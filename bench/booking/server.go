@@ -30,6 +30,7 @@ type serverEnv struct {
 type server struct {
 	cmd     *exec.Cmd
 	base    string // http://127.0.0.1:port
+	ops     string // its ops listener (http.ops_addr): /metrics, /debug/pprof
 	tmp     string
 	logPath string
 	done    chan struct{}
@@ -106,16 +107,20 @@ func (s *server) start(bin string, env serverEnv) error {
 	if err != nil {
 		return err
 	}
+	opsAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
 	logFile, err := os.Create(s.logPath)
 	if err != nil {
 		return err
 	}
 	defer logFile.Close() // the child holds its own descriptor
-	s.base = "http://" + addr
+	s.base, s.ops = "http://"+addr, "http://"+opsAddr
 	s.cmd = exec.Command(bin)
 	s.cmd.Dir = s.tmp
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	s.cmd.Env = append(withoutWaitroomVars(os.Environ()), env.vars(addr)...)
+	s.cmd.Env = append(withoutWaitroomVars(os.Environ()), env.vars(addr, opsAddr)...)
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start server: %w", err)
 	}
@@ -126,12 +131,13 @@ func (s *server) start(bin string, env serverEnv) error {
 	return nil
 }
 
-// vars is the server's WAITROOM_* environment: listening on addr, pointed at the bench's Redis prefix and
+// vars is the server's WAITROOM_* environment: listening on addr (its ops listener on opsAddr), pointed at the bench's Redis prefix and
 // database, with the demo off, the floor route on, the scheduler slowed to one tick an hour, and the
 // checkout asked for (hold: with the default hold_ttl of 10 minutes, no hold lapses during the run).
-func (env serverEnv) vars(addr string) []string {
+func (env serverEnv) vars(addr, opsAddr string) []string {
 	return []string{
 		"WAITROOM_HTTP_ADDR=" + addr,
+		"WAITROOM_HTTP_OPS_ADDR=" + opsAddr,
 		"WAITROOM_REDIS_ADDR=" + env.redisAddr,
 		"WAITROOM_REDIS_PREFIX=" + env.prefix,
 		"WAITROOM_DATABASE_URL=" + env.databaseURL,
@@ -179,7 +185,7 @@ func (s *server) profiler(dir, name string) profiler {
 	return func(ctx context.Context) func() error {
 		done := make(chan error, 1)
 		go func() {
-			b, err := s.fetch(ctx, "/debug/pprof/profile?seconds="+strconv.Itoa(profileSeconds))
+			b, err := s.fetch(ctx, s.ops+"/debug/pprof/profile?seconds="+strconv.Itoa(profileSeconds))
 			if err == nil {
 				err = os.WriteFile(filepath.Join(dir, name+".pprof"), []byte(b), 0o644)
 			}
@@ -195,28 +201,29 @@ func (s *server) profiler(dir, name string) profiler {
 	}
 }
 
-// get fetches path and wants 200.
+// get fetches path of the public listener and wants 200.
 func (s *server) get(ctx context.Context, path string) error {
-	_, err := s.fetch(ctx, path)
+	_, err := s.fetch(ctx, s.base+path)
 	return err
 }
 
-func (s *server) fetch(ctx context.Context, path string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
+// fetch gets url (the server's base or ops URL and a path) and wants 200.
+func (s *server) fetch(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", err
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("GET %s: %w", path, err)
+		return "", fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return "", fmt.Errorf("GET %s: %w", path, err)
+		return "", fmt.Errorf("GET %s: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s: %s", path, resp.Status, b)
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
 	}
 	return string(b), nil
 }
@@ -224,7 +231,7 @@ func (s *server) fetch(ctx context.Context, path string) (string, error) {
 // poolStats reads the server's pool waits from its /metrics (collectors.NewDBStatsCollector, db_name
 // "waitroom").
 func (s *server) poolStats(ctx context.Context) (poolStats, error) {
-	text, err := s.fetch(ctx, "/metrics")
+	text, err := s.fetch(ctx, s.ops+"/metrics")
 	if err != nil {
 		return poolStats{}, err
 	}

@@ -50,6 +50,7 @@ SETTLE=${SETTLE:-30s}
 SWARM_TIMEOUT=${SWARM_TIMEOUT:-300s}
 REDIS_PORT=${REDIS_PORT:-16399}
 PORT=${PORT:-18310}
+OPS_PORT=${OPS_PORT:-18311} # the ops listener (http.ops_addr): /metrics, /debug/pprof
 WEBHOOK_PORT=${WEBHOOK_PORT:-18311}
 OUT=${OUT:-${TMPDIR:-/tmp}/wrbench-boxoffice}
 DB=swarm_hold
@@ -62,6 +63,7 @@ CONFIRM_KEY=boxoffice-confirm-$(rand 12)
 PASS_SECRET=boxoffice-pass-$(rand 24)
 WEBHOOK_SECRET=whsec_$(head -c 32 /dev/urandom | base64 -w0)
 BASE="http://127.0.0.1:$PORT"
+OPS="http://127.0.0.1:$OPS_PORT"
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
 server_pid=""
@@ -97,7 +99,7 @@ psql_admin -c "CREATE DATABASE $DB" postgres
   echo "load at start $(cut -d' ' -f1-3 /proc/loadavg); Redis $(redis-server --version | awk '{print $3}' | cut -d= -f2) on :$REDIS_PORT, $(psql_admin -c 'SHOW server_version' postgres | sed 's/^/PostgreSQL /; s/ (.*//'); $(nproc) cores: $(lscpu | awk -F: '/^Model name/ {gsub(/^ +/, "", $2); print $2}')"
 } | tee "$OUT/setup.txt"
 
-WAITROOM_HTTP_ADDR=127.0.0.1:$PORT WAITROOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT \
+WAITROOM_HTTP_ADDR=127.0.0.1:$PORT WAITROOM_HTTP_OPS_ADDR=127.0.0.1:$OPS_PORT WAITROOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT \
 WAITROOM_DATABASE_URL="$DB_URL" WAITROOM_PASS_SECRET="$PASS_SECRET" WAITROOM_ADMIN_KEY="$ADMIN_KEY" \
 WAITROOM_DEMO_ENABLED=false WAITROOM_LOG_LEVEL=warn \
 WAITROOM_LIMITS_SOCKETS_PER_ADDRESS=0 WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND=0 \
@@ -148,7 +150,7 @@ t1=$(date +%s.%N)
 kill "$monitor_pid" 2>/dev/null || true
 s1=$(proc_cpu "$server_pid")
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status" 2>/dev/null || echo 0)
-curl -s --max-time 5 "$BASE/metrics" >"$OUT/metrics.txt" || true
+curl -s --max-time 5 "$OPS/metrics" >"$OUT/metrics.txt" || true
 cat "$OUT/swarm.txt"
 
 j="$OUT/swarm.json"

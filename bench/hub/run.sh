@@ -24,6 +24,7 @@ INTERVAL=${INTERVAL:-1s}
 SOURCES=${SOURCES:-2}
 REDIS_PORT=${REDIS_PORT:-16399}
 BASE_PORT=${BASE_PORT:-18100}
+OPS_BASE_PORT=${OPS_BASE_PORT:-18200} # each server's ops listener (http.ops_addr): /metrics, /debug/pprof
 DB=wrbench_hub
 OUT=${OUT:-bench/hub/out}
 mkdir -p "$OUT"
@@ -48,12 +49,13 @@ psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS $DB" postgres
 psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE $DB" postgres
 
 urls=()
+ops=() # where each server's /metrics and /debug/pprof are: its ops listener (the naive server's own port)
 for i in $(seq 0 $((SERVERS - 1))); do
   port=$((BASE_PORT + i))
   if [ "${NAIVE:-false}" = true ]; then
     "$WORK/naive" -addr "127.0.0.1:$port" -interval "$INTERVAL" -batch "$BATCH" >"$WORK/server$i.log" 2>&1 &
   else
-  WAITROOM_HTTP_ADDR=127.0.0.1:$port WAITROOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT WAITROOM_REDIS_PREFIX=bench: \
+  WAITROOM_HTTP_ADDR=127.0.0.1:$port WAITROOM_HTTP_OPS_ADDR=127.0.0.1:$((OPS_BASE_PORT + i)) WAITROOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT WAITROOM_REDIS_PREFIX=bench: \
   WAITROOM_DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable" \
   WAITROOM_PASS_SECRET=bench-secret-0123456789abcdef0123456789 WAITROOM_LOG_LEVEL=${SERVER_LOG_LEVEL:-warn} \
   WAITROOM_ADMISSION_INTERVAL=$INTERVAL WAITROOM_ADMISSION_BATCH_SIZE=$BATCH WAITROOM_ADMISSION_MAX_ACTIVE=1000000 \
@@ -63,6 +65,7 @@ for i in $(seq 0 $((SERVERS - 1))); do
   fi
   pids+=($!)
   urls+=("http://127.0.0.1:$port")
+  if [ "${NAIVE:-false}" = true ]; then ops+=("http://127.0.0.1:$port"); else ops+=("http://127.0.0.1:$((OPS_BASE_PORT + i))"); fi
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 done
 sleep 1
@@ -89,13 +92,13 @@ cpu0_server=$(ticks "${pids[0]}"); cpu0_redis=$(ticks "$redis_pid"); hz=$(getcon
 # TRACE=true: a Go execution trace of the first server over 2 s of the held line (two ticks).
 # PPROF_BURST=true: a CPU profile of the first server over the registration burst (the first 5 s).
 if [ "${PPROF_BURST:-false}" = true ]; then
-  curl -s "${urls[0]}/debug/pprof/profile?seconds=5" -o "$OUT/cpu-burst-$USERS-$SERVERS.pprof" &
+  curl -s "${ops[0]}/debug/pprof/profile?seconds=5" -o "$OUT/cpu-burst-$USERS-$SERVERS.pprof" &
 fi
 
 # Wait until every socket is in line, then measure over a window of whole ticks.
 for _ in $(seq 600); do
   n=0
-  for u in "${urls[@]}"; do
+  for u in "${ops[@]}"; do
     s=$(curl -s --max-time 5 "$u/metrics" | awk '/^waitroom_hub_sockets / {print $2}' || true)
     n=$((n + ${s:-0}))
   done
@@ -109,16 +112,16 @@ epoch() { redis-cli -p "$REDIS_PORT" get "bench:{demo}:epoch"; }
 c0=$(stats); e0=$(epoch)
 allcpu >"$WORK/cpu0"; w0_busy=$(busy); w0_server=$(ticks "${pids[0]}"); w0_swarms=$(swarm_ticks); w0_redis=$(ticks "$redis_pid")
 if [ "${PPROF:-false}" = true ]; then
-  curl -s "${urls[0]}/debug/pprof/profile?seconds=10" -o "$OUT/cpu-$USERS-$SERVERS.pprof" || true
-  curl -s "${urls[0]}/debug/pprof/heap" -o "$OUT/heap-$USERS-$SERVERS.pprof" || true
+  curl -s "${ops[0]}/debug/pprof/profile?seconds=10" -o "$OUT/cpu-$USERS-$SERVERS.pprof" || true
+  curl -s "${ops[0]}/debug/pprof/heap" -o "$OUT/heap-$USERS-$SERVERS.pprof" || true
   echo "before a forced GC: RSS $(rss "${pids[0]}") KiB" >"$OUT/gc-$USERS-$SERVERS.txt"
-  curl -s "${urls[0]}/debug/pprof/heap?gc=1" -o "$OUT/heapgc-$USERS-$SERVERS.pprof" || true
+  curl -s "${ops[0]}/debug/pprof/heap?gc=1" -o "$OUT/heapgc-$USERS-$SERVERS.pprof" || true
   sleep 1
   echo "after a forced GC: RSS $(rss "${pids[0]}") KiB" >>"$OUT/gc-$USERS-$SERVERS.txt"
-  curl -s "${urls[0]}/metrics" | grep -E '^(go_goroutines|go_memstats_(heap_inuse|heap_alloc|stack_inuse)_bytes) ' >>"$OUT/gc-$USERS-$SERVERS.txt" || true
+  curl -s "${ops[0]}/metrics" | grep -E '^(go_goroutines|go_memstats_(heap_inuse|heap_alloc|stack_inuse)_bytes) ' >>"$OUT/gc-$USERS-$SERVERS.txt" || true
 elif [ "${TRACE:-false}" = true ]; then
   sleep 4
-  curl -s "${urls[0]}/debug/pprof/trace?seconds=2" -o "$OUT/trace-$USERS-$SERVERS.out" || true
+  curl -s "${ops[0]}/debug/pprof/trace?seconds=2" -o "$OUT/trace-$USERS-$SERVERS.out" || true
   sleep 4
 else
   sleep 10
@@ -130,7 +133,7 @@ window_cpu="machine $(( ($(busy) - w0_busy) * 1000 / hz )) ms, server $(( ($(tic
 full=()
 for i in $(seq 0 $((SERVERS - 1))); do
   full+=("$(rss "${pids[$i]}")")
-  curl -s "${urls[$i]}/metrics" | grep -E '^(go_goroutines|go_memstats_(heap_inuse|heap_alloc|stack_inuse|sys|heap_idle|heap_released)_bytes|go_gc_gogc|waitroom_hub_sockets) ' >"$OUT/metrics-$USERS-$SERVERS-$i.txt" || true
+  curl -s "${ops[$i]}/metrics" | grep -E '^(go_goroutines|go_memstats_(heap_inuse|heap_alloc|stack_inuse|sys|heap_idle|heap_released)_bytes|go_gc_gogc|waitroom_hub_sockets) ' >"$OUT/metrics-$USERS-$SERVERS-$i.txt" || true
 done
 
 # RSS over the rest of the hold: the registration burst's garbage is returned to the OS gradually.
@@ -139,7 +142,7 @@ settled=("${full[@]}")
 while kill -0 "${swarm_pids[0]}" 2>/dev/null; do
   line="$(date +%T)"
   for i in $(seq 0 $((SERVERS - 1))); do
-    n=$(curl -s --max-time 2 "${urls[$i]}/metrics" | awk '/^waitroom_hub_sockets / {print $2}' || true)
+    n=$(curl -s --max-time 2 "${ops[$i]}/metrics" | awk '/^waitroom_hub_sockets / {print $2}' || true)
     r=$(rss "${pids[$i]}")
     [ "${n:-0}" -ge $((per * 99 / 100)) ] && settled[$i]=$r
     line="$line $r"

@@ -47,6 +47,7 @@ OPENS_IN=${OPENS_IN:-0}
 SWARM_TIMEOUT=${SWARM_TIMEOUT:-180s}
 REDIS_PORT=${REDIS_PORT:-16398}
 PORT=${PORT:-18300}
+OPS_PORT=${OPS_PORT:-18301} # the ops listener (http.ops_addr): /metrics, /debug/pprof
 LOAD_MAX=${LOAD_MAX:-1.5}
 LOAD_WAIT=${LOAD_WAIT:-600}
 BUSY_MAX=${BUSY_MAX:-0.3}
@@ -59,6 +60,7 @@ TICKETS=$((ROWS * SEATS_PER_ROW))
 ADMIN_KEY=replay-admin-key-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 PASS_SECRET=replay-pass-secret-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 BASE="http://127.0.0.1:$PORT"
+OPS="http://127.0.0.1:$OPS_PORT"
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
 server_pid=""
@@ -143,7 +145,7 @@ for run in $(seq 1 "$RUNS"); do
   psql_admin -c "DROP DATABASE IF EXISTS $DB" postgres
   psql_admin -c "CREATE DATABASE $DB" postgres
 
-  WAITROOM_HTTP_ADDR=127.0.0.1:$PORT WAITROOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT \
+  WAITROOM_HTTP_ADDR=127.0.0.1:$PORT WAITROOM_HTTP_OPS_ADDR=127.0.0.1:$OPS_PORT WAITROOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT \
   WAITROOM_DATABASE_URL="$DB_URL" WAITROOM_PASS_SECRET="$PASS_SECRET" WAITROOM_ADMIN_KEY="$ADMIN_KEY" \
   WAITROOM_DEMO_ENABLED=false WAITROOM_LOG_LEVEL=warn WAITROOM_BENCH_PPROF="$PPROF" \
   WAITROOM_LIMITS_SOCKETS_PER_ADDRESS=0 WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND=0 \
@@ -164,7 +166,7 @@ for run in $(seq 1 "$RUNS"); do
   fi
 
   if [ "$PPROF" = true ]; then
-    curl -s --max-time 60 "$BASE/debug/pprof/profile?seconds=${PPROF_SECONDS:-30}" -o "$OUT/cpu-$run.pprof" &
+    curl -s --max-time 60 "$OPS/debug/pprof/profile?seconds=${PPROF_SECONDS:-30}" -o "$OUT/cpu-$run.pprof" &
     bg_pids+=($!)
   fi
   swarm_rc=0
@@ -178,7 +180,7 @@ for run in $(seq 1 "$RUNS"); do
   others=$(awk -v m="$(minus "$m1" "$m0")" -v a="$(minus "$s1" "$s0")" -v b="$(minus "$w1" "$w0")" -v c="$(minus "$r1" "$r0")" -v d="$pg" 'BEGIN {printf "%.1f", m - a - b - c - d}')
   cpu="CPU over the swarm's run: server $(minus "$s1" "$s0") s, swarm $(minus "$w1" "$w0") s, Redis $(minus "$r1" "$r0") s, PostgreSQL $(printf %.1f "$pg") s, anything else $others s; whole machine $(minus "$m1" "$m0") s busy of $(awk -v a="$t1" -v b="$t0" -v n="$(nproc)" 'BEGIN {printf "%.1f", (a - b) * n}') s"
   server_hwm=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status" 2>/dev/null || echo 0)
-  curl -s --max-time 5 "$BASE/metrics" >"$OUT/metrics-$run.txt" || true
+  curl -s --max-time 5 "$OPS/metrics" >"$OUT/metrics-$run.txt" || true
   pool=$(awk '/^go_sql_wait_count_total/ {n = $2} /^go_sql_wait_duration_seconds_total/ {d = $2} END {printf "%d waits for a connection, %.0f s in all", n, d}' "$OUT/metrics-$run.txt")
   for p in "${bg_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   bg_pids=()
