@@ -92,8 +92,8 @@ type HTTP struct {
 	// AllowedOrigins lists the extra origins (scheme://host[:port]) whose pages may open a socket; the
 	// server's own origin is always allowed. "*" allows any.
 	AllowedOrigins []string `koanf:"allowed_origins"`
-	// BehindProxy takes a client's address from X-Forwarded-For (as set by a proxy on a private or loopback
-	// address) for the per-address limits; otherwise it is the TCP peer.
+	// BehindProxy takes a client's address from X-Forwarded-For (believed only from one of TrustedProxies)
+	// for the per-address limits; otherwise it is the TCP peer.
 	BehindProxy bool `koanf:"behind_proxy"`
 	// TrustedProxies are the proxies (CIDR ranges or single addresses) whose X-Forwarded-For is believed
 	// with behind_proxy; the client is the right-most address of the chain that is not one of them.

@@ -73,14 +73,14 @@ func TestSlowBodyIsCutAfterTheReadTimeout(t *testing.T) {
 	stop := make(chan struct{})
 	go func() { // the trickle: a byte every 100 ms, until the server cuts it or the test is over
 		n := 0
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
 		for ; n < bodyBytes; n++ {
 			select {
 			case <-stop:
 				sent <- n
 				return
-			case <-t.C:
+			case <-tick.C:
 			}
 			if _, err := conn.Write([]byte(" ")); err != nil {
 				break
