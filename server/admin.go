@@ -85,14 +85,21 @@ func (s *Server) adminRoutes(api *echo.Group) {
 }
 
 // requireAdmin lets through a request whose Authorization is "Bearer <admin.key>", compared in constant time,
-// from an address that has not used up its attempts at the key (adminguard.go).
+// from an address that has not used up its attempts at the key (adminguard.go). A request with no
+// Authorization tries no key: it is refused without using an attempt (the control room asks so whether the
+// API is on).
 func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		auth := c.Request().Header.Get("Authorization")
+		if auth == "" {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="waitroom admin"`)
+			return errUnauthorized
+		}
 		wait, giveBack := s.adminKeys.attempt(s.clientIP(c.Request()), time.Now())
 		if wait > 0 {
 			return refuseAttempts(c, wait)
 		}
-		got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+		got, ok := strings.CutPrefix(auth, "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminKey)) != 1 {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="waitroom admin"`)
 			return errUnauthorized

@@ -13,12 +13,14 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
-// adminFrom sends GET path with key as the admin key, from client (an X-Forwarded-For the server trusts,
+// adminFrom sends GET path with key as the admin key ("" sends no Authorization), from client (an X-Forwarded-For the server trusts,
 // its peer being a trusted proxy), and returns the answer.
 func (a *testServer) adminFrom(t *testing.T, client, key, path string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, a.ts.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+key)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
 	req.Header.Set("X-Forwarded-For", client)
 	res, err := a.client.Do(req)
 	if err != nil {
@@ -55,6 +57,9 @@ func TestWrongAdminKeysAreThrottledPerAddress(t *testing.T) {
 	if res := a.adminFrom(t, guesser, adminKey, "/api/admin/screenings"); res.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("the right key from the throttled address = %d, want 429 (the key is not compared)", res.StatusCode)
 	}
+	if res := a.adminFrom(t, guesser, "", "/api/admin/screenings"); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no key from the throttled address = %d, want 401 (no key tried)", res.StatusCode)
+	}
 	if res := a.adminFrom(t, "198.51.100.67", adminKey, "/api/admin/screenings"); res.StatusCode != http.StatusOK {
 		t.Errorf("the right key from another address = %d, want 200", res.StatusCode)
 	}
@@ -66,12 +71,16 @@ func TestWrongAdminKeysAreThrottledPerAddress(t *testing.T) {
 	}
 }
 
-// An operator's right keys use up nothing: many calls in a row all succeed.
-func TestRightAdminKeysAreNeverThrottled(t *testing.T) {
+// An operator's right keys use up nothing, nor do calls with no key (the control room's probe whether the
+// API is on): many of each in a row, then a right key, all answered as without the guard.
+func TestRightAdminKeysAndNoKeysAreNeverThrottled(t *testing.T) {
 	a := newGuardedApp(t)
 	for i := range 30 {
 		if res := a.adminFrom(t, "203.0.113.20", adminKey, "/api/admin/screenings"); res.StatusCode != http.StatusOK {
 			t.Fatalf("call %d with the right key = %d, want 200", i+1, res.StatusCode)
+		}
+		if res := a.adminFrom(t, "203.0.113.20", "", "/api/admin/screenings"); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("call %d with no key = %d, want 401", i+1, res.StatusCode)
 		}
 	}
 }
