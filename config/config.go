@@ -352,6 +352,7 @@ func (c Config) Validate() error {
 	if c.Pass.Secret != "" && len(c.Pass.Secret) < 32 {
 		errs = append(errs, fmt.Errorf("pass.secret must be at least 32 characters, got %d", len(c.Pass.Secret)))
 	}
+	errs = append(errs, c.Pass.validate()...)
 	errs = append(errs, c.HTTP.validate()...)
 	errs = append(errs, c.Gate.validate()...)
 	switch strings.ToLower(c.Log.Level) {
