@@ -67,7 +67,10 @@ func newAppOn(t *testing.T, env *testenv.Env, b app.Backends, edit func(*config.
 	if edit != nil {
 		edit(&cfg)
 	}
-	w := app.New(cfg, b)
+	w, err := app.New(cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(w.Server.Handler())
 	t.Cleanup(ts.Close)
 	ops := httptest.NewServer(w.Server.OpsHandler())

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -327,4 +329,75 @@ func ownDatabase(t *testing.T) (*testenv.Env, *xactCounter) {
 	})
 	env := &testenv.Env{Kind: testenv.Real, Redis: rdb, RedisAddr: addr, Prefix: prefix, DB: db, DatabaseURL: u.String()}
 	return env, &xactCounter{admin: admin, name: name}
+}
+
+// TestEdDSAServerRefusesEveryOtherAlgorithmAndKid: a server with Ed25519 keys (and, as keys win, the old
+// secret still in its settings) publishes its public keys and refuses through the real endpoint a pass for
+// an unknown kid or none, one signed by another key under the right kid, alg none, and an HS256 pass keyed
+// with the secret it no longer uses or with its own public key (algorithm confusion); its own pass reserves.
+func TestEdDSAServerRefusesEveryOtherAlgorithmAndKid(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		k1 := mustPassKey(t, "k1:"+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
+		a := newApp(t, env, func(c *config.Config) { c.Pass.Keys = []string{k1.String()} })
+		if r := a.get(t, "/.well-known/jwks.json"); r.status != http.StatusOK || !strings.Contains(string(r.body), `"kid":"k1"`) {
+			t.Fatalf("GET /.well-known/jwks.json = %d %s, want 200 with kid k1", r.status, r)
+		}
+		live := a.admit(t, "s1", 1)[0]
+		header, payload, sig := splitPass(t, live)
+		var h map[string]any
+		if err := json.Unmarshal(mustB64(t, header), &h); err != nil || h["alg"] != "EdDSA" || h["kid"] != "k1" {
+			t.Fatalf("pass header = %v, %v, want alg EdDSA kid k1", h, err)
+		}
+		c, err := a.passes.Verify(live, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims := passClaimsOf("s1", c.Token, c.ExpiresAt)
+		other := mustPassKey(t, "k1:"+base64.StdEncoding.EncodeToString([]byte("another-seed-of-thirty-two-bytes")))
+		pub := []byte(k1.Private.Public().(ed25519.PublicKey))
+		withKid := func(m jwt.SigningMethod, kid string, key any) string {
+			tk := jwt.NewWithClaims(m, claims)
+			if kid != "" {
+				tk.Header["kid"] = kid
+			}
+			s, err := tk.SignedString(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		for name, pass := range map[string]string{
+			"tampered signature":                  header + "." + payload + "." + flipChar(sig, len(sig)/2),
+			"tampered claims":                     header + "." + b64JSON(t, passClaimsOf("s1", queue.NewToken(), c.ExpiresAt)) + "." + sig,
+			"unknown kid":                         withKid(jwt.SigningMethodEdDSA, "k9", k1.Private),
+			"no kid":                              withKid(jwt.SigningMethodEdDSA, "", k1.Private),
+			"another key under kid k1":            withKid(jwt.SigningMethodEdDSA, "k1", other.Private),
+			"alg none":                            b64JSON(t, map[string]any{"alg": "none", "kid": "k1"}) + "." + payload + ".",
+			"HS256 with the old secret":           signed(t, jwt.SigningMethodHS256, secret, claims),
+			"HS256 with the public key as secret": withKid(jwt.SigningMethodHS256, "k1", pub),
+		} {
+			wantError(t, "POST reservation ("+name+")", a.reserve(t, "s1", pass, `{"seats":["A1"]}`), 401, "INVALID_PASS")
+		}
+		if r := a.reserve(t, "s1", live, `{"seats":["A1"]}`); r.status != http.StatusCreated {
+			t.Errorf("reservation with the server's own EdDSA pass = %d %s, want 201", r.status, r)
+		}
+	})
+}
+
+func mustPassKey(t *testing.T, entry string) queue.PassKey {
+	t.Helper()
+	k, err := queue.ParsePassKey(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func mustB64(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -14,6 +14,7 @@ import (
 func (s *Server) routes() {
 	s.e.GET("/healthz", s.healthz)
 	s.e.GET("/readyz", s.readyz)
+	s.e.GET("/.well-known/jwks.json", s.jwks)
 	api := s.e.Group("/api")
 	if len(s.AllowedOrigins) > 0 {
 		// Pages on the allowed origins may call the API from the browser too (the same list as the sockets).

@@ -68,6 +68,7 @@ type Deps struct {
 	// Checkout is how buyers pay for held orders (booking.checkout_url, booking.confirm_key).
 	Checkout Checkout
 	Webhooks *webhook.Outbox // the webhooks' outbox, listed for the operator (nil: an empty list)
+	PassKeys KeySet          // the passes' public keys, served at /.well-known/jwks.json (nil: none)
 	Log      *slog.Logger
 }
 

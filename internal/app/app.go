@@ -65,15 +65,19 @@ type App struct {
 	Instance string
 }
 
-// New wires an instance configured by cfg over b. cfg.Pass.Secret must be set (Main draws one for the
-// embedded default). Nothing runs until Run.
-func New(cfg config.Config, b Backends) *App {
+// New wires an instance configured by cfg over b. cfg.Pass must set keys or a secret (Main draws a key for
+// the embedded default). Nothing runs until Run.
+func New(cfg config.Config, b Backends) (*App, error) {
 	a := &App{Config: cfg, Log: b.Log, Registry: prometheus.NewRegistry(), Instance: instanceID()}
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewDBStatsCollector(b.DB.DB, "waitroom"))
 	a.Store = booking.NewStore(b.DB)
 	a.Queue = queue.New(b.Redis, cfg.Redis.Prefix)
-	a.Passes = queue.NewPasses([]byte(cfg.Pass.Secret))
+	passes, err := newPasses(cfg.Pass, b.Log)
+	if err != nil {
+		return nil, err
+	}
+	a.Passes = passes
 	defaults := AdmissionDefaults(cfg)
 	metrics := queue.NewMetrics(a.Registry)
 	a.Queue.SetMetrics(metrics)
@@ -103,8 +107,9 @@ func New(cfg config.Config, b Backends) *App {
 		BehindProxy: cfg.HTTP.BehindProxy,
 		Checkout:    server.Checkout{URL: cfg.Booking.CheckoutURL, ConfirmKey: cfg.Booking.ConfirmKey},
 		Webhooks:    a.Outbox,
+		PassKeys:    a.Passes,
 	})
-	return a
+	return a, nil
 }
 
 // AdmissionDefaults are the admission settings a screening leaves unset (admission.*, queue.grace).

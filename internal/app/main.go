@@ -4,8 +4,6 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -59,13 +57,13 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 			return err
 		}
 	}
-	if cfg.Pass.Secret == "" {
-		secret := make([]byte, 32)
-		_, _ = rand.Read(secret)
-		cfg.Pass.Secret = base64.StdEncoding.EncodeToString(secret)
-		log.Warn("pass.secret not set: generated one for this process; passes will not survive a restart (set WAITROOM_PASS_SECRET)")
+	if err := drawPassKey(&cfg.Pass, log); err != nil {
+		return err
 	}
-	a := New(cfg, Backends{Redis: rdb, DB: db, Log: log})
+	a, err := New(cfg, Backends{Redis: rdb, DB: db, Log: log})
+	if err != nil {
+		return err
+	}
 	if cfg.Admin.Key == "" {
 		log.Info("admin.key not set: the admin API and control room are off (set WAITROOM_ADMIN_KEY)")
 	}

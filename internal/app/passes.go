@@ -1,0 +1,66 @@
+// The passes an instance signs and checks, built from pass.keys, pass.keys_file and pass.secret; and the key
+// Main draws for a process of its own when none is set.
+
+package app
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// newPasses builds the passes cfg asks for: EdDSA with the Ed25519 keys of pass.keys then pass.keys_file
+// (the first signs) when any are set, and HS256 with pass.secret otherwise. Keys win over a secret.
+func newPasses(cfg config.Pass, log *slog.Logger) (*queue.Passes, error) {
+	entries, err := cfg.KeyEntries()
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if len(entries) == 0 {
+		if cfg.Secret == "" {
+			return nil, errors.New("app: no pass key and no pass secret: set pass.keys (WAITROOM_PASS_KEYS)")
+		}
+		log.Info("passes are signed with HS256 and pass.secret; only holders of the secret can check them (set pass.keys for EdDSA and /.well-known/jwks.json)")
+		return queue.NewPasses([]byte(cfg.Secret)), nil
+	}
+	keys := make([]queue.PassKey, len(entries))
+	for i, e := range entries {
+		if keys[i], err = queue.ParsePassKey(e); err != nil {
+			return nil, fmt.Errorf("app: pass key %d: %w", i+1, err)
+		}
+	}
+	p, err := queue.NewKeyedPasses(keys)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if cfg.Secret != "" {
+		log.Warn("pass.keys and pass.secret are both set: the keys sign and check passes, the secret is not used")
+	}
+	log.Info("passes are signed with EdDSA", "kid", p.SigningKID(), "keys", len(keys))
+	return p, nil
+}
+
+// drawPassKey gives cfg an Ed25519 key of this process's own when it sets no key and no secret (the
+// embedded default: config refuses a shared Redis without them), so `make run` issues EdDSA passes. Its kid
+// is new each start, so a verifier that cached the last process's keys fetches the new ones.
+func drawPassKey(cfg *config.Pass, log *slog.Logger) error {
+	if cfg.Secret != "" || len(cfg.Keys) > 0 || cfg.KeysFile != "" {
+		return nil
+	}
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Errorf("app: draw a pass key id: %w", err)
+	}
+	k, err := queue.GeneratePassKey("local-" + hex.EncodeToString(b[:]))
+	if err != nil {
+		return fmt.Errorf("app: %w", err)
+	}
+	cfg.Keys = []string{k.String()}
+	log.Warn("pass.keys not set: generated an Ed25519 key for this process; passes will not survive a restart (set WAITROOM_PASS_KEYS)", "kid", k.ID)
+	return nil
+}
