@@ -305,3 +305,15 @@ func TestNewVerifierFailsWhenTheKeySetCannotBeFetched(t *testing.T) {
 		t.Errorf("NewVerifier with a negative leeway = nil error, want one")
 	}
 }
+
+// make run's server (the embedded Redis, no key and no secret set) draws a key of its own and publishes it.
+func TestTheEmbeddedDefaultIssuesEdDSAPassesAnyoneCanVerify(t *testing.T) {
+	srv := apptest.Start(t, testenv.New(t, testenv.Embedded), map[string]string{"WAITROOM_ADMISSION_INTERVAL": "200ms"})
+	m := admitted(t, srv)
+	if kid := kidOf(t, m.Pass); !strings.HasPrefix(kid, "local-") {
+		t.Errorf("the default server's pass has kid %q, want a drawn local- key", kid)
+	}
+	if _, err := verifier(t, srv.URL).Verify(m.Pass, "demo"); err != nil {
+		t.Errorf("Verify(the default server's pass) = %v, want nil", err)
+	}
+}
