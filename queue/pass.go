@@ -62,8 +62,8 @@ func NewPasses(secret []byte) *Passes {
 }
 
 // NewKeyedPasses returns passes signed with EdDSA by keys[0] and checked with any of keys (every instance
-// behind one Redis must hold the same keys). Rotating a key: put the new one first and keep the old one
-// after it until the passes it signed have expired (active_ttl), then drop it.
+// behind one Redis must hold the same keys). Rotating a key: add the new one last on every instance, then
+// put it first, and drop the old one once the passes it signed have expired (active_ttl).
 func NewKeyedPasses(keys []PassKey) (*Passes, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("queue: %w: no keys", ErrBadPassKey)

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -400,4 +401,26 @@ func mustB64(t *testing.T, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The key set is public and cacheable; a server that signs HS256 publishes none (its secret stays secret).
+func TestJWKSIsCacheableAndEmptyForAnHS256Server(t *testing.T) {
+	a := newApp(t, testenv.New(t, testenv.Embedded), nil)
+	res, err := a.client.Get(a.ts.URL + "/.well-known/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body strings.Builder
+	if _, err := io.Copy(&body, res.Body); err != nil {
+		t.Fatal(err)
+	}
+	h := res.Header
+	if res.StatusCode != http.StatusOK || body.String() != `{"keys":[]}` || h.Get("Content-Type") != "application/jwk-set+json" ||
+		h.Get("Cache-Control") != "public, max-age=300" || h.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("GET /.well-known/jwks.json of an HS256 server = %d %s %v, want 200 {\"keys\":[]}, application/jwk-set+json, public max-age=300, any origin", res.StatusCode, body.String(), h)
+	}
+	if strings.Contains(body.String(), string(secret)) {
+		t.Errorf("the key set shows the secret")
+	}
 }
