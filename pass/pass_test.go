@@ -194,6 +194,10 @@ func TestForgedAndExpiredPassesAreRefused(t *testing.T) {
 		}
 	}
 
+	behind := func() time.Time { return c.IssuedAt.Add(-10 * time.Second) } // a verifier whose clock is slow
+	if _, err := verifier(t, srv.URL, pass.WithClock(behind)).Verify(m.Pass, "demo"); err != nil {
+		t.Errorf("Verify by a verifier 10 s behind the room = %v, want nil (iat ahead of it is fine)", err)
+	}
 	afterExpiry := func() time.Time { return c.ExpiresAt.Add(time.Second) }
 	if _, err := verifier(t, srv.URL, pass.WithClock(afterExpiry)).Verify(m.Pass, "demo"); !errors.Is(err, pass.ErrInvalid) {
 		t.Errorf("Verify a second after the admission ended = %v, want %v", err, pass.ErrInvalid)
