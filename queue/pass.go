@@ -5,6 +5,7 @@
 package queue
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
@@ -118,8 +119,8 @@ func (p *Passes) Alg() string { return p.alg.Alg() }
 func (p *Passes) SigningKID() string { return p.signKID }
 
 // JWKS is the public keys that check passes, as a JWK Set (RFC 7517): what /.well-known/jwks.json serves.
-// With HS256 it is the empty set: a shared secret is not published. The caller must not change it.
-func (p *Passes) JWKS() []byte { return p.jwks }
+// With HS256 it is the empty set: a shared secret is not published. Each call returns a copy.
+func (p *Passes) JWKS() []byte { return bytes.Clone(p.jwks) }
 
 // PassID names one admission of token to screening by its exact expiry: a reconnecting user gets the same
 // pass id again, and a later admission of the same token (a later tick, so a later expiry) gets another.
@@ -190,8 +191,8 @@ func ceilSecond(t time.Time) time.Time {
 	return t
 }
 
-// Verify checks pass's signature, algorithm (and with EdDSA, its kid), expiry and audience (it must be for screening) and returns its
-// claims, or an error wrapping ErrInvalidPass.
+// Verify checks pass's signature, algorithm (and with EdDSA, its kid), expiry and audience (it must be for
+// screening) and returns its claims, or an error wrapping ErrInvalidPass.
 func (p *Passes) Verify(pass, screening string) (Claims, error) {
 	var pc passClaims
 	if _, err := p.parser.ParseWithClaims(pass, &pc, p.key); err != nil {

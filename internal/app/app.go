@@ -3,7 +3,7 @@
 //
 // Where things are: app.go (the App, New, Run: the wiring and the background work), main.go (Main: flags,
 // configuration, the backends, the listener, the drain), report.go (this instance's report to the control
-// room).
+// room), passes.go (the passes' keys or secret).
 package app
 
 import (
