@@ -143,7 +143,7 @@ func New(t testing.TB, k Kind) *Env {
 			t.Fatal(err)
 		}
 		t.Cleanup(m.Close)
-		env.Redis = redis.NewClient(&redis.Options{Addr: m.Addr()})
+		env.Redis = redis.NewClient(&redis.Options{Addr: m.Addr(), Password: m.Password()})
 		env.DatabaseURL = "sqlite:" + filepath.Join(t.TempDir(), "waitroom.db")
 	case Real:
 		if !realReachable(t) {

@@ -219,7 +219,7 @@ func openRedis(cfg config.Config, log *slog.Logger) (redis.UniversalClient, func
 			return nil, nil, err
 		}
 		log.Warn("redis.addr not set: using an in-process Redis; fine for one instance, not for several")
-		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), Password: m.Password()})
 		return rdb, func() { rdb.Close(); m.Close() }, nil
 	}
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: cfg.RedisAddrs(), IsClusterMode: cfg.Redis.Cluster})
