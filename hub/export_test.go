@@ -20,6 +20,17 @@ func SetTrim(h *Hub, every time.Duration, burst int) { h.trimEvery, h.trimBurst 
 // SetPingPeriod sets how often h pings each socket (pingPeriod otherwise). It must be called before Run.
 func SetPingPeriod(h *Hub, d time.Duration) { h.pingEvery = d }
 
+// SetHelloWait sets how long h waits for a socket's hello (helloWait otherwise). It must be called before
+// any socket arrives.
+func SetHelloWait(h *Hub, d time.Duration) { h.helloWait = d }
+
+// HellosWaiting counts the sockets h holds while they wait for their hello.
+func HellosWaiting(h *Hub) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.hellos)
+}
+
 // PingSliceSizes counts h's sockets in each of the pinger's slices.
 func PingSliceSizes(h *Hub) []int {
 	sizes := make([]int, pingSlices)

@@ -104,6 +104,10 @@ type Hub struct {
 	unstarted []string             // followed screenings whose follower Run has not started yet
 	draining  bool
 	nextSlice uint8 // the ping slice of the next socket to join: round robin
+	// hellos are the sockets waiting for their hello (welcome.go), woken when the hub drains; helloWait,
+	// when not 0, is how long they wait (tests shorten it).
+	hellos    map[*websocket.Conn]struct{}
+	helloWait time.Duration
 
 	// toFollow nudges Run to start the followers listed in unstarted.
 	toFollow chan struct{}
@@ -156,6 +160,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	wg.Wait()
 	h.mu.Lock()
 	h.draining = true
+	h.wakeHellosLocked()
 	h.mu.Unlock()
 	for _, c := range h.allClients() {
 		_ = c.conn.Close() // Shutdown was not called, or gave up: the readers end at once
@@ -293,6 +298,7 @@ func (h *Hub) Counts() map[string]int {
 func (h *Hub) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.draining = true
+	h.wakeHellosLocked()
 	h.mu.Unlock()
 	for _, c := range h.allClients() {
 		c.close(CloseServiceRestart, "server restarting: reconnect with your token")

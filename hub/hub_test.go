@@ -347,7 +347,7 @@ func TestSocketTurnedAwayWhileDrainingIsCountedOff(t *testing.T) {
 			t.Fatal(err)
 		}
 		token := queue.NewToken()
-		c := r.dial(t, "s1", token)
+		c := r.dialQuery(t, "s1", token) // the token in the URL: registered before the hub looks at it
 		if code := c.CloseCode(t, readWait); code != hub.CloseServiceRestart {
 			t.Errorf("socket while draining closed %d, want %d", code, hub.CloseServiceRestart)
 		}

@@ -1,5 +1,6 @@
 // The protocol's messages (docs/protocol.md): what the server sends a socket, built once or rendered by
-// hand for the per-tick position, and the one message a client may send.
+// hand for the per-tick position, and what a client may send: the hello that opens a socket connected with
+// auth=message, then a leave.
 
 package hub
 
@@ -98,6 +99,28 @@ func DecodeInbound(data []byte) (Inbound, error) {
 		return Inbound{}, errBadInbound
 	}
 	return in, nil
+}
+
+// Hello is the first client message of a socket connected with auth=message: the token travels here, not
+// in the URL, where proxies log it. An empty Token asks for a new place.
+type Hello struct {
+	Type  string `json:"type"`
+	Token string `json:"token"`
+}
+
+// errBadHello explains a first message that is not a hello.
+var errBadHello = errors.New(`with auth=message the first message is {"type":"hello","token":"<your token>"}, or {"type":"hello"} for a new place`)
+
+// DecodeHello reads the first client message of an auth=message socket: a JSON object whose type is
+// "hello", with a string token or none (unknown fields are ignored). Anything else is refused with an error
+// to send back. Whether the token is well formed is the registration's check (BAD_TOKEN), as for a token
+// in the URL.
+func DecodeHello(data []byte) (Hello, error) {
+	var h Hello
+	if err := json.Unmarshal(data, &h); err != nil || h.Type != "hello" {
+		return Hello{}, errBadHello
+	}
+	return h, nil
 }
 
 // queuedMessage is the first message for a waiting entry.

@@ -1,6 +1,6 @@
 // A socket's reader: the one goroutine per socket, which reads what its client sends (a leave, pongs,
 // pings, the close), enforces the read limits and deadline, and takes the socket out of the hub and counts
-// it off in Redis once it is gone.
+// it off in Redis once it is gone; and the read of a socket's hello, before it has a reader.
 
 package hub
 
@@ -144,19 +144,50 @@ func (c *client) closeRead(code int, reason string, readerFailed bool) {
 	}
 	c.closeLocked(code, reason)
 	c.mu.Unlock()
+	drainAndClose(c.conn, readerFailed)
+}
+
+// drainAndClose reads and drops what the peer still sends, until it answers a close frame already sent or
+// closeWait passes, then closes the connection (see closeRead); readerFailed: gorilla refuses every further
+// read, so the connection itself is read.
+func drainAndClose(conn *websocket.Conn, readerFailed bool) {
 	if readerFailed {
-		raw := c.conn.UnderlyingConn()
+		raw := conn.UnderlyingConn()
 		_ = raw.SetReadDeadline(time.Now().Add(closeWait))
 		_, _ = io.Copy(io.Discard, raw)
 	} else {
-		_ = c.conn.SetReadDeadline(time.Now().Add(closeWait))
+		_ = conn.SetReadDeadline(time.Now().Add(closeWait))
 		for {
-			if _, _, err := c.conn.NextReader(); err != nil {
+			if _, _, err := conn.NextReader(); err != nil {
 				break
 			}
 		}
 	}
-	_ = c.conn.Close()
+	_ = conn.Close()
+}
+
+// readHello reads the first message of a socket connected with auth=message, which must be a hello
+// (DecodeHello); the caller has set the read limit and deadline. A ping before it is answered by gorilla's
+// own handler, which writes the pong itself: the socket has no other writer yet.
+func readHello(conn *websocket.Conn) (Hello, error) {
+	typ, data, err := conn.ReadMessage()
+	if err != nil {
+		return Hello{}, err
+	}
+	if typ != websocket.TextMessage {
+		return Hello{}, errBadHello
+	}
+	return DecodeHello(data)
+}
+
+// rejectReading turns away a socket that never joined the hub while its peer may still be sending: msg and
+// a close frame, then what the peer sends is drained as closeRead does, so the close is not lost to a reset.
+// The caller is the socket's only writer.
+func rejectReading(conn *websocket.Conn, msg []byte, code int, reason string) {
+	_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
+	_ = conn.WriteMessage(websocket.TextMessage, msg)
+	_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason))
+	drainAndClose(conn, false)
 }
 
 // leave closes the client's socket, counts it off in Redis, so a waiting user who never comes back stops

@@ -39,11 +39,15 @@ type rig struct {
 	made    time.Time
 }
 
-func newRig(t *testing.T, env *testenv.Env, settings queue.Settings) *rig {
+// newRig makes a rig; set changes its hub before it runs.
+func newRig(t *testing.T, env *testenv.Env, settings queue.Settings, set ...func(*hub.Hub)) *rig {
 	t.Helper()
 	r := &rig{q: queue.New(env.Redis, env.Prefix), passes: queue.NewPasses([]byte(strings.Repeat("k", 32))), reg: prometheus.NewRegistry(),
 		opensAt: map[string]time.Time{}, made: time.Now()}
 	r.hub = hub.New(r.q, r.passes, r.q, r.reg, quiet)
+	for _, f := range set {
+		f(r.hub)
+	}
 	stop := run(t, r.hub)
 	r.sched = queue.NewScheduler(r.q, noSales{}, settings, "test", queue.NewMetrics(r.reg), quiet)
 	srv := httptest.NewServer(http.HandlerFunc(r.socket))
@@ -66,14 +70,16 @@ func newRig(t *testing.T, env *testenv.Env, settings queue.Settings) *rig {
 	return r
 }
 
-// socket is the rig's socket endpoint, /ws/screenings/{id}: the upgrade, then the hub's welcome.
+// socket is the rig's socket endpoint, /ws/screenings/{id}: the upgrade, then the hub's welcome, which
+// reads the hello first when the socket came with auth=message (as the server's endpoint does).
 func (r *rig) socket(w http.ResponseWriter, req *http.Request) {
 	conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
 	if err != nil {
 		return
 	}
 	id := strings.TrimPrefix(req.URL.Path, "/ws/screenings/")
-	r.hub.Welcome(req.Context(), hub.Arrival{Conn: conn, Screening: id, Token: req.URL.Query().Get("token"), OpensAt: r.saleTime(id)})
+	q := req.URL.Query()
+	r.hub.Welcome(req.Context(), hub.Arrival{Conn: conn, Screening: id, Token: q.Get("token"), AwaitHello: q.Get("auth") == "message", OpensAt: r.saleTime(id)})
 }
 
 // setSaleTime makes the screening's sale open at opensAt (before it, sockets wait in the pre-queue).
@@ -118,10 +124,16 @@ func run(t testing.TB, h *hub.Hub) (stop func()) {
 // readWait bounds a read of a rig's socket: the hub pushes within milliseconds.
 const readWait = 10 * time.Second
 
-// dial opens a socket to the rig's screening, with token when not "".
+// dial opens a socket to the rig's screening, with token in its hello when not "".
 func (r *rig) dial(t *testing.T, screening, token string) *testenv.Socket {
 	t.Helper()
 	return testenv.Dial(t, r.url+"/ws/screenings/"+screening, token)
+}
+
+// dialQuery opens a socket to the rig's screening as older clients do, with token in the URL when not "".
+func (r *rig) dialQuery(t *testing.T, screening, token string) *testenv.Socket {
+	t.Helper()
+	return testenv.DialQuery(t, r.url+"/ws/screenings/"+screening, token)
 }
 
 // readTick reads until the message of the tick at tickAtMs (or an admission). A socket may first get a

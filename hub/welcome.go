@@ -1,12 +1,13 @@
-// A socket's arrival: its registration in the line (or the place it kept), its first message, its joining
-// the hub, the catch-up on any event that came in between, and its reader. The HTTP handler that upgraded
-// the socket makes one call, Welcome.
+// A socket's arrival: its hello when the token travels in a message, its registration in the line (or the
+// place it kept), its first message, its joining the hub, the catch-up on any event that came in between,
+// and its reader. The HTTP handler that upgraded the socket makes one call, Welcome.
 
 package hub
 
 import (
 	"context"
 	"errors"
+	"net"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -17,8 +18,11 @@ import (
 type Arrival struct {
 	Conn      *websocket.Conn
 	Screening string
-	// Token is the token the client sent ("" for a new place).
+	// Token is the token the client sent in the URL ("" for a new place).
 	Token string
+	// AwaitHello says the token comes in the socket's first message instead (auth=message): Welcome reads
+	// that hello before anything else, and Token must be "".
+	AwaitHello bool
 	// OpensAt is the screening's sale time: a token that arrives before it waits in the pre-queue.
 	OpensAt time.Time
 	// RequestID is the upgrade's HTTP request id, for the log.
@@ -39,6 +43,14 @@ func (h *Hub) Welcome(ctx context.Context, a Arrival) {
 	if gone == nil {
 		gone = func() {}
 	}
+	if a.AwaitHello {
+		token, ok := h.awaitHello(a.Conn)
+		if !ok {
+			gone()
+			return
+		}
+		a.Token = token
+	}
 	c, e := h.admitArrival(ctx, a)
 	if c == nil {
 		gone()
@@ -48,6 +60,83 @@ func (h *Hub) Welcome(ctx context.Context, a Arrival) {
 	// The reader holds only the client and gone: nothing of the request (its context, its log) stays with
 	// an idle socket.
 	go h.serve(c, gone)
+}
+
+// helloWait bounds the wait for the hello of a socket connected with auth=message: a client sends it as
+// soon as the socket opens, so this is a client that will not, holding a socket (and its address's count)
+// for nothing.
+const helloWait = 10 * time.Second
+
+// awaitHello reads the hello of a socket connected with auth=message, on the goroutine of the upgrade that
+// is running anyway (a goroutine of its own would cost a stack per socket), and returns its token. ok is
+// false when the socket was turned away, told why and closed, with nothing registered: no hello within
+// helloWait, a first message that is not a hello, a client that went, or a hub that is draining.
+func (h *Hub) awaitHello(conn *websocket.Conn) (token string, ok bool) {
+	conn.SetReadLimit(maxMessageSize)
+	// The deadline is set before the socket is listed, so that a drain's wake (wakeHellosLocked), which
+	// moves it to now, is never undone by it.
+	wait := helloWait
+	if h.helloWait != 0 {
+		wait = h.helloWait
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	if !h.holdForHello(conn) {
+		Reject(conn, nil, CloseServiceRestart, "server restarting")
+		return "", false
+	}
+	defer h.serving.Done()
+	hello, err := readHello(conn)
+	if h.releaseHello(conn) {
+		Reject(conn, nil, CloseServiceRestart, "server restarting")
+		return "", false
+	}
+	var ne net.Error
+	switch {
+	case err == nil:
+		return hello.Token, true
+	case errors.Is(err, errBadHello):
+		rejectReading(conn, ErrorMessage("BAD_HELLO", err.Error()), websocket.ClosePolicyViolation, "BAD_HELLO")
+	case errors.Is(err, websocket.ErrReadLimit):
+		drainAndClose(conn, true) // gorilla sent the close 1009 itself
+	case errors.As(err, &ne) && ne.Timeout():
+		Reject(conn, ErrorMessage("BAD_HELLO", "no hello within "+wait.String()+"; "+errBadHello.Error()), websocket.ClosePolicyViolation, "BAD_HELLO")
+	default:
+		_ = conn.Close() // the client went, or closed the socket (gorilla answered its close frame)
+	}
+	return "", false
+}
+
+// holdForHello lists a socket that waits for its hello, so that a drain wakes it, and counts it among the
+// sockets Shutdown waits for; false when the hub is draining already.
+func (h *Hub) holdForHello(conn *websocket.Conn) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.draining {
+		return false
+	}
+	if h.hellos == nil {
+		h.hellos = map[*websocket.Conn]struct{}{}
+	}
+	h.hellos[conn] = struct{}{}
+	h.serving.Add(1)
+	return true
+}
+
+// releaseHello takes a socket off the hello list once its read has ended, and tells whether the hub is
+// draining: then the socket is not registered, whatever it sent.
+func (h *Hub) releaseHello(conn *websocket.Conn) (draining bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.hellos, conn)
+	return h.draining
+}
+
+// wakeHellosLocked ends the hello wait of every socket still in it (their reads fail at once), so that a
+// drain tells them to reconnect instead of leaving them to their helloWait. h.mu is held.
+func (h *Hub) wakeHellosLocked() {
+	for conn := range h.hellos {
+		_ = conn.SetReadDeadline(time.Now())
+	}
 }
 
 // admitArrival registers the arrival and joins it to the hub, or turns it away (nil).

@@ -1,5 +1,6 @@
-// The waiting room's socket: the upgrade (with its origin check), the per-address limits, the screening's
-// sale time, then one call to the hub, which registers, welcomes and serves it.
+// The waiting room's socket: the upgrade (with its origin check), where its token comes from (the URL, or
+// with auth=message the hello), the per-address limits, the screening's sale time, then one call to the
+// hub, which reads the hello, registers, welcomes and serves it.
 
 package server
 
@@ -47,6 +48,11 @@ func (s *Server) socket(c echo.Context) error {
 		return nil // the upgrader has answered (403 on a foreign origin, 400 on a bad handshake)
 	}
 	c.Response().Status = http.StatusSwitchingProtocols // for the request log: the upgrader wrote it itself
+	awaitHello, refusal := tokenInMessage(c.QueryParam("auth"), c.QueryParam("token"))
+	if refusal != "" {
+		hub.Reject(conn, hub.ErrorMessage("BAD_HELLO", refusal), websocket.ClosePolicyViolation, "BAD_HELLO")
+		return nil
+	}
 	addr := s.clientIP(c.Request())
 	if ok, reason := s.addrs.admit(addr, time.Now()); !ok {
 		hub.Reject(conn, hub.ErrorMessage("RATE_LIMITED", reason+"; retry later with your token"), hub.CloseTryAgainLater, "rate limited")
@@ -65,11 +71,27 @@ func (s *Server) socket(c echo.Context) error {
 		return nil
 	}
 	s.Hub.Welcome(ctx, hub.Arrival{
-		Conn: conn, Screening: id, Token: c.QueryParam("token"), OpensAt: opensAt,
+		Conn: conn, Screening: id, Token: c.QueryParam("token"), AwaitHello: awaitHello, OpensAt: opensAt,
 		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
 		Gone:      func() { s.addrs.release(addr) },
 	})
 	return nil
+}
+
+// tokenInMessage reads where a socket's token comes from: auth "message" says the hello, the socket's first
+// message (docs/protocol.md 4.3), keeps it out of the URL, which proxies log; no auth keeps today's form, the
+// token (if any) in the URL. refusal explains a request that mixes them or names another auth.
+func tokenInMessage(auth, token string) (awaitHello bool, refusal string) {
+	switch auth {
+	case "":
+		return false, ""
+	case "message":
+		if token != "" {
+			return false, "with auth=message the token travels in the hello, not in the URL: connect without token="
+		}
+		return true, ""
+	}
+	return false, `auth is "message" (the token in the first message) or absent (the token in the URL)`
 }
 
 // forgetRequest lets a socket's HTTP request go once its handler returns. echo keeps every request context

@@ -1,5 +1,5 @@
-// Socket: a test's end of a waiting-room WebSocket: dial, read the next message, read until a type, read
-// the close code.
+// Socket: a test's end of a waiting-room WebSocket: dial (the token in the hello, or in the URL as old
+// clients send it), read the next message, read until a type, read the close code.
 
 package testenv
 
@@ -27,12 +27,28 @@ type Socket struct {
 	Token string
 }
 
-// Dial opens a socket to url (http:// or ws://, with the path), with token as its ?token= when not "",
-// failing the test if it does not open. It is closed when the test ends.
+// Dial opens a socket to url (http:// or ws://, with the path) as the server's own clients do: with
+// auth=message, then the hello carrying token ("" for a new place), failing the test if it does not open
+// or the hello cannot be sent. It is closed when the test ends.
 func Dial(t testing.TB, url, token string) *Socket {
 	t.Helper()
+	s, _, err := DialHeader(t, withQuery(url, "auth=message"), nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	if err := s.Hello(token); err != nil {
+		t.Fatalf("hello on %s: %v", url, err)
+	}
+	s.Token = token
+	return s
+}
+
+// DialQuery opens a socket to url as clients before the hello did: token as its ?token= when not "", no
+// hello. It is for the tests of that form; it fails the test if the socket does not open.
+func DialQuery(t testing.TB, url, token string) *Socket {
+	t.Helper()
 	if token != "" {
-		url += "?token=" + token
+		url = withQuery(url, "token="+token)
 	}
 	s, _, err := DialHeader(t, url, nil)
 	if err != nil {
@@ -40,6 +56,31 @@ func Dial(t testing.TB, url, token string) *Socket {
 	}
 	s.Token = token
 	return s
+}
+
+// Hello sends the hello of a socket dialled with auth=message: {"type":"hello","token":token}, or
+// {"type":"hello"} when token is "".
+func (s *Socket) Hello(token string) error {
+	msg := []byte(`{"type":"hello"}`)
+	if token != "" {
+		var err error
+		if msg, err = json.Marshal(map[string]string{"type": "hello", "token": token}); err != nil {
+			return fmt.Errorf("testenv: hello: %w", err)
+		}
+	}
+	_ = s.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	if err := s.WriteMessage(websocket.TextMessage, msg); err != nil {
+		return fmt.Errorf("testenv: hello: %w", err)
+	}
+	return nil
+}
+
+// withQuery adds the query parameter kv ("k=v") to url.
+func withQuery(url, kv string) string {
+	if strings.Contains(url, "?") {
+		return url + "&" + kv
+	}
+	return url + "?" + kv
 }
 
 // DialHeader opens a socket to url with the request header h (nil: none), for a test of the handshake
