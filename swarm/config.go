@@ -57,6 +57,9 @@ type Config struct {
 	// sockets. 0 means one per usersPerProc connected users. More than 1 re-executes this program
 	// (os.Executable) with ChildFlag and a job: its main must hand those to RunChild (cmd/swarm does).
 	Procs int
+	// TokenInURL sends a user's token as the socket URL's ?token=, as clients did before the hello, for a
+	// server that does not know auth=message; otherwise the token travels in the socket's first message.
+	TokenInURL bool
 	// Sources is how many loopback addresses users dial from (127.0.0.2 onwards), because each (source,
 	// destination) pair has only about 28,000 ephemeral ports. 0 or 1: the system picks, as for any dial.
 	Sources int

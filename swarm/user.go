@@ -314,11 +314,23 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// open dials the screening's socket from the user's source, with the token when the user has one.
+// open dials the screening's socket from the user's source and says hello with the token when the user
+// has one (docs/protocol.md 4.3), or, with Config.TokenInURL, puts it in the URL as older clients do.
 func (v *visit) open(ctx context.Context, token string) (*socket, error) {
-	u := v.wsURL
-	if token != "" {
-		u += "?token=" + url.QueryEscape(token)
+	if v.cfg.TokenInURL {
+		u := v.wsURL
+		if token != "" {
+			u += "?token=" + url.QueryEscape(token)
+		}
+		return dialSocket(ctx, v.src.dial, v.rx, u)
 	}
-	return dialSocket(ctx, v.src.dial, v.rx, u)
+	sock, err := dialSocket(ctx, v.src.dial, v.rx, v.wsURL+"?auth=message")
+	if err != nil {
+		return nil, err
+	}
+	if err := sock.hello(token); err != nil {
+		sock.drop()
+		return nil, fmt.Errorf("hello: %w", err)
+	}
+	return sock, nil
 }

@@ -39,6 +39,7 @@ type fake struct {
 	sold    map[string]bool
 	tokens  []string
 	inbound []string
+	forms   []string // how each socket sent its token: "hello" or "url"
 	closes  []int    // the close codes clients sent
 	from    []string // the client address of every request, sockets and REST alike
 }
@@ -49,6 +50,25 @@ func (f *fake) record(r *http.Request) {
 	f.mu.Lock()
 	f.from = append(f.from, host)
 	f.mu.Unlock()
+}
+
+// token reads a socket's token as the server does: from its hello when it came with auth=message (and then
+// never from the URL), else from ?token=.
+func (f *fake) token(r *http.Request, conn *websocket.Conn) (token, form string) {
+	q := r.URL.Query()
+	if q.Get("auth") != "message" {
+		return q.Get("token"), "url"
+	}
+	if q.Has("token") {
+		f.t.Errorf("socket URL %q carries a token beside auth=message", r.URL.RequestURI())
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, data, err := conn.ReadMessage()
+	var hello struct{ Type, Token string }
+	if err != nil || json.Unmarshal(data, &hello) != nil || hello.Type != "hello" {
+		f.t.Errorf("first message %q (%v), want a hello", data, err)
+	}
+	return hello.Token, "hello"
 }
 
 func newFake(t *testing.T, f *fake) string {
@@ -62,12 +82,14 @@ func newFake(t *testing.T, f *fake) string {
 			return
 		}
 		defer conn.Close()
+		token, form := f.token(r, conn)
 		f.mu.Lock()
 		n := f.sockets
 		f.sockets++
-		f.tokens = append(f.tokens, r.URL.Query().Get("token"))
+		f.tokens = append(f.tokens, token)
+		f.forms = append(f.forms, form)
 		f.mu.Unlock()
-		f.onSocket(n, r.URL.Query().Get("token"), conn)
+		f.onSocket(n, token, conn)
 		// Read until the client closes, keeping what it sent.
 		for {
 			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -144,6 +166,42 @@ func conflict(code string, seats []string) map[string]any {
 	return map[string]any{"error": map[string]any{"code": code, "message": "no", "seats": seats}}
 }
 
+// TestUserWithTokenInURLSendsItAsOldClientsDid: with TokenInURL a user dials ?token= and says no hello,
+// for a server older than the hello; its reconnect still carries the token.
+func TestUserWithTokenInURLSendsItAsOldClientsDid(t *testing.T) {
+	f := &fake{
+		onSocket: func(n int, token string, conn *websocket.Conn) {
+			if n == 0 {
+				send(t, conn, map[string]any{"type": "queued", "token": "t1", "rank": 1, "total": 1, "inserted": true})
+				_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseServiceRestart, "restarting"))
+				return
+			}
+			send(t, conn, map[string]any{"type": "admitted", "token": "t1", "pass": "p1", "expires_at": "2030-01-01T00:00:00Z"})
+		},
+		onReserve: func(n int, seats []string) (int, any) {
+			return http.StatusCreated, map[string]any{"id": 1, "screening": "x", "seats": seats, "seats_left": 2}
+		},
+	}
+	url := newFake(t, f)
+	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: 1, TokenInURL: true, Timeout: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcomes != (Outcomes{Ticket: 1}) {
+		t.Errorf("outcomes %+v, want one ticket (errors %v)", rep.Outcomes, rep.Errors)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Equal(f.tokens, []string{"", "t1"}) || !slices.Equal(f.forms, []string{"url", "url"}) {
+		t.Errorf("tokens %q sent as %q, want none then t1, both in the URL", f.tokens, f.forms)
+	}
+	for _, m := range f.inbound {
+		if strings.Contains(m, "hello") {
+			t.Errorf("the user sent %s with TokenInURL, want no hello", m)
+		}
+	}
+}
+
 func TestUserReconnectsWithItsTokenAndTriesOtherSeats(t *testing.T) {
 	f := &fake{
 		onSocket: func(n int, token string, conn *websocket.Conn) {
@@ -173,6 +231,9 @@ func TestUserReconnectsWithItsTokenAndTriesOtherSeats(t *testing.T) {
 	defer f.mu.Unlock()
 	if !slices.Equal(f.tokens, []string{"", "t1"}) {
 		t.Errorf("tokens dialed = %q, want none, then t1", f.tokens)
+	}
+	if !slices.Equal(f.forms, []string{"hello", "hello"}) {
+		t.Errorf("tokens sent as %q, want each in a hello, none in the URL", f.forms)
 	}
 	if f.posts != 2 || rep.Latency.Reservation.Count != 2 || rep.Latency.Queue.Count != 1 || rep.Latency.Connect.Count != 1 {
 		t.Errorf("posts %d, latency counts connect %d queue %d reservation %d; want 2, 1, 1, 2",

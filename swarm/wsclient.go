@@ -16,6 +16,7 @@ package swarm
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -180,6 +181,19 @@ func (k *socket) writeFrame(op byte, payload []byte) error {
 		b = append(b, c^byte(mask>>(8*(3-i%4))))
 	}
 	return k.t.write(b, time.Now().Add(writeWait))
+}
+
+// hello is the first message of a socket dialled with auth=message: the user's token, kept out of the URL,
+// or none for a new place.
+func (k *socket) hello(token string) error {
+	if token == "" {
+		return k.writeFrame(opText, []byte(`{"type":"hello"}`))
+	}
+	quoted, err := json.Marshal(token) // a token is hex, but it came from the server: never trust it raw
+	if err != nil {
+		return err
+	}
+	return k.writeFrame(opText, []byte(`{"type":"hello","token":`+string(quoted)+`}`))
 }
 
 // leave tells the server the user is done with its place or slot ({"type":"leave"}).

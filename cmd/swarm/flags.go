@@ -44,6 +44,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	procs := fs.Int("procs", 0, "processes to split the users over, each holding its share of sockets (0: one per 15,000 users connected at once)")
 	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile to the file (with -procs 1: the children are not profiled)")
 	rate := fs.Int("rate", 0, "users arriving per second at most (0: all at once)")
+	tokenInURL := fs.Bool("token-in-url", false, "send each user's token as the socket URL's ?token= (for a server older than the hello) instead of in the first message")
 	sources := fs.Int("sources", 1, "loopback addresses to dial from, 127.0.0.2 onwards, for more than ~28,000 sockets to one server (1: the system's choice)")
 	jsonPath := fs.String("json", "", `also write the report as JSON to this file ("-": stdout, and the table to stderr)`)
 	checkout := fs.String("checkout", swarm.Instant, `how users pay: "instant" (a 201 is a ticket) or "hold" (a 201 holds the order; the user confirms it after -pay-delay, or not)`)
@@ -72,7 +73,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		config: swarm.Config{
 			URL: *serverURL, Screening: *screening, Users: *users, Concurrency: *concurrency,
 			Seats: *seats, Best: *best, Retries: *retries, Timeout: *timeout,
-			Mode: swarm.Mode(*mode), Duration: *duration, Leave: *leave, Procs: *procs, Sources: *sources, Rate: *rate,
+			Mode: swarm.Mode(*mode), Duration: *duration, Leave: *leave, Procs: *procs, Sources: *sources, Rate: *rate, TokenInURL: *tokenInURL,
 			Checkout: swarm.Checkout{Mode: *checkout, PayShare: *payShare, CancelShare: *cancelShare,
 				ConfirmKey: *confirmKey, AdminKey: *adminKey, PayDelayMin: payMin, PayDelayMax: payMax, HeldWait: *heldWait},
 			Check: swarm.Check{DatabaseURL: *database, WebhookListen: *webhookListen, WebhookSecret: *webhookSecret,
