@@ -34,13 +34,16 @@ soak-faults:
 	WAITROOM_SOAK=1 $(GO) test -count=1 -tags faults -run Soak -timeout 30m -v ./e2e/faults/random/
 
 # go vet and staticcheck (pinned in go.mod as a tool, run with `go tool staticcheck`), each over the default
-# build and the one with the cluster and fault tests; then gofmt over every tracked Go file.
+# build and the one with the cluster and fault tests; then gofmt over every tracked Go file; then govulncheck
+# (pinned likewise), against the live vulnerability database or, when it does not answer, the snapshot in
+# scripts/vulndb/ (scripts/vulncheck.sh says which).
 lint:
 	$(GO) vet ./...
 	$(GO) vet -tags cluster,faults ./...
 	$(GO) tool staticcheck ./...
 	$(GO) tool staticcheck -tags cluster,faults ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	scripts/vulncheck.sh
 
 build:
 	$(GO) build -o bin/ ./cmd/...
