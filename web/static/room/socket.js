@@ -1,4 +1,5 @@
-// socket.js: the one WebSocket to /ws/screenings/{id}?token=T (docs/protocol.md): it connects, reconnects
+// socket.js: the one WebSocket to /ws/screenings/{id}?auth=message (docs/protocol.md): it connects, says
+// hello with the stored token (in the first message, never in the URL, where proxies log it), reconnects
 // with backoff after a loss (close code 1012, server restarting: soon; 1013, try later: after a longer
 // wait), follows the network going and coming back, and hands each message to the handler main.js gives it.
 // After a final state (stop) it reconnects no more until the user joins again (restart).
@@ -27,11 +28,18 @@ export function onMessage(f) {
   handle = f;
 }
 
+// socketURL carries no token: the token is a bearer secret, and it travels in the hello.
 function socketURL() {
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  let u = `${proto}//${location.host}/ws/screenings/${enc}`;
-  if (store.token) u += '?token=' + encodeURIComponent(store.token);
-  return u;
+  return `${proto}//${location.host}/ws/screenings/${enc}?auth=message`;
+}
+
+// sayHello sends the socket's first message: the stored token, or none for a new place.
+function sayHello(sock) {
+  const hello = store.token ? { type: 'hello', token: store.token } : { type: 'hello' };
+  try {
+    sock.send(JSON.stringify(hello));
+  } catch (_) { /* closed already: onclose reconnects */ }
 }
 
 // connect opens a new socket in place of the current one, with the stored token if there is one.
@@ -53,7 +61,9 @@ export function connect() {
   }
   ws = sock;
   sock.onopen = () => {
-    if (ws === sock) setConn('open');
+    if (ws !== sock) return;
+    sayHello(sock); // the server reads nothing else first, and registers nothing until it comes
+    setConn('open');
   };
   sock.onmessage = (ev) => {
     if (ws !== sock) return;
@@ -152,6 +162,7 @@ export function sayLeaving() {
   } else if (store.token) {
     // Not connected just now: connect once to say so, so the place does not hold up the line.
     const once = new WebSocket(socketURL());
+    once.onopen = () => sayHello(once);
     once.onmessage = () => {
       once.onmessage = null;
       try {
