@@ -31,12 +31,12 @@ type Arrival struct {
 	Gone func()
 }
 
-// Welcome registers the socket's token in the screening's line (a new token when it sent none; the place it
-// kept when it reconnects), tells it where it stands, joins it to the hub and catches up on any event that
-// came in between, then serves it on a goroutine of the hub's own, so the HTTP handler that upgraded it
-// returns and its deep stack is freed: an idle socket then costs one small reading goroutine. A socket the
-// hub cannot take (a malformed token, a sold-out line, Redis not answering, the hub draining) is told why and
-// closed. ctx is the upgrade's request: the reader outlives it, and its own Redis calls have their own
+// Welcome reads the socket's hello first when its token comes in one (AwaitHello), then registers the token
+// in the screening's line (a new token when it sent none; the place it kept when it reconnects), tells it
+// where it stands, joins it to the hub and catches up on any event that came in between, then serves it on
+// a goroutine of the hub's own, so the HTTP handler that upgraded it returns and its deep stack is freed:
+// an idle socket then costs one small reading goroutine. A socket the hub cannot take (no hello, a
+// malformed token, a sold-out line, Redis not answering, the hub draining) is told why and closed. ctx is the upgrade's request: the reader outlives it, and its own Redis calls have their own
 // deadlines.
 func (h *Hub) Welcome(ctx context.Context, a Arrival) {
 	gone := a.Gone
