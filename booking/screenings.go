@@ -81,7 +81,8 @@ func (s *Store) EnsureScreening(ctx context.Context, sc Screening, seats []Seat)
 
 // CreateScreening adds a screening with its seats and its own admission settings (zero fields: the
 // server's defaults), in one transaction. An id already taken is ErrScreeningExists; a malformed screening
-// is ErrBadScreening. Every instance's scheduler finds it at its next refresh and opens its line at the sale
+// is ErrBadScreening. A screening without seats is a site-wide room (the gate's): its line never sells out.
+// Every instance's scheduler finds it at its next refresh and opens its line at the sale
 // time: no restart, no deploy.
 func (s *Store) CreateScreening(ctx context.Context, sc Screening, seats []Seat, a queue.Settings) error {
 	switch {
@@ -97,8 +98,9 @@ func (s *Store) CreateScreening(ctx context.Context, sc Screening, seats []Seat,
 		return badScreening("starts_at and sale_opens_at must fall in the years 2000 to 9999 (UTC)")
 	case sc.SaleOpensAt.After(sc.StartsAt):
 		return badScreening("the sale cannot open after the screening starts")
-	case len(seats) == 0 || len(seats) > MaxSeatsPerScreening:
-		return badScreening("%d seats: want 1 to %d", len(seats), MaxSeatsPerScreening)
+	case len(seats) > MaxSeatsPerScreening:
+		// No seats is a site-wide room: a line in front of a site (the gate), never sold out.
+		return badScreening("%d seats: want 0 (a site-wide room) to %d", len(seats), MaxSeatsPerScreening)
 	}
 	if err := checkSettings(a); err != nil {
 		return err
@@ -199,7 +201,7 @@ func (r saleRow) settings() queue.Settings {
 
 // Sales returns the screenings whose sale opens at or before until, with their own admission settings:
 // the scheduler's list. A sale that sold out or was closed is marked Ended (its loop stops; its line is kept
-// closed) and listed only while its show is still to come.
+// closed) and listed only while its show is still to come; a site-wide room (no seats) never sells out.
 func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error) {
 	var rows []struct {
 		saleRow
@@ -209,9 +211,10 @@ func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error
 	err := s.db.SelectContext(ctx, &rows, s.db.Rebind(`SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms, ended,
 		paused_at IS NOT NULL AS paused
 		FROM (SELECT s.*, (s.closed_at IS NOT NULL OR
+			((SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) > 0 AND
 			(SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
 				WHERE r.screening_id = s.id AND r.live AND o.status = 'confirmed') >=
-			(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id)) AS ended
+			(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id))) AS ended
 			FROM screenings s WHERE s.sale_opens_at <= ?) x
 		WHERE NOT ended OR starts_at > ? ORDER BY id`), until.UTC(), time.Now().UTC())
 	if err != nil {
