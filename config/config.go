@@ -54,6 +54,9 @@ type Gate struct {
 	// RoomURL is the waiting room's public base URL (where /s/{room} is served); empty: the gate's own host
 	// on the port of http.addr.
 	RoomURL string `koanf:"room_url"`
+	// PublicURL is the gate's own public base URL (where the room page posts /.waitroom/enter); empty: the
+	// room page's host on the port of gate.addr, same scheme.
+	PublicURL string `koanf:"public_url"`
 	// Mode is how a room without a mode of its own admits: auto (straight through while the room has
 	// space, the line once it is full), queue_all (everyone waits) or passthrough (the room is off).
 	Mode string `koanf:"mode"`

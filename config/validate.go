@@ -102,6 +102,11 @@ func (g Gate) validate() []error {
 			errs = append(errs, fmt.Errorf("gate.room_url %q: want an http(s) URL", g.RoomURL))
 		}
 	}
+	if g.PublicURL != "" {
+		if u, err := url.Parse(g.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			errs = append(errs, fmt.Errorf("gate.public_url %q: want an http(s) URL with no path", g.PublicURL))
+		}
+	}
 	if !slices.Contains(GateModes, g.Mode) {
 		errs = append(errs, fmt.Errorf("gate.mode %q: want auto, queue_all or passthrough", g.Mode))
 	}

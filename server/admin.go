@@ -118,6 +118,9 @@ type admissionBody struct {
 	ActiveTTL string `json:"active_ttl,omitempty"`
 	// Checkout is the screening's checkout mode, "instant" or "hold" (PATCH only; absent: unchanged).
 	Checkout string `json:"checkout,omitempty"`
+	// GateMode is the room's mode at the gate, "auto", "queue_all" or "passthrough" (PATCH only; absent:
+	// unchanged). The operator's view shows the effective one (the room's, or gate.mode).
+	GateMode string `json:"gate_mode,omitempty"`
 }
 
 func (a admissionBody) settings() (queue.Settings, error) {
@@ -147,14 +150,16 @@ func bodyOf(s queue.Settings) admissionBody {
 
 // createBody is POST /api/admin/screenings.
 type createBody struct {
-	ID          string         `json:"id"`
-	Name        string         `json:"name"`
-	StartsAt    time.Time      `json:"starts_at"`
-	SaleOpensAt time.Time      `json:"sale_opens_at"`
-	Rows        int            `json:"rows"`
-	SeatsPerRow int            `json:"seats_per_row"`
-	Seats       []string       `json:"seats"`
-	Admission   *admissionBody `json:"admission"`
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	StartsAt    time.Time `json:"starts_at"`
+	SaleOpensAt time.Time `json:"sale_opens_at"`
+	Rows        int       `json:"rows"`
+	SeatsPerRow int       `json:"seats_per_row"`
+	Seats       []string  `json:"seats"`
+	// SiteWide makes a room without seats: the line in front of a site (the gate), never sold out.
+	SiteWide  bool           `json:"site_wide"`
+	Admission *admissionBody `json:"admission"`
 }
 
 func (s *Server) adminCreate(c echo.Context) error {
@@ -165,6 +170,10 @@ func (s *Server) adminCreate(c echo.Context) error {
 	var seats []booking.Seat
 	var err error
 	switch {
+	case body.SiteWide && (len(body.Seats) > 0 || body.Rows != 0 || body.SeatsPerRow != 0):
+		return refuseScreening("a site-wide room has no seats: give site_wide or seats, not both")
+	case body.SiteWide:
+		seats = nil
 	case len(body.Seats) > 0 && (body.Rows != 0 || body.SeatsPerRow != 0):
 		return refuseScreening("give either seats or rows and seats_per_row, not both")
 	case len(body.Seats) > booking.MaxSeatsPerScreening:
@@ -221,6 +230,7 @@ func (s *Server) adminScreenings(ctx context.Context, only string) ([]adminScree
 			screeningView: s.screeningOf(m.Summary, now),
 			Admission:     bodyOf(m.Admission.Merge(s.AdmissionDefaults)),
 		}
+		out[i].Admission.GateMode = s.gateModeOf(m.GateMode)
 		f, err := s.Queue.Figures(ctx, m.ID)
 		if err != nil {
 			return nil, err
@@ -281,6 +291,11 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 			return err
 		}
 	}
+	if body.GateMode != "" {
+		if err := s.Store.SetGateMode(ctx, c.Param("id"), body.GateMode); err != nil {
+			return err
+		}
+	}
 	stored, err := s.Store.SetAdmission(ctx, c.Param("id"), settings)
 	if err != nil {
 		return err
@@ -289,10 +304,20 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 	effective := bodyOf(stored.Merge(s.AdmissionDefaults))
 	if sum, err := s.Store.Screening(ctx, c.Param("id")); err == nil {
 		effective.Checkout = sum.Checkout
+		effective.GateMode = s.gateModeOf(sum.GateMode)
 	}
 	s.logFor(c).Info("admin: admission changed", "screening", c.Param("id"), "interval", effective.Interval,
-		"batch_size", effective.BatchSize, "max_active", effective.MaxActive, "active_ttl", effective.ActiveTTL)
+		"batch_size", effective.BatchSize, "max_active", effective.MaxActive, "active_ttl", effective.ActiveTTL,
+		"gate_mode", effective.GateMode)
 	return c.JSON(http.StatusOK, effective)
+}
+
+// gateModeOf is a room's effective gate mode: its own, or the server's gate.mode (empty when there is no gate).
+func (s *Server) gateModeOf(own string) string {
+	if own != "" {
+		return own
+	}
+	return s.Gate.Mode
 }
 
 // known checks the screening exists before an operator's action on its line.

@@ -4,7 +4,10 @@
 package server
 
 import (
+	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -25,6 +28,47 @@ type screeningView struct {
 	MaxSeats int    `json:"max_seats"`
 	Waiting  *int64 `json:"waiting,omitempty"`
 	Active   *int64 `json:"active,omitempty"`
+	// GateEnter is where the room page sends an admitted visitor back to the site (a form POST of the pass
+	// to the gate's /.waitroom/enter), for a room the gate protects (gate.paths); absent otherwise.
+	GateEnter string `json:"gate_enter,omitempty"`
+}
+
+// GateLinks are what the API says of the gate in front of an existing site (gate.*): which rooms it
+// protects and where its enter form is.
+type GateLinks struct {
+	// Rooms are the screening ids gate.paths names; empty: no gate.
+	Rooms []string
+	// PublicURL is the gate's public base URL (gate.public_url); empty: the request's host on Port.
+	PublicURL string
+	// Port is the port of gate.addr.
+	Port string
+	// Mode is the server's gate.mode, which a room without a mode of its own follows.
+	Mode string
+}
+
+// SetGatePort sets the gate's port (gate.addr's, once it listens) for the enter URL. Call it before serving.
+func (s *Server) SetGatePort(port string) { s.Gate.Port = port }
+
+// EnterPath is the gate's own route that takes an admitted visitor's pass and sets its cookie.
+const EnterPath = "/.waitroom/enter"
+
+// enterURL is the gate's enter URL as the page that asked (request r) reaches it, or "" when room is not
+// behind the gate. The host is the one the browser used for this page, the port the gate's.
+func (g GateLinks) enterURL(r *http.Request, scheme, room string) string {
+	if !slices.Contains(g.Rooms, room) {
+		return ""
+	}
+	if g.PublicURL != "" {
+		return strings.TrimSuffix(g.PublicURL, "/") + EnterPath
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return scheme + "://" + host + ":" + g.Port + EnterPath
 }
 
 // screeningOf is the screening as the API shows it at now, its checkout mode the server's when it has none.
@@ -39,10 +83,10 @@ func state(sum booking.Summary, now time.Time) string {
 	switch {
 	case sum.ClosedAt != nil:
 		return "closed"
-	case sum.SeatsAvailable <= 0 && sum.SeatsHeld > 0:
+	case sum.SeatsTotal > 0 && sum.SeatsAvailable <= 0 && sum.SeatsHeld > 0:
 		return "all_held"
-	case sum.SeatsAvailable <= 0:
-		return "sold_out"
+	case sum.SeatsTotal > 0 && sum.SeatsAvailable <= 0:
+		return "sold_out" // a site-wide room (no seats) never is
 	case now.Before(sum.SaleOpensAt):
 		return "upcoming"
 	}
@@ -74,6 +118,7 @@ func (s *Server) getScreening(c echo.Context) error {
 	}
 	v := s.screeningOf(sum, time.Now())
 	v.Waiting, v.Active = &waiting, &active
+	v.GateEnter = s.Gate.enterURL(c.Request(), c.Scheme(), sum.ID)
 	return c.JSON(http.StatusOK, v)
 }
 

@@ -69,7 +69,9 @@ type Deps struct {
 	Checkout Checkout
 	Webhooks *webhook.Outbox // the webhooks' outbox, listed for the operator (nil: an empty list)
 	PassKeys KeySet          // the passes' public keys, served at /.well-known/jwks.json (nil: none)
-	Log      *slog.Logger
+	// Gate is what the API says of the gate in front of an existing site (zero: no gate).
+	Gate GateLinks
+	Log  *slog.Logger
 }
 
 // Server is the echo app.
