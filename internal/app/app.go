@@ -22,6 +22,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/server"
@@ -36,6 +37,9 @@ var (
 	_ booking.Admissions   = (*queue.Queue)(nil)
 	_ booking.PassVerifier = (*queue.Passes)(nil)
 	_ queue.Screenings     = (*booking.Store)(nil)
+	_ gate.Lines           = (*queue.Queue)(nil)
+	_ gate.Passes          = (*queue.Passes)(nil)
+	_ gate.Rooms           = (*booking.Store)(nil)
 )
 
 // Backends are the outside services an App works with, opened (and closed) by its caller.
@@ -61,6 +65,9 @@ type App struct {
 	// Outbox is the webhooks' outbox; Webhooks delivers from it (nil: webhooks.url is empty, none are sent).
 	Outbox   *webhook.Outbox
 	Webhooks *webhook.Deliverer
+	// Gate is the gate in front of an existing site (nil: gate.upstream is empty); main.go serves it on
+	// gate.addr (gate.go).
+	Gate *gate.Gate
 	// Instance names this instance: its admission lock owner and its line in the control room.
 	Instance string
 }
@@ -96,6 +103,10 @@ func New(cfg config.Config, b Backends) (*App, error) {
 			webhook.NewMetrics(a.Registry), a.Log)
 	}
 	a.Hub = hub.New(a.Queue, a.Passes, a.Queue, a.Registry, a.Log)
+	var gateLinks server.GateLinks
+	if a.Gate, gateLinks, err = a.newGate(cfg); err != nil {
+		return nil, err
+	}
 	a.Server = server.New(server.Deps{
 		Queue: a.Queue, Store: a.Store, Booking: a.Booking, Hub: a.Hub, Redis: b.Redis, Gatherer: a.Registry, Registerer: a.Registry,
 		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Pprof: cfg.Bench.Pprof, TrustedProxies: trustedProxies(cfg.HTTP),
@@ -108,6 +119,7 @@ func New(cfg config.Config, b Backends) (*App, error) {
 		Checkout:    server.Checkout{URL: cfg.Booking.CheckoutURL, ConfirmKey: cfg.Booking.ConfirmKey},
 		Webhooks:    a.Outbox,
 		PassKeys:    a.Passes,
+		Gate:        gateLinks,
 	})
 	return a, nil
 }

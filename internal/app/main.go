@@ -94,9 +94,13 @@ func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (co
 // reconnect), then the count-offs still on their way to Redis, and last the background work. A listener that
 // fails ends them all.
 func (a *App) serve(ctx context.Context, lns []listener) error {
+	// The proxied listeners' requests (the gate's) end with this context, once their server has shut down:
+	// Shutdown does not wait for upgraded connections, and the proxy closes one when its request ends.
+	proxied, endProxied := context.WithCancel(context.Background())
+	defer endProxied()
 	servers := make([]*http.Server, len(lns))
 	for i, l := range lns {
-		servers[i] = newHTTPServer(a.Config.HTTP, l)
+		servers[i] = newHTTPServer(a.Config.HTTP, l, proxied)
 	}
 	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBg()
@@ -134,6 +138,7 @@ func (a *App) serve(ctx context.Context, lns []listener) error {
 		wg.Go(func() { shutdownErrs[i] = srv.Shutdown(drainCtx) })
 	}
 	wg.Wait()
+	endProxied()
 	for ; served < len(servers); served++ {
 		if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
 			failed = errors.Join(failed, err)
@@ -158,6 +163,10 @@ type listener struct {
 	// unboundedWrites leaves http.write_timeout off: the ops listener's profiles (bench.pprof) write for as
 	// long as they are asked to run, and net/http/pprof refuses a profile longer than the write timeout.
 	unboundedWrites bool
+	// proxied is the gate's: no read or write bound of the listener's (the gate bounds a request's read
+	// itself, never an upgrade's, and an origin's stream may write for long), and the requests' context ends
+	// after the drain (serve).
+	proxied bool
 }
 
 // listen opens the instance's listeners, the public one first, and prints the URL of each on stdout
@@ -179,6 +188,17 @@ func (a *App) listen(stdout io.Writer) ([]listener, error) {
 		lns = append(lns, listener{name: "ops", ln: ops, handler: a.Server.OpsHandler(), unboundedWrites: a.Config.Bench.Pprof})
 		fmt.Fprintf(stdout, "waitroom: ops %s\n", publicURL(ops.Addr()))
 	}
+	if a.Gate != nil {
+		g, err := a.gateListener(ln)
+		if err != nil {
+			for _, l := range lns {
+				l.ln.Close()
+			}
+			return nil, err
+		}
+		lns = append(lns, g)
+		fmt.Fprintf(stdout, "waitroom: gate %s\n", publicURL(g.ln.Addr()))
+	}
 	return lns, nil
 }
 
@@ -188,13 +208,17 @@ func (a *App) listen(stdout io.Writer) ([]listener, error) {
 // max_header_bytes (431 beyond). The long-lived answers move their own deadlines: the socket (gorilla's
 // upgrade clears the server's deadlines, and the hub sets its own) and the control room's stream
 // (adminStream, per frame).
-func newHTTPServer(h config.HTTP, l listener) *http.Server {
+func newHTTPServer(h config.HTTP, l listener, proxied context.Context) *http.Server {
 	srv := &http.Server{
 		Handler: l.handler, ReadHeaderTimeout: min(readHeaderTimeout, h.ReadTimeout), ReadTimeout: h.ReadTimeout,
 		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
 	}
 	if l.unboundedWrites {
 		srv.WriteTimeout = 0
+	}
+	if l.proxied {
+		srv.ReadTimeout, srv.WriteTimeout = 0, 0
+		srv.BaseContext = func(net.Listener) context.Context { return proxied }
 	}
 	return srv
 }

@@ -1,0 +1,272 @@
+// Package gate puts the waiting room in front of an existing site: it serves the site's visitors on a
+// listener of its own and proxies them to the origin (gate.upstream). A request under a protected prefix
+// (gate.paths) goes through only with the cookie of a live admission to that prefix's room; without one the
+// visitor is let straight in while the room has space (mode auto), or sent to the room's waiting page (a
+// browser) or told where it stands (a JSON client). Every other path goes to the origin untouched.
+//
+// Guarantees: the origin never sees a protected request without a live admission for its room, nor the
+// gate's cookie, nor an X-Waitroom-* header a client sent; a direct admission never goes past max_active
+// nor ahead of anyone waiting (queue.AdmitDirect); a release the origin asks for (X-Waitroom-Release: 1)
+// frees the slot at once; a slot freed elsewhere is honoured within cookieRecheck.
+//
+// Where things are: gate.go (the Gate, its settings, the decision per request), admission.go (the cookie,
+// the cache of verified cookies, direct admission), proxy.go (the reverse proxy, what it strips, the
+// release), waiting.go (the way to the line: the redirect and the JSON answer), enter.go (the enter form
+// the room page posts), metrics.go (the gate's counter).
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// Prefix is the gate's own path prefix: never proxied.
+const Prefix = "/.waitroom/"
+
+// EnterPath takes an admitted visitor's pass (a form POST from the room page) and sets its cookie.
+const EnterPath = Prefix + "enter"
+
+// roomTTL is how long a room's mode and settings are kept before they are read again: an operator's change
+// reaches every gate within it.
+const roomTTL = time.Second
+
+// Lines is what the gate needs of the queue.
+type Lines interface {
+	AdmitDirect(ctx context.Context, screening string, opensAt time.Time, s queue.Settings) (queue.Direct, error)
+	Enter(ctx context.Context, screening, token string, opensAt time.Time) (queue.Entry, error)
+	Disconnected(ctx context.Context, screening, token string) error
+	CheckPass(ctx context.Context, c queue.Claims) error
+	Finish(ctx context.Context, c queue.Claims) error
+}
+
+// Passes signs and checks the passes the gate's cookie carries.
+type Passes interface {
+	Issue(screening, token string, expiresAt time.Time) (string, error)
+	Verify(pass, screening string) (queue.Claims, error)
+}
+
+// Rooms reads a room's mode and settings.
+type Rooms interface {
+	GateRoom(ctx context.Context, id string) (booking.GateRoom, error)
+}
+
+// Path is one protected prefix and the room its visitors wait in.
+type Path struct {
+	Prefix string
+	Room   string
+}
+
+// Settings configure a Gate.
+type Settings struct {
+	// Upstream is the origin.
+	Upstream *url.URL
+	// Paths are the protected prefixes, longest first (config.Gate.GatePaths).
+	Paths []Path
+	// RoomURL is the waiting room's public base URL; empty: the request's host on RoomPort.
+	RoomURL string
+	// RoomPort is the port of http.addr, where the waiting room is served.
+	RoomPort string
+	// Mode is gate.mode, for a room without a mode of its own.
+	Mode string
+	// Defaults are the admission settings a room leaves unset.
+	Defaults queue.Settings
+	// CacheSize bounds the verified cookies kept in memory (0: defaultCacheSize).
+	CacheSize int
+	// ReadTimeout bounds reading a request that is not an upgrade, its body included (0: no bound). The
+	// gate's listener sets none of its own, so an upgraded connection is never cut by it.
+	ReadTimeout time.Duration
+}
+
+// Gate decides each request and proxies the admitted ones to the origin. It is an http.Handler.
+type Gate struct {
+	settings Settings
+	lines    Lines
+	passes   Passes
+	rooms    Rooms
+	log      *slog.Logger
+	proxy    *httputil.ReverseProxy
+	cookies  *cookieCache
+	metrics  *metrics
+	now      func() time.Time
+
+	roomsMu sync.Mutex
+	known   map[string]roomState
+}
+
+// roomState is a room as last read.
+type roomState struct {
+	room   booking.GateRoom
+	mode   string
+	s      queue.Settings
+	readAt time.Time
+}
+
+// New returns the gate for s over the queue, the passes and the rooms' store; its counter is registered on
+// reg (nil: nowhere).
+func New(s Settings, lines Lines, passes Passes, rooms Rooms, reg prometheus.Registerer, log *slog.Logger) (*Gate, error) {
+	if s.Upstream == nil || (s.Upstream.Scheme != "http" && s.Upstream.Scheme != "https") || s.Upstream.Host == "" {
+		return nil, errors.New("gate: upstream: want an http(s) URL")
+	}
+	if len(s.Paths) == 0 {
+		return nil, errors.New("gate: no protected path")
+	}
+	for _, p := range s.Paths {
+		if !strings.HasPrefix(p.Prefix, "/") || strings.HasPrefix(p.Prefix, Prefix) || !queue.ValidScreening(p.Room) {
+			return nil, fmt.Errorf("gate: path %q=%q: want /prefix=room, outside %s", p.Prefix, p.Room, Prefix)
+		}
+	}
+	if s.CacheSize <= 0 {
+		s.CacheSize = defaultCacheSize
+	}
+	g := &Gate{
+		settings: s, lines: lines, passes: passes, rooms: rooms, log: log, now: time.Now,
+		cookies: newCookieCache(s.CacheSize), known: map[string]roomState{},
+	}
+	g.metrics = newMetrics(reg, s.Paths)
+	g.proxy = g.newProxy()
+	return g, nil
+}
+
+// ServeHTTP decides the request: the gate's own routes, an unprotected path (to the origin), or a protected
+// one (through with an admission, or to the line).
+func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.settings.ReadTimeout > 0 && !isUpgrade(r) {
+		_ = http.NewResponseController(w).SetReadDeadline(g.now().Add(g.settings.ReadTimeout))
+	}
+	if strings.HasPrefix(r.URL.Path, Prefix) {
+		if r.URL.Path == EnterPath {
+			g.enter(w, r)
+			return
+		}
+		http.NotFound(w, r)
+		return
+	}
+	// The origin may read "/a/../checkout" as /checkout: the gate decides on the path the origin will see.
+	if clean := cleanPath(r.URL.Path); clean != r.URL.Path {
+		u := *r.URL
+		u.Path, u.RawPath = clean, ""
+		http.Redirect(w, r, u.RequestURI(), http.StatusPermanentRedirect)
+		return
+	}
+	p, ok := g.protecting(r.URL.Path)
+	if !ok {
+		g.metrics.count("", outcomeUnprotected)
+		g.forward(w, r, nil)
+		return
+	}
+	g.protected(w, r, p.Room)
+}
+
+// isUpgrade reports whether r asks to switch protocols (a WebSocket), which outlives any request deadline.
+func isUpgrade(r *http.Request) bool {
+	return r.Header.Get("Upgrade") != "" && strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
+}
+
+// SetRoomPort sets the port the waiting room is served on (http.addr's, once it listens), for the
+// redirects when gate.room_url is empty. Call it before the gate serves.
+func (g *Gate) SetRoomPort(port string) { g.settings.RoomPort = port }
+
+// protected serves a request under a protected prefix of room.
+func (g *Gate) protected(w http.ResponseWriter, r *http.Request, room string) {
+	ctx := r.Context()
+	st, err := g.room(ctx, room)
+	if err != nil {
+		// Closed, not open: without its room the gate cannot tell who may pass.
+		g.log.Error("gate: read the room", "room", room, "err", err)
+		http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	if st.mode == booking.GatePassthrough {
+		g.metrics.count(room, outcomePassthrough)
+		g.forward(w, r, nil)
+		return
+	}
+	adm, had := g.admitted(ctx, r, room)
+	if adm != nil {
+		g.metrics.count(room, outcomePassed)
+		g.forward(w, r, adm)
+		return
+	}
+	if had {
+		g.metrics.count(room, outcomeRefused)
+	}
+	if st.mode == booking.GateAuto {
+		adm, err := g.admitDirect(ctx, st)
+		if err == nil {
+			g.metrics.count(room, outcomeDirect)
+			g.forward(w, r, adm)
+			return
+		}
+		if !errors.Is(err, queue.ErrNoDirect) {
+			g.log.Error("gate: direct admission", "room", room, "err", err)
+			http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	g.metrics.count(room, outcomeQueued)
+	g.toTheLine(w, r, st)
+}
+
+// protecting returns the protected prefix p falls under, matched by whole segments and regardless of case
+// (an origin that ignores case must not be reached around the gate).
+func (g *Gate) protecting(p string) (Path, bool) {
+	for _, pp := range g.settings.Paths {
+		prefix := strings.TrimSuffix(pp.Prefix, "/")
+		if len(p) < len(prefix) || !strings.EqualFold(p[:len(prefix)], prefix) {
+			continue
+		}
+		if len(p) == len(prefix) || p[len(prefix)] == '/' || prefix == "" {
+			return pp, true
+		}
+	}
+	return Path{}, false
+}
+
+// cleanPath is p with its dot segments and doubled slashes resolved, its trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+// room returns the room's mode and settings, read again once roomTTL has passed.
+func (g *Gate) room(ctx context.Context, id string) (roomState, error) {
+	now := g.now()
+	g.roomsMu.Lock()
+	st, ok := g.known[id]
+	g.roomsMu.Unlock()
+	if ok && now.Sub(st.readAt) < roomTTL {
+		return st, nil
+	}
+	room, err := g.rooms.GateRoom(ctx, id)
+	if err != nil {
+		return roomState{}, fmt.Errorf("gate: room %s: %w", id, err)
+	}
+	st = roomState{room: room, mode: room.GateMode, s: room.Admission.Merge(g.settings.Defaults), readAt: now}
+	if st.mode == "" {
+		st.mode = g.settings.Mode
+	}
+	g.roomsMu.Lock()
+	g.known[id] = st
+	g.roomsMu.Unlock()
+	return st, nil
+}

@@ -1,0 +1,44 @@
+// The gate's counter: every request it decided, by room and outcome. The room label takes only the rooms
+// gate.paths names (and "" for unprotected paths), so its series are bounded by the configuration.
+
+package gate
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// The outcomes of a request at the gate.
+const (
+	outcomeUnprotected = "unprotected" // not under a protected prefix: to the origin untouched
+	outcomePassthrough = "passthrough" // the room's mode is passthrough: through without an admission
+	outcomePassed      = "passed"      // a live admission's cookie: through
+	outcomeDirect      = "admitted_direct"
+	outcomeQueued      = "queued"   // sent to the line (redirect or JSON)
+	outcomeRefused     = "refused"  // a cookie (or an entered pass) that is not a live admission of this room
+	outcomeReleased    = "released" // the origin ended the admission; its slot freed
+	outcomeEntered     = "entered"  // the enter form set the cookie of an admission from the line
+)
+
+type metrics struct {
+	requests *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, paths []Path) *metrics {
+	m := &metrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "waitroom_gate_requests_total",
+		Help: "Requests the gate decided, by room (empty: unprotected paths) and outcome.",
+	}, []string{"room", "outcome"})}
+	if reg != nil {
+		reg.MustRegister(m.requests)
+	}
+	// Every series a dashboard reads exists from the start, at 0.
+	m.requests.WithLabelValues("", outcomeUnprotected)
+	for _, p := range paths {
+		for _, o := range []string{outcomePassthrough, outcomePassed, outcomeDirect, outcomeQueued, outcomeRefused, outcomeReleased, outcomeEntered} {
+			m.requests.WithLabelValues(p.Room, o)
+		}
+	}
+	return m
+}
+
+func (m *metrics) count(room, outcome string) {
+	m.requests.WithLabelValues(room, outcome).Inc()
+}

@@ -1,0 +1,149 @@
+// The reverse proxy to the origin: what the gate strips from each request (its cookies, the clients'
+// X-Waitroom-* headers) and from each response (the origin's X-Waitroom-* headers, any gate cookie the
+// origin tried to set), and the release an origin asks for (X-Waitroom-Release: 1), which frees the slot.
+
+package gate
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"time"
+)
+
+// ReleaseHeader is the response header by which the origin ends the visitor's admission (value "1").
+const ReleaseHeader = "X-Waitroom-Release"
+
+// headerPrefix is the gate's header namespace: never taken from a client, never passed on from the origin.
+const headerPrefix = "X-Waitroom-"
+
+// The transport's pool to the origin: enough idle connections per host that a busy gate reuses them
+// instead of opening one per request.
+const (
+	maxIdlePerHost = 512
+	idleTimeout    = 90 * time.Second
+	dialTimeout    = 5 * time.Second
+)
+
+type admissionKey struct{}
+
+func (g *Gate) newProxy() *httputil.ReverseProxy {
+	upstream := g.settings.Upstream
+	transport := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          maxIdlePerHost,
+		MaxIdleConnsPerHost:   maxIdlePerHost,
+		IdleConnTimeout:       idleTimeout,
+		TLSHandshakeTimeout:   dialTimeout,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(upstream)
+			pr.SetXForwarded()
+			pr.Out.Host = pr.In.Host // the origin serves the site's own host name
+			stripRequest(pr.Out.Header)
+		},
+		Transport:      transport,
+		ModifyResponse: g.modifyResponse,
+		ErrorHandler:   g.proxyError,
+		// 0: no timed flush; a streamed answer (no length, or text/event-stream) is flushed as it comes.
+		FlushInterval: 0,
+	}
+}
+
+// forward proxies the request to the origin; adm is the admission it goes with (nil: none needed).
+func (g *Gate) forward(w http.ResponseWriter, r *http.Request, adm *admission) {
+	if adm != nil {
+		r = r.WithContext(context.WithValue(r.Context(), admissionKey{}, adm))
+	}
+	g.proxy.ServeHTTP(w, r)
+}
+
+// stripRequest removes the gate's cookies and every X-Waitroom-* header from a request to the origin.
+func stripRequest(h http.Header) {
+	for name := range h {
+		if strings.HasPrefix(name, headerPrefix) {
+			delete(h, name)
+		}
+	}
+	lines := h.Values("Cookie")
+	if len(lines) == 0 {
+		return
+	}
+	var kept []string
+	for _, line := range lines {
+		for part := range strings.SplitSeq(line, ";") {
+			name, _, _ := strings.Cut(part, "=")
+			if strings.TrimSpace(part) != "" && !isGateCookie(name) {
+				kept = append(kept, strings.TrimSpace(part))
+			}
+		}
+	}
+	h.Del("Cookie")
+	if len(kept) > 0 {
+		h.Set("Cookie", strings.Join(kept, "; "))
+	}
+}
+
+// modifyResponse strips the gate's namespace from the origin's answer, frees the slot when the origin
+// releases the admission, and sets the cookie of an admission given with this request.
+func (g *Gate) modifyResponse(resp *http.Response) error {
+	release := resp.Header.Get(ReleaseHeader) == "1"
+	for name := range resp.Header {
+		if strings.HasPrefix(name, headerPrefix) {
+			delete(resp.Header, name)
+		}
+	}
+	if cookies := resp.Header.Values("Set-Cookie"); len(cookies) > 0 {
+		resp.Header.Del("Set-Cookie")
+		for _, c := range cookies {
+			if name, _, _ := strings.Cut(c, "="); !isGateCookie(name) {
+				resp.Header.Add("Set-Cookie", c)
+			}
+		}
+	}
+	adm, _ := resp.Request.Context().Value(admissionKey{}).(*admission)
+	if adm == nil {
+		return nil
+	}
+	if release {
+		g.release(resp.Request.Context(), adm)
+		expireCookie(resp.Header, adm.claims.Screening)
+		return nil
+	}
+	if adm.fresh {
+		setCookie(resp.Header, adm)
+	}
+	return nil
+}
+
+// release frees adm's slot at once (queue.Finish, as a reservation frees it) and forgets its cookie here.
+func (g *Gate) release(ctx context.Context, adm *admission) {
+	g.cookies.drop(adm.pass)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkTimeout)
+	defer cancel()
+	if err := g.lines.Finish(ctx, adm.claims); err != nil {
+		g.log.Error("gate: release the slot", "room", adm.claims.Screening, "err", err)
+		return
+	}
+	g.metrics.count(adm.claims.Screening, outcomeReleased)
+}
+
+// proxyError answers 502 when the origin cannot be reached; an admission given with the request keeps its
+// cookie, so the visitor's retry uses the slot it was given.
+func (g *Gate) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) {
+		return // the visitor went away
+	}
+	g.log.Warn("gate: origin unreachable", "err", err)
+	if adm, _ := r.Context().Value(admissionKey{}).(*admission); adm != nil && adm.fresh {
+		setCookie(w.Header(), adm)
+	}
+	http.Error(w, "origin unreachable", http.StatusBadGateway)
+}

@@ -1,0 +1,149 @@
+// The way to the line for a visitor without an admission: a browser is sent to the room's waiting page,
+// which brings it back through the enter form once admitted; a JSON client is given a place in the line and
+// told how to follow it.
+
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/waitroom/waitroom/queue"
+)
+
+// waitingAnswer is the JSON answer to a client that asked for JSON, with status 429.
+type waitingAnswer struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Room string `json:"room"`
+	// RoomURL is the waiting room's page for the room, with the way back (to).
+	RoomURL string `json:"room_url"`
+	// Token is the client's place in the line: it follows it on the socket and collects its pass there.
+	Token string `json:"token"`
+	// State is "waiting", "pre" (the sale has not opened) or "admitted" (the pass waits on the socket).
+	State string `json:"state"`
+	// Position is the 1-based place in the line while waiting (0 otherwise), of Total waiting.
+	Position int64 `json:"position"`
+	Total    int64 `json:"total"`
+	// Socket is the waiting room's socket for the room (send the token in the first message).
+	Socket string `json:"socket"`
+	// Enter is where the pass is posted (form fields pass, room, to) to get the gate's cookie.
+	Enter string `json:"enter"`
+}
+
+// toTheLine answers a visitor of st's room who must wait: JSON for a client that asks for it and not for
+// HTML, a 303 to the waiting page otherwise.
+func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
+	w.Header().Set("Cache-Control", "no-store")
+	page := g.roomPage(r, st.room.ID, r.URL.RequestURI())
+	if !wantsJSON(r) {
+		http.Redirect(w, r, page, http.StatusSeeOther)
+		return
+	}
+	e, err := g.lines.Enter(r.Context(), st.room.ID, "", st.room.SaleOpensAt)
+	if err != nil && !errors.Is(err, queue.ErrClosed) {
+		g.log.Error("gate: put a JSON client in line", "room", st.room.ID, "err", err)
+		http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	var a waitingAnswer
+	a.Error.Code, a.Room, a.RoomURL = "WAITING_ROOM", st.room.ID, page
+	a.Socket, a.Enter = g.socketURL(r, st.room.ID), g.enterURL(r)
+	if errors.Is(err, queue.ErrClosed) {
+		a.Error.Code, a.State = "SOLD_OUT", "closed"
+		a.Error.Message = "the room's line is closed"
+		writeJSON(w, http.StatusServiceUnavailable, a)
+		return
+	}
+	// The client has no socket yet: counted off at once, so a client that never follows its place is
+	// dropped as abandoned after queue.grace, as a waiting socket that closed would be.
+	if derr := g.lines.Disconnected(context.WithoutCancel(r.Context()), st.room.ID, e.Token); derr != nil {
+		g.log.Warn("gate: count off a JSON client's registration", "room", st.room.ID, "err", derr)
+	}
+	a.Token, a.State, a.Total = e.Token, string(e.State), e.Total
+	if e.State == queue.Waiting {
+		a.Position = e.ZeroBasedRank + 1
+	}
+	a.Error.Message = "the site is busy: you have a place in its waiting room"
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(st.s.Interval.Seconds(), 1)))))
+	writeJSON(w, http.StatusTooManyRequests, a)
+}
+
+// wantsJSON reports whether the client asked for JSON and not for HTML.
+func wantsJSON(r *http.Request) bool {
+	json, html := false, false
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case "application/json":
+			json = true
+		case "text/html":
+			html = true
+		}
+	}
+	return json && !html
+}
+
+// roomPage is the room's waiting page, with the way back to.
+func (g *Gate) roomPage(r *http.Request, room, to string) string {
+	return g.roomBase(r) + "/s/" + url.PathEscape(room) + "?to=" + url.QueryEscape(to)
+}
+
+// roomBase is the waiting room's base URL: gate.room_url, or the request's host on the room's port.
+func (g *Gate) roomBase(r *http.Request) string {
+	if g.settings.RoomURL != "" {
+		return strings.TrimSuffix(g.settings.RoomURL, "/")
+	}
+	return scheme(r) + "://" + hostOn(r.Host, g.settings.RoomPort)
+}
+
+// socketURL is the room's socket, on the waiting room's host.
+func (g *Gate) socketURL(r *http.Request, room string) string {
+	base := g.roomBase(r)
+	if rest, ok := strings.CutPrefix(base, "https://"); ok {
+		base = "wss://" + rest
+	} else if rest, ok := strings.CutPrefix(base, "http://"); ok {
+		base = "ws://" + rest
+	}
+	return base + "/ws/screenings/" + url.PathEscape(room)
+}
+
+// enterURL is the gate's enter form as the request reached the gate.
+func (g *Gate) enterURL(r *http.Request) string {
+	return scheme(r) + "://" + r.Host + EnterPath
+}
+
+func scheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// hostOn is the host name of hostport on port.
+func hostOn(hostport, port string) string {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), port)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
