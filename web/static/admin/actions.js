@@ -1,6 +1,6 @@
 // actions.js: what the operator does to the selected screening: choose it (kept in the URL's hash), pause,
-// resume or close its sale (close after a confirmation dialog), and change its pace and its checkout mode
-// (instant, or hold until paid) in the admission form.
+// resume or close its sale (close after a confirmation dialog), and change its pace, its checkout mode
+// (instant, or hold until paid) and its mode at the gate in front of a site in the admission form.
 
 import { t, num } from '../i18n.js';
 import { el } from './dom.js';
@@ -102,6 +102,8 @@ export async function saveAdmission(e) {
   const { body, problems } = readSettings(el.adm, st.admissionBase);
   const chosen = el.admCheckout.find((r) => r.checked);
   if (chosen && (!st.admissionBase || chosen.value !== st.admissionBase.checkout)) body.checkout = chosen.value;
+  const gateMode = el.admGateMode.value;
+  if (gateMode && (!st.admissionBase || gateMode !== st.admissionBase.gate_mode)) body.gate_mode = gateMode;
   if (problems.length) {
     st.admissionMessage = serverMsg('bad', problems.map((p) => p.text).join(' '));
     render();
@@ -129,6 +131,7 @@ export async function saveAdmission(e) {
       interval: r.data.interval, batch: num(count(r.data.batch_size)),
       max: num(count(r.data.max_active)), ttl: r.data.active_ttl,
       checkout: checkout ? t('admin.checkout.' + checkout) : '–',
+      gate: r.data.gate_mode ? t('admin.gateMode.' + r.data.gate_mode + '.short') : '',
     });
   } else if (!handled(r)) {
     st.admissionMessage = errorMessage(r);

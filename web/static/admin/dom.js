@@ -32,6 +32,7 @@ export const el = {
     max_active: $('[data-testid="current-max_active"]'),
     active_ttl: $('[data-testid="current-active_ttl"]'),
     checkout: $('[data-testid="current-checkout"]'),
+    gate_mode: $('[data-testid="current-gate_mode"]'),
   },
   counts: {
     available: $('[data-testid="count-available"]'),
@@ -50,6 +51,7 @@ export const el = {
     active_ttl: $('#adm-ttl'),
   },
   admCheckout: [$('#adm-checkout-instant'), $('#adm-checkout-hold')],
+  admGateMode: $('#adm-gate-mode'),
   admissionMessage: $('#admission-message'),
   admissionSubmit: $('#admission-submit'),
   createForm: $('#create-form'),

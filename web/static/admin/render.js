@@ -191,6 +191,9 @@ function renderSelected() {
   const checkout = checkoutOf(s);
   setText(el.current.checkout, checkout ? t('admin.checkout.' + checkout) : '–');
   el.current.checkout.dataset.value = checkout;
+  const gateMode = (s && a.gate_mode) || '';
+  setText(el.current.gate_mode, gateMode ? t('admin.gateMode.' + gateMode + '.short') : '–');
+  el.current.gate_mode.dataset.value = gateMode;
   for (const k of ['available', 'held', 'sold']) {
     const v = s ? s['seats_' + k] : undefined;
     setText(el.counts[k], v === undefined || v === null ? '–' : num(count(v)));
@@ -212,7 +215,7 @@ function renderAdmissionForm() {
   if (!s) return;
   const a = s.admission || {};
   const base = st.admissionBase;
-  const now = { interval: a.interval, batch_size: a.batch_size, max_active: a.max_active, active_ttl: a.active_ttl, checkout: checkoutOf(s) };
+  const now = { interval: a.interval, batch_size: a.batch_size, max_active: a.max_active, active_ttl: a.active_ttl, checkout: checkoutOf(s), gate_mode: a.gate_mode || '' };
   const changed = !base || Object.keys(now).some((k) => String(base[k]) !== String(now[k]));
   if (st.admissionFor === s.id && (st.admissionDirty || !changed)) return;
   st.admissionFor = s.id;
@@ -223,6 +226,7 @@ function renderAdmissionForm() {
     el.adm[k].removeAttribute('aria-invalid');
   }
   for (const r of el.admCheckout) r.checked = r.value === now.checkout;
+  el.admGateMode.value = ''; // "(unchanged)": a mode is sent only when the operator picks one
 }
 
 // forgetSelectLabels makes the next render rebuild the options of the choice of screening (their state

@@ -7,6 +7,7 @@
 //   socket.js    the WebSocket to /ws/screenings/{id}?token=T and its reconnects (lib/reconnect.js)
 //   protocol.js  what each message of the server (docs/protocol.md) does to the page
 //   booking.js   the screening, the seats, the choice of seats, the reservation and its order, over HTTP
+//   gate.js      the way back to a site behind the gate (?to=PATH): the pass posted to the gate's enter URL
 //   phases.js    the moves between views: a final state, the order made, joining again, leaving (asked)
 //   render.js    drawing the page from the state; seatmap.js the seat map; announce.js what screen readers hear
 //   dom.js       the page's elements
@@ -16,6 +17,7 @@ import { t, onChange } from '../i18n.js';
 import { announce } from './announce.js';
 import { loadInfo, loadSeats, refreshOrder, reserve, reserveBest, toggleSeat } from './booking.js';
 import { el } from './dom.js';
+import { backToSite } from './gate.js';
 import { askLeave, closeLeave, finish, rejoin, setPhase, showConfirmed } from './phases.js';
 import { handle } from './protocol.js';
 import { lowTimeMs, render, renderConn, renderCountdown, renderHoldTimer, renderTimer } from './render.js';
@@ -136,8 +138,9 @@ if (!screening) {
   } else {
     if (store.pass && (store.expiresAtMs || 0) > Date.now()) {
       // A refresh while admitted: show the seat map at once; the socket hands the pass over again.
+      const toSite = backToSite();
       setPhase('admitted');
-      loadSeats();
+      toSite.then((sent) => { if (!sent) loadSeats(); });
     }
     connect();
   }

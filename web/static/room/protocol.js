@@ -13,6 +13,7 @@ import { t, num, ordinal } from '../i18n.js';
 import { announce, announceRank } from './announce.js';
 import { loadSeats, saleOver, seatsChanged } from './booking.js';
 import { el } from './dom.js';
+import { backToSite } from './gate.js';
 import { finish, focusHeading, setPhase } from './phases.js';
 import { render } from './render.js';
 import { dropSocket, isStopped, retryLater, sendIfOpen } from './socket.js';
@@ -139,9 +140,11 @@ function onAdmitted(m) {
   save();
   st.note = '';
   const first = st.phase !== 'admitted';
+  // Sent here by the gate in front of a site: back to it with the pass, instead of the seat map.
+  const toSite = backToSite();
   setPhase('admitted');
-  loadSeats();
-  if (first) {
+  toSite.then((sent) => { if (!sent) loadSeats(); });
+  if (first && !st.toSite) {
     st.warnedLow = false;
     const min = Math.max(1, Math.round((store.expiresAtMs - serverNow()) / 60000));
     announce(t('announce.admitted', { min }));

@@ -10,12 +10,29 @@ import { maxSeats, retry, serverNow, st, store } from './state.js';
 export const lowTimeMs = 60000;
 
 // render draws the whole page from the state; the code that changes the state calls it.
+// toSiteNotice says the page is taking an admitted visitor back to the site behind the gate (gate.js); made
+// when first needed, so a page without a gate has none.
+let toSiteNotice = null;
+
+function renderToSite() {
+  if (!st.toSite && !toSiteNotice) return;
+  if (!toSiteNotice) {
+    toSiteNotice = document.createElement('p');
+    toSiteNotice.className = 'notice';
+    toSiteNotice.setAttribute('role', 'status');
+    toSiteNotice.dataset.testid = 'gate-back';
+    el.main.prepend(toSiteNotice);
+  }
+  toSiteNotice.hidden = !st.toSite;
+  toSiteNotice.textContent = st.toSite ? t('gate.back') : '';
+}
+
 export function render() {
   const p = st.phase;
   el.main.dataset.phase = p;
   el.prequeue.hidden = p !== 'prequeue';
   el.waiting.hidden = p !== 'waiting';
-  el.admitted.hidden = p !== 'admitted';
+  el.admitted.hidden = p !== 'admitted' || st.toSite;
   el.confirmed.hidden = p !== 'confirmed';
   el.final.hidden = p !== 'final';
   if (el.leaveDialog.open && p !== 'waiting' && p !== 'prequeue') el.leaveDialog.close();
@@ -31,6 +48,7 @@ export function render() {
   if (p === 'prequeue') renderPrequeue();
   if (p === 'waiting') renderWaiting();
   if (p === 'admitted') renderAdmitted();
+  renderToSite();
   if (p === 'confirmed') renderConfirmed();
   if (p === 'final') renderFinal();
 

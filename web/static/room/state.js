@@ -67,6 +67,7 @@ export const st = {
   selected: new Set(),
   focusSeat: '',
   busy: false,
+  toSite: false, // admitted and on the way back to the site behind the gate (gate.js)
   message: null, // {kind: 'warn' | 'bad', text}
   warnedLow: false,
   skewMs: 0, // server clock minus this clock, from the tick_at of position messages (or the Date header)
