@@ -79,20 +79,21 @@ func (s *Store) Seats(ctx context.Context, screening string) ([]SeatStatus, erro
 
 // catalog loads the seats of a screening.
 func (s *Store) catalog(ctx context.Context, screening string) (*catalog, error) {
-	var seats []Seat
-	err := s.db.SelectContext(ctx, &seats, s.db.Rebind(`SELECT seat_id, row_label, number FROM seats
-		WHERE screening_id = ? ORDER BY LENGTH(row_label), row_label, number`), screening)
+	c := &catalog{}
+	// The screening's row says it exists: a site-wide room (the gate's) has no seats.
+	err := s.db.GetContext(ctx, &c.opensAt, s.db.Rebind(`SELECT sale_opens_at FROM screenings WHERE id = ?`), screening)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("booking: catalog of %q: %w", screening, ErrUnknownScreening)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("booking: catalog of %s: %w", screening, err)
 	}
-	if len(seats) == 0 {
-		return nil, fmt.Errorf("booking: catalog of %q: %w", screening, ErrUnknownScreening)
-	}
-	c := &catalog{ids: make(map[string]bool, len(seats)), seats: seats}
-	if err := s.db.GetContext(ctx, &c.opensAt, s.db.Rebind(`SELECT sale_opens_at FROM screenings WHERE id = ?`), screening); err != nil {
+	if err := s.db.SelectContext(ctx, &c.seats, s.db.Rebind(`SELECT seat_id, row_label, number FROM seats
+		WHERE screening_id = ? ORDER BY LENGTH(row_label), row_label, number`), screening); err != nil {
 		return nil, fmt.Errorf("booking: catalog of %s: %w", screening, err)
 	}
-	for _, seat := range seats {
+	c.ids = make(map[string]bool, len(c.seats))
+	for _, seat := range c.seats {
 		c.ids[seat.ID] = true
 	}
 	return c, nil
