@@ -43,7 +43,7 @@ func (s *Server) routes() {
 	// The pages: the list of screenings, the waiting room of one, and their assets. Revalidated on every
 	// load, so a deploy never pairs new HTML with an old cached script.
 	s.e.GET("/", page("index.html"), noCache)
-	s.e.GET("/s/:id", page("room.html"), noCache)
+	s.e.GET("/s/:id", s.roomPage(), noCache)
 	// The operator's control room; it asks for the admin key and calls /api/admin with it.
 	s.e.GET("/admin", page("admin.html"), noCache)
 	s.e.Group("/static", noCache).StaticFS("/", web.FS)

@@ -4,6 +4,8 @@
 package server
 
 import (
+	"bytes"
+	"io/fs"
 	"net"
 	"net/http"
 	"slices"
@@ -15,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/web"
 )
 
 // screeningView is a screening as the API shows it.
@@ -52,10 +55,10 @@ func (s *Server) SetGatePort(port string) { s.Gate.Port = port }
 // EnterPath is the gate's own route that takes an admitted visitor's pass and sets its cookie.
 const EnterPath = "/.waitroom/enter"
 
-// enterURL is the gate's enter URL as the page that asked (request r) reaches it, or "" when room is not
-// behind the gate. The host is the one the browser used for this page, the port the gate's.
+// enterURL is the gate's enter URL as the page that asked (request r) reaches it, or "" when room (unless
+// "") is not behind the gate. The host is the one the browser used for this page, the port the gate's.
 func (g GateLinks) enterURL(r *http.Request, scheme, room string) string {
-	if !slices.Contains(g.Rooms, room) {
+	if room != "" && !slices.Contains(g.Rooms, room) {
 		return ""
 	}
 	if g.PublicURL != "" {
@@ -69,6 +72,28 @@ func (g GateLinks) enterURL(r *http.Request, scheme, room string) string {
 		host = "[" + host + "]"
 	}
 	return scheme + "://" + host + ":" + g.Port + EnterPath
+}
+
+// gateOrigin is the gate's origin as the page that asked (request r) reaches it: scheme, host and port.
+func (g GateLinks) gateOrigin(r *http.Request, scheme string) string {
+	enter := g.enterURL(r, scheme, "")
+	return strings.TrimSuffix(enter, EnterPath)
+}
+
+// roomPage serves the waiting room's page. With a gate in front of a site, its policy lets the page post an
+// admitted visitor's pass to the gate's enter form (and follow the gate's answer back here), and nowhere else.
+func (s *Server) roomPage() echo.HandlerFunc {
+	b, err := fs.ReadFile(web.FS, "room.html")
+	if err != nil {
+		panic(err) // the pages are embedded at build time
+	}
+	return func(c echo.Context) error {
+		if len(s.Gate.Rooms) == 0 {
+			return c.HTMLBlob(http.StatusOK, b)
+		}
+		policy := "form-action 'self' " + s.Gate.gateOrigin(c.Request(), c.Scheme())
+		return c.HTMLBlob(http.StatusOK, bytes.Replace(b, []byte("form-action 'none'"), []byte(policy), 1))
+	}
 }
 
 // screeningOf is the screening as the API shows it at now, its checkout mode the server's when it has none.

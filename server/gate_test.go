@@ -1,0 +1,84 @@
+// Tests of what the API says of the gate in front of a site: a site-wide room created without seats and on
+// sale, a room's gate mode changed with the admission PATCH and refused when unknown, and the room page's
+// way to the gate (gate_enter, and the page's form-action).
+
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+// newGateApp is newAdminApp with a gate protecting /checkout with the room shop, on port 8081.
+func newGateApp(t *testing.T, env *testenv.Env) *testServer {
+	t.Helper()
+	return newApp(t, env, func(c *config.Config) {
+		c.Admin.Key = adminKey
+		c.Gate.Upstream, c.Gate.Addr, c.Gate.Paths, c.Gate.Mode = "http://127.0.0.1:1", "127.0.0.1:8081", []string{"/checkout=shop"}, "auto"
+	})
+}
+
+func TestASiteWideRoomIsCreatedWithoutSeatsAndIsOnSale(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newGateApp(t, env)
+		s := adminScreeningOf(t, "POST shop", a.adminCall(t, http.MethodPost, "/api/admin/screenings",
+			createBody(t, "shop", map[string]any{"rows": nil, "seats_per_row": nil, "site_wide": true})), http.StatusCreated)
+		if s.SeatsTotal != 0 || s.State != "on_sale" {
+			t.Errorf("site-wide room = %d seats, %q, want 0 seats on sale", s.SeatsTotal, s.State)
+		}
+		wantError(t, "site_wide with rows", a.adminCall(t, http.MethodPost, "/api/admin/screenings",
+			createBody(t, "shop2", map[string]any{"site_wide": true})), http.StatusBadRequest, "BAD_SCREENING")
+	})
+}
+
+func TestTheGateModeIsChangedLiveAndAnUnknownOneIsRefused(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newGateApp(t, env)
+		var got struct {
+			GateMode string `json:"gate_mode"`
+		}
+		decode(t, "PATCH queue_all", a.adminCall(t, http.MethodPatch, "/api/admin/screenings/s1/admission", `{"gate_mode":"queue_all"}`), &got)
+		if got.GateMode != "queue_all" {
+			t.Errorf("PATCH gate_mode queue_all answered %q", got.GateMode)
+		}
+		var view struct {
+			Admission struct {
+				GateMode string `json:"gate_mode"`
+			} `json:"admission"`
+		}
+		decode(t, "GET s1", a.adminCall(t, http.MethodGet, "/api/admin/screenings/s1", ""), &view)
+		if view.Admission.GateMode != "queue_all" {
+			t.Errorf("GET s1 after the PATCH: gate_mode %q, want queue_all", view.Admission.GateMode)
+		}
+		wantError(t, "PATCH gate_mode open", a.adminCall(t, http.MethodPatch, "/api/admin/screenings/s1/admission", `{"gate_mode":"open"}`),
+			http.StatusBadRequest, "BAD_SCREENING")
+	})
+}
+
+func TestTheRoomPageOfAGatedRoomLearnsTheGatesEnterURLFromTheServer(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newGateApp(t, env)
+		a.adminCall(t, http.MethodPost, "/api/admin/screenings", createBody(t, "shop", map[string]any{"rows": nil, "seats_per_row": nil, "site_wide": true}))
+		host := strings.TrimPrefix(a.ts.URL, "http://")
+		hostname := host[:strings.LastIndexByte(host, ':')]
+		var shop, s1 struct {
+			GateEnter string `json:"gate_enter"`
+		}
+		decode(t, "GET shop", a.get(t, "/api/screenings/shop"), &shop)
+		if want := "http://" + hostname + ":8081/.waitroom/enter"; shop.GateEnter != want {
+			t.Errorf("shop's gate_enter = %q, want %q (the page's host, the gate's port)", shop.GateEnter, want)
+		}
+		decode(t, "GET s1", a.get(t, "/api/screenings/s1"), &s1)
+		if s1.GateEnter != "" {
+			t.Errorf("s1, not behind the gate, has gate_enter %q", s1.GateEnter)
+		}
+		page := a.get(t, "/s/shop").String()
+		if want := "form-action 'self' http://" + hostname + ":8081\""; !strings.Contains(page, want) {
+			t.Errorf("the room page's policy does not contain %q", want)
+		}
+	})
+}
