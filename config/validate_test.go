@@ -37,6 +37,7 @@ func TestListenerAndGateSettingsRefusedWithTheirKey(t *testing.T) {
 		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "checkout=shop"}, "want /prefix=room"},
 		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s,/a=t"}, "listed twice"},
 		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s", "WAITROOM_GATE_MODE": "open"}, "gate.mode"},
+		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s", "WAITROOM_GATE_PUBLIC_URL": "https://shop.example/x"}, "gate.public_url"},
 	}
 	for _, tc := range cases {
 		_, err := Load("", false, env(tc.env))
