@@ -220,3 +220,55 @@ func TestBrowserWaitsAtTheGateIsAdmittedToTheOriginAndItsReleaseAdmitsTheNext(t 
 		across(t, tab, "the waiting page again", `location.pathname === '/s/shop'`)
 	})
 }
+
+// TestAdminBrowserSetsARoomsModeAtTheGate changes a room's gate mode in the control room: the page shows the
+// new mode, the API has it, and the gate applies it (queue_all: a visitor of an empty room waits).
+func TestAdminBrowserSetsARoomsModeAtTheGate(t *testing.T) {
+	path := chromium(t)
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		origin := newShopOrigin(t)
+		gatePort := freePort(t)
+		srv := apptest.Start(t, env, map[string]string{
+			"WAITROOM_ADMIN_KEY":     apptest.AdminKey,
+			"WAITROOM_GATE_UPSTREAM": origin.URL,
+			"WAITROOM_GATE_ADDR":     "127.0.0.1:" + gatePort,
+			"WAITROOM_GATE_PATHS":    "/checkout=demo",
+		})
+		tab := newTab(t, path, networkStatus(http.StatusUnauthorized))
+		step(t, tab, "open the control room with the key",
+			chromedp.Navigate(srv.URL+"/admin"),
+			chromedp.WaitVisible(chromedp.ID("admin-key")),
+			chromedp.SendKeys(chromedp.ID("admin-key"), apptest.AdminKey),
+			chromedp.Click(chromedp.ID("login-submit")),
+			chromedp.WaitVisible(chromedp.ID("view-console")),
+			until(`document.querySelector('[data-testid="current-gate_mode"]').dataset.value === 'auto'`, stepTimeout),
+		)
+		step(t, tab, "queue everyone at the gate",
+			chromedp.Evaluate[chromedp.Void](`(() => {
+				const s = document.querySelector('#adm-gate-mode');
+				s.value = 'queue_all';
+				s.dispatchEvent(new Event('input', {bubbles: true}));
+				s.dispatchEvent(new Event('change', {bubbles: true}));
+			})()`),
+			chromedp.Click(chromedp.CSS(`[data-testid="admission-submit"]`)),
+			until(`document.querySelector('[data-testid="current-gate_mode"]').dataset.value === 'queue_all'`, stepTimeout),
+			until(`document.querySelector('[data-testid="admission-message"]').textContent.includes('at the gate queue all')`, stepTimeout),
+		)
+		screenshot(t, tab, "admin-gate-mode.png")
+		var demo struct {
+			Admission struct {
+				GateMode string `json:"gate_mode"`
+			} `json:"admission"`
+		}
+		if code := srv.Admin(t, http.MethodGet, "/screenings/demo", nil, &demo); code != http.StatusOK || demo.Admission.GateMode != "queue_all" {
+			t.Fatalf("GET demo = %d, gate_mode %q, want queue_all", code, demo.Admission.GateMode)
+		}
+		time.Sleep(1100 * time.Millisecond) // every gate reads a room's mode again within a second
+		if resp, _ := gateGet(t, "http://127.0.0.1:"+gatePort+"/checkout", "", ""); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("a visitor of the empty room under queue_all = %d, want 303 to the line", resp.StatusCode)
+		}
+		if n := len(origin.seen()); n != 0 {
+			t.Errorf("the origin saw %d requests, want none", n)
+		}
+	})
+}
