@@ -107,12 +107,14 @@ type Gate struct {
 	known   map[string]roomState
 }
 
-// roomState is a room as last read.
+// roomState is a room as last read, or the error its read gave (kept as long, so a room gate.paths names but
+// the store does not know costs one read and one log line a second, not one per request).
 type roomState struct {
 	room   booking.GateRoom
 	mode   string
 	s      queue.Settings
 	readAt time.Time
+	err    error
 }
 
 // New returns the gate for s over the queue, the passes and the rooms' store; its counter is registered on
@@ -186,7 +188,6 @@ func (g *Gate) protected(w http.ResponseWriter, r *http.Request, room string) {
 	st, err := g.room(ctx, room)
 	if err != nil {
 		// Closed, not open: without its room the gate cannot tell who may pass.
-		g.log.Error("gate: read the room", "room", room, "err", err)
 		http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
 		return
 	}
@@ -255,18 +256,22 @@ func (g *Gate) room(ctx context.Context, id string) (roomState, error) {
 	st, ok := g.known[id]
 	g.roomsMu.Unlock()
 	if ok && now.Sub(st.readAt) < roomTTL {
-		return st, nil
+		return st, st.err
 	}
 	room, err := g.rooms.GateRoom(ctx, id)
 	if err != nil {
-		return roomState{}, fmt.Errorf("gate: room %s: %w", id, err)
+		st = roomState{readAt: now, err: fmt.Errorf("gate: room %s: %w", id, err)}
+		g.log.Error("gate: read the room", "room", id, "err", err)
+	} else {
+		st = roomState{room: room, mode: room.GateMode, s: room.Admission.Merge(g.settings.Defaults), readAt: now}
+		if st.mode == "" {
+			st.mode = g.settings.Mode
+		}
 	}
-	st = roomState{room: room, mode: room.GateMode, s: room.Admission.Merge(g.settings.Defaults), readAt: now}
-	if st.mode == "" {
-		st.mode = g.settings.Mode
+	if ctx.Err() == nil { // a read cut short by the visitor leaving says nothing of the room
+		g.roomsMu.Lock()
+		g.known[id] = st
+		g.roomsMu.Unlock()
 	}
-	g.roomsMu.Lock()
-	g.known[id] = st
-	g.roomsMu.Unlock()
-	return st, nil
+	return st, st.err
 }

@@ -321,3 +321,23 @@ func TestAWebSocketGoesThroughTheGateWithAnAdmission(t *testing.T) {
 		}
 	})
 }
+
+func TestARoomTheStoreDoesNotKnowFailsClosedAndTheOriginNeverSeesIt(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		f := newFixture(t, env, 1, booking.GateAuto)
+		if _, err := env.DB.Exec(env.DB.Rebind(`DELETE FROM screenings WHERE id = ?`), other); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if resp, _ := f.get(t, "/tickets/seat", ""); resp.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("GET under an unknown room = %d, want 503", resp.StatusCode)
+			}
+		}
+		if n := len(f.origin.requests()); n != 0 {
+			t.Errorf("the origin saw %d requests, want none", n)
+		}
+		if resp, body := f.get(t, "/about", ""); resp.StatusCode != http.StatusOK || body != "origin /about" {
+			t.Errorf("an unprotected path = %d %q, want the origin's page", resp.StatusCode, body)
+		}
+	})
+}
