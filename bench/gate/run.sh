@@ -44,7 +44,7 @@ nginx -c "$DIR/nginx.conf" &
 echo $! >"$DIR/plainproxy.pid"
 WAITROOM_HTTP_ADDR=127.0.0.1:18080 WAITROOM_GATE_ADDR=127.0.0.1:18081 WAITROOM_GATE_UPSTREAM=http://127.0.0.1:18090 \
 	WAITROOM_GATE_PATHS=/checkout=demo WAITROOM_DATA_DIR="$DIR/data" WAITROOM_ADMISSION_ACTIVE_TTL=30m \
-	WAITROOM_LOG_LEVEL=warn "$DIR/waitroom" -config "" >"$DIR/waitroom.log" 2>&1 &
+	WAITROOM_HTTP_OPS_ADDR=127.0.0.1:18083 WAITROOM_LOG_LEVEL=warn "$DIR/waitroom" -config "" >"$DIR/waitroom.log" 2>&1 &
 echo $! >"$DIR/waitroom.pid"
 i=0
 until curl -sf -o /dev/null http://127.0.0.1:18080/healthz; do
