@@ -78,6 +78,8 @@ type Settings struct {
 	Paths []Path
 	// RoomURL is the waiting room's public base URL; empty: the request's host on RoomPort.
 	RoomURL string
+	// PublicURL is the gate's own public base URL (gate.public_url); empty: the request's scheme and host.
+	PublicURL string
 	// RoomPort is the port of http.addr, where the waiting room is served.
 	RoomPort string
 	// Mode is gate.mode, for a room without a mode of its own.

@@ -135,7 +135,7 @@ func TestTheReleaseHeaderFreesTheSlotAndTheNextInLineIsAdmittedThroughTheEnterFo
 			t.Errorf("JSON answer = %d Retry-After %q code %q, want 429, 1, WAITING_ROOM", resp.StatusCode, resp.Header.Get("Retry-After"), w.Error.Code)
 		}
 		if w.Room != room || w.State != "waiting" || w.Position != 1 || !queue.ValidToken(w.Token) ||
-			w.Socket != "wss://room.example/ws/screenings/"+room || w.Enter != f.gate.URL+gate.EnterPath ||
+			w.Socket != "wss://room.example/ws/screenings/"+room+"?auth=message" || w.Enter != f.gate.URL+gate.EnterPath ||
 			w.RoomURLJSON != "https://room.example/s/"+room+"?to="+url.QueryEscape("/checkout/cart") {
 			t.Errorf("JSON answer = %s", body)
 		}

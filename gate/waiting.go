@@ -35,7 +35,8 @@ type waitingAnswer struct {
 	// Position is the 1-based place in the line while waiting (0 otherwise), of Total waiting.
 	Position int64 `json:"position"`
 	Total    int64 `json:"total"`
-	// Socket is the waiting room's socket for the room (send the token in the first message).
+	// Socket is the waiting room's socket for the room, in the form that takes the token in the first
+	// message ({"type":"hello","token":…}, docs/protocol.md 4.6), so it never sits in a URL.
 	Socket string `json:"socket"`
 	// Enter is where the pass is posted (form fields pass, room, to) to get the gate's cookie.
 	Enter string `json:"enter"`
@@ -118,11 +119,14 @@ func (g *Gate) socketURL(r *http.Request, room string) string {
 	} else if rest, ok := strings.CutPrefix(base, "http://"); ok {
 		base = "ws://" + rest
 	}
-	return base + "/ws/screenings/" + url.PathEscape(room)
+	return base + "/ws/screenings/" + url.PathEscape(room) + "?auth=message"
 }
 
-// enterURL is the gate's enter form as the request reached the gate.
+// enterURL is the gate's enter form: at gate.public_url, or as the request reached the gate.
 func (g *Gate) enterURL(r *http.Request) string {
+	if g.settings.PublicURL != "" {
+		return strings.TrimSuffix(g.settings.PublicURL, "/") + EnterPath
+	}
 	return scheme(r) + "://" + r.Host + EnterPath
 }
 

@@ -36,7 +36,7 @@ func (a *App) newGate(cfg config.Config) (*gate.Gate, server.GateLinks, error) {
 		links.Rooms = append(links.Rooms, p.Room)
 	}
 	g, err := gate.New(gate.Settings{
-		Upstream: upstream, Paths: gp, RoomURL: cfg.Gate.RoomURL, RoomPort: portOf(cfg.HTTP.Addr), Mode: cfg.Gate.Mode,
+		Upstream: upstream, Paths: gp, RoomURL: cfg.Gate.RoomURL, PublicURL: cfg.Gate.PublicURL, RoomPort: portOf(cfg.HTTP.Addr), Mode: cfg.Gate.Mode,
 		Defaults: AdmissionDefaults(cfg), ReadTimeout: cfg.HTTP.ReadTimeout,
 	}, a.Queue, a.Passes, a.Store, a.Registry, a.Log)
 	if err != nil {
