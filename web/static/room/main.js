@@ -4,7 +4,7 @@
 // The room's modules, each with one job (its first lines say more):
 //   state.js     what the page knows, and what this browser keeps in localStorage "waitroom:room:{id}", so a
 //                refresh or a second tab keeps the place
-//   socket.js    the WebSocket to /ws/screenings/{id}?token=T and its reconnects (lib/reconnect.js)
+//   socket.js    the WebSocket to /ws/screenings/{id}?auth=message, the token in its hello, and its reconnects
 //   protocol.js  what each message of the server (docs/protocol.md) does to the page
 //   booking.js   the screening, the seats, the choice of seats, the reservation and its order, over HTTP
 //   gate.js      the way back to a site behind the gate (?to=PATH): the pass posted to the gate's enter URL
