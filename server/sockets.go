@@ -79,7 +79,7 @@ func (s *Server) socket(c echo.Context) error {
 }
 
 // tokenInMessage reads where a socket's token comes from: auth "message" says the hello, the socket's first
-// message (docs/protocol.md 4.3), keeps it out of the URL, which proxies log; no auth keeps today's form, the
+// message (docs/protocol.md 4.6), keeps it out of the URL, which proxies log; no auth keeps today's form, the
 // token (if any) in the URL. refusal explains a request that mixes them or names another auth.
 func tokenInMessage(auth, token string) (awaitHello bool, refusal string) {
 	switch auth {
