@@ -84,6 +84,9 @@ func (s *Server) adminRoutes(api *echo.Group) {
 	admin.GET("/stream", s.adminStream)
 }
 
+// gateModeDefault, as a PATCH's gate_mode, drops the room's own mode: the room follows gate.mode again.
+const gateModeDefault = "default"
+
 // requireAdmin lets through a request whose Authorization is "Bearer <admin.key>", compared in constant time,
 // from an address that has not used up its attempts at the key (adminguard.go). A request with no
 // Authorization tries no key: it is refused without using an attempt (the control room asks so whether the
@@ -118,8 +121,9 @@ type admissionBody struct {
 	ActiveTTL string `json:"active_ttl,omitempty"`
 	// Checkout is the screening's checkout mode, "instant" or "hold" (PATCH only; absent: unchanged).
 	Checkout string `json:"checkout,omitempty"`
-	// GateMode is the room's mode at the gate, "auto", "queue_all" or "passthrough" (PATCH only; absent:
-	// unchanged). The operator's view shows the effective one (the room's, or gate.mode).
+	// GateMode is the room's mode at the gate, "auto", "queue_all" or "passthrough", or "default" to drop
+	// the room's own and follow gate.mode again (PATCH only; absent: unchanged). The operator's view shows
+	// the effective one (the room's, or gate.mode).
 	GateMode string `json:"gate_mode,omitempty"`
 }
 
@@ -292,7 +296,11 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 		}
 	}
 	if body.GateMode != "" {
-		if err := s.Store.SetGateMode(ctx, c.Param("id"), body.GateMode); err != nil {
+		mode := body.GateMode
+		if mode == gateModeDefault {
+			mode = "" // the room's own mode dropped: gate.mode again
+		}
+		if err := s.Store.SetGateMode(ctx, c.Param("id"), mode); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -56,6 +57,16 @@ func TestTheGateModeIsChangedLiveAndAnUnknownOneIsRefused(t *testing.T) {
 		}
 		wantError(t, "PATCH gate_mode open", a.adminCall(t, http.MethodPatch, "/api/admin/screenings/s1/admission", `{"gate_mode":"open"}`),
 			http.StatusBadRequest, "BAD_SCREENING")
+
+		// "default" drops the room's own mode: it follows gate.mode (auto) again.
+		decode(t, "PATCH default", a.adminCall(t, http.MethodPatch, "/api/admin/screenings/s1/admission", `{"gate_mode":"default"}`), &got)
+		decode(t, "GET s1", a.adminCall(t, http.MethodGet, "/api/admin/screenings/s1", ""), &view)
+		if got.GateMode != "auto" || view.Admission.GateMode != "auto" {
+			t.Errorf("after PATCH gate_mode default: answered %q, GET says %q, want auto (gate.mode) for both", got.GateMode, view.Admission.GateMode)
+		}
+		if mode, err := a.store.GateRoom(context.Background(), "s1"); err != nil || mode.GateMode != "" {
+			t.Errorf("GateRoom(s1) after default = %+v, %v, want no mode of its own", mode, err)
+		}
 	})
 }
 
