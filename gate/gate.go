@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -86,6 +87,13 @@ type Settings struct {
 	Mode string
 	// Defaults are the admission settings a room leaves unset.
 	Defaults queue.Settings
+	// ClientAddress finds a request's client (limit.ClientAddress: the peer, or behind trusted proxies the
+	// address they forwarded); nil: the TCP peer.
+	ClientAddress func(*http.Request) string
+	// Direct paces the direct admissions of one client address (limits.registrations_per_second and
+	// registration_burst, as for new sockets); nil: not paced. A visitor over it waits in the line, so a
+	// client that throws its cookies away cannot take every free slot of a room.
+	Direct *limit.Rate
 	// CacheSize bounds the verified cookies kept in memory (0: defaultCacheSize).
 	CacheSize int
 	// ReadTimeout bounds reading a request that is not an upgrade, its body included (0: no bound). The
@@ -135,6 +143,9 @@ func New(s Settings, lines Lines, passes Passes, rooms Rooms, reg prometheus.Reg
 	}
 	if s.CacheSize <= 0 {
 		s.CacheSize = defaultCacheSize
+	}
+	if s.ClientAddress == nil {
+		s.ClientAddress = limit.ClientAddress(nil)
 	}
 	g := &Gate{
 		settings: s, lines: lines, passes: passes, rooms: rooms, log: log, now: time.Now,
@@ -207,7 +218,9 @@ func (g *Gate) protected(w http.ResponseWriter, r *http.Request, room string) {
 	if had {
 		g.metrics.count(room, outcomeRefused)
 	}
-	if st.mode == booking.GateAuto {
+	if st.mode == booking.GateAuto && !g.settings.Direct.Allow(g.settings.ClientAddress(r), g.now()) {
+		g.metrics.count(room, outcomeDirectLimited)
+	} else if st.mode == booking.GateAuto {
 		adm, err := g.admitDirect(ctx, st)
 		if err == nil {
 			g.metrics.count(room, outcomeDirect)

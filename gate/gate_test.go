@@ -17,6 +17,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -52,6 +53,34 @@ func TestBelowMaxActiveAVisitorGoesStraightThroughWithAnAdmissionCookie(t *testi
 		}
 		if got := f.count(t, room, "passed"); got != 1 {
 			t.Errorf("passed = %v, want 1", got)
+		}
+	})
+}
+
+// A client that throws its cookie away after each visit gets a new direct admission each time; the pace
+// per address (limits.registrations_per_second) stops it taking every free slot: beyond it, the line.
+func TestDirectAdmissionsArePacedPerClientAddress(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		f := newFixture(t, env, 10, booking.GateAuto, func(s *gate.Settings) {
+			s.Direct = limit.NewRate(0.001, 2) // two at once, then one in about 17 minutes
+			s.ClientAddress = func(r *http.Request) string { return r.Header.Get("X-Test-Client") }
+		})
+		for i := range 2 {
+			resp, _ := f.get(t, "/checkout/cart", "", "X-Test-Client", "198.51.100.7")
+			if c, _ := gateCookie(resp, room); resp.StatusCode != http.StatusOK || c == "" {
+				t.Fatalf("cookieless visit %d from one address = %d, cookie %q, want 200 with a cookie (within the burst)", i+1, resp.StatusCode, c)
+			}
+		}
+		resp, _ := f.get(t, "/checkout/cart", "", "X-Test-Client", "198.51.100.7")
+		wantLine(t, "a third cookieless visit from the address, the room still with space", resp, "/checkout/cart")
+		if resp, _ := f.get(t, "/checkout/cart", "", "X-Test-Client", "203.0.113.9"); resp.StatusCode != http.StatusOK {
+			t.Errorf("a visit from another address = %d, want 200: the pace is per address", resp.StatusCode)
+		}
+		if n := len(f.origin.requests()); n != 3 {
+			t.Errorf("the origin saw %d requests, want the 3 admitted ones", n)
+		}
+		if got := f.count(t, room, "direct_limited"); got != 1 {
+			t.Errorf("direct_limited = %v, want 1", got)
 		}
 	})
 }

@@ -103,7 +103,7 @@ type fixture struct {
 
 // newFixture makes the site-wide rooms shop (maxActive slots) and other, and a gate with /checkout=shop and
 // /tickets=other in mode.
-func newFixture(t *testing.T, env *testenv.Env, maxActive int, mode string) *fixture {
+func newFixture(t *testing.T, env *testenv.Env, maxActive int, mode string, opts ...func(*gate.Settings)) *fixture {
 	t.Helper()
 	f := &fixture{env: env, q: queue.New(env.Redis, env.Prefix), passes: queue.NewPasses(secret), store: booking.NewStore(env.DB),
 		origin: newOrigin(t), reg: prometheus.NewRegistry()}
@@ -115,11 +115,15 @@ func newFixture(t *testing.T, env *testenv.Env, maxActive int, mode string) *fix
 		}
 	}
 	up, _ := url.Parse(f.origin.URL)
-	g, err := gate.New(gate.Settings{
+	settings := gate.Settings{
 		Upstream: up, Paths: []gate.Path{{Prefix: "/checkout", Room: room}, {Prefix: "/tickets", Room: other}},
 		RoomURL: "https://room.example", Mode: mode, ReadTimeout: 5 * time.Second,
 		Defaults: queue.Settings{Interval: time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: time.Minute, LockTTL: time.Second},
-	}, f.q, f.passes, f.store, f.reg, slog.New(slog.DiscardHandler))
+	}
+	for _, o := range opts {
+		o(&settings)
+	}
+	g, err := gate.New(settings, f.q, f.passes, f.store, f.reg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,13 @@ const (
 	outcomePassthrough = "passthrough" // the room's mode is passthrough: through without an admission
 	outcomePassed      = "passed"      // a live admission's cookie: through
 	outcomeDirect      = "admitted_direct"
-	outcomeQueued      = "queued"   // sent to the line (redirect or JSON)
-	outcomeRefused     = "refused"  // a cookie (or an entered pass) that is not a live admission of this room
-	outcomeReleased    = "released" // the origin ended the admission; its slot freed
-	outcomeEntered     = "entered"  // the enter form set the cookie of an admission from the line
+	// direct_limited: the room had a free slot, but the client's address had taken its share of direct
+	// admissions (limit.Rate); sent to the line, and counted as queued too.
+	outcomeDirectLimited = "direct_limited"
+	outcomeQueued        = "queued"   // sent to the line (redirect or JSON)
+	outcomeRefused       = "refused"  // a cookie (or an entered pass) that is not a live admission of this room
+	outcomeReleased      = "released" // the origin ended the admission; its slot freed
+	outcomeEntered       = "entered"  // the enter form set the cookie of an admission from the line
 )
 
 type metrics struct {
@@ -35,7 +38,7 @@ func newMetrics(reg prometheus.Registerer, paths []Path) *metrics {
 	// Every series a dashboard reads exists from the start, at 0.
 	m.counters = map[[2]string]prometheus.Counter{{"", outcomeUnprotected}: m.requests.WithLabelValues("", outcomeUnprotected)}
 	for _, p := range paths {
-		for _, o := range []string{outcomePassthrough, outcomePassed, outcomeDirect, outcomeQueued, outcomeRefused, outcomeReleased, outcomeEntered} {
+		for _, o := range []string{outcomePassthrough, outcomePassed, outcomeDirect, outcomeQueued, outcomeRefused, outcomeReleased, outcomeEntered, outcomeDirectLimited} {
 			m.counters[[2]string{p.Room, o}] = m.requests.WithLabelValues(p.Room, o)
 		}
 	}

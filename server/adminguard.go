@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/waitroom/waitroom/limit"
 )
 
 const (
@@ -27,7 +29,7 @@ const (
 	overflowBucket      = "overflow"
 )
 
-// adminGuard counts the attempts at the admin key per address bucket (addressBucket). Safe for concurrent
+// adminGuard counts the attempts at the admin key per address bucket (limit.Bucket). Safe for concurrent
 // use.
 type adminGuard struct {
 	mu      sync.Mutex
@@ -56,7 +58,7 @@ func newAdminGuard() *adminGuard { return &adminGuard{buckets: map[string]*attem
 // (and takes nothing); otherwise it returns 0 and giveBack, to call if the key was right. Each attempt is
 // taken before the key is compared, so parallel guesses are counted as surely as sequential ones.
 func (g *adminGuard) attempt(addr string, now time.Time) (wait time.Duration, giveBack func()) {
-	key := addressBucket(addr)
+	key := limit.Bucket(addr)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b := g.buckets[key]

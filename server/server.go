@@ -30,6 +30,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/webhook"
 )
@@ -92,9 +93,9 @@ type Server struct {
 func New(d Deps) *Server {
 	s := &Server{Deps: d, e: echo.New(), done: make(chan struct{}), addrs: newAddressLimits(d.Limits),
 		adminKeys: newAdminGuard()}
-	s.clientIP = clientAddress(nil)
+	s.clientIP = limit.ClientAddress(nil)
 	if d.BehindProxy {
-		s.clientIP = clientAddress(d.TrustedProxies)
+		s.clientIP = limit.ClientAddress(d.TrustedProxies)
 	}
 	s.upgrader = s.newUpgrader()
 	s.e.HideBanner, s.e.HidePort = true, true

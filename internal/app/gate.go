@@ -12,6 +12,7 @@ import (
 
 	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/server"
 )
 
@@ -35,10 +36,15 @@ func (a *App) newGate(cfg config.Config) (*gate.Gate, server.GateLinks, error) {
 		gp[i] = gate.Path{Prefix: p.Prefix, Room: p.Room}
 		links.Rooms = append(links.Rooms, p.Room)
 	}
-	g, err := gate.New(gate.Settings{
+	settings := gate.Settings{
 		Upstream: upstream, Paths: gp, RoomURL: cfg.Gate.RoomURL, PublicURL: cfg.Gate.PublicURL, RoomPort: portOf(cfg.HTTP.Addr), Mode: cfg.Gate.Mode,
-		Defaults: AdmissionDefaults(cfg), ReadTimeout: cfg.HTTP.ReadTimeout,
-	}, a.Queue, a.Passes, a.Store, a.Registry, a.Log)
+		Defaults: AdmissionDefaults(cfg), ReadTimeout: cfg.HTTP.ReadTimeout, ClientAddress: limit.ClientAddress(nil),
+		Direct: limit.NewRate(cfg.Limits.RegistrationsPerSecond, cfg.Limits.RegistrationBurst),
+	}
+	if cfg.HTTP.BehindProxy {
+		settings.ClientAddress = limit.ClientAddress(trustedProxies(cfg.HTTP))
+	}
+	g, err := gate.New(settings, a.Queue, a.Passes, a.Store, a.Registry, a.Log)
 	if err != nil {
 		return nil, server.GateLinks{}, fmt.Errorf("app: %w", err)
 	}
