@@ -270,5 +270,18 @@ func TestAdminBrowserSetsARoomsModeAtTheGate(t *testing.T) {
 		if n := len(origin.seen()); n != 0 {
 			t.Errorf("the origin saw %d requests, want none", n)
 		}
+		step(t, tab, "hand the room back to the server's default",
+			chromedp.Evaluate[chromedp.Void](`(() => {
+				const s = document.querySelector('#adm-gate-mode');
+				s.value = 'default';
+				s.dispatchEvent(new Event('input', {bubbles: true}));
+				s.dispatchEvent(new Event('change', {bubbles: true}));
+			})()`),
+			chromedp.Click(chromedp.CSS(`[data-testid="admission-submit"]`)),
+			until(`document.querySelector('[data-testid="current-gate_mode"]').dataset.value === 'auto'`, stepTimeout),
+		)
+		if code := srv.Admin(t, http.MethodGet, "/screenings/demo", nil, &demo); code != http.StatusOK || demo.Admission.GateMode != "auto" {
+			t.Fatalf("GET demo after default = %d, gate_mode %q, want auto (gate.mode)", code, demo.Admission.GateMode)
+		}
 	})
 }

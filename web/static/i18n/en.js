@@ -334,6 +334,7 @@ export const en = {
   'admin.gateMode.auto': 'Auto: straight through while there is room, a line when full',
   'admin.gateMode.queue_all': 'Queue all: everyone waits in line',
   'admin.gateMode.passthrough': 'Passthrough: the room is off, still counted',
+  'admin.gateMode.default': "The server's default (gate.mode)",
   'admin.gateMode.auto.short': 'auto',
   'admin.gateMode.queue_all.short': 'queue all',
   'admin.gateMode.passthrough.short': 'passthrough',

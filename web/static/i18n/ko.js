@@ -327,6 +327,7 @@ export const ko = {
   'admin.gateMode.auto': '자동: 자리가 있으면 바로 통과, 가득 차면 대기열',
   'admin.gateMode.queue_all': '모두 대기: 모든 방문자가 대기열에서 기다림',
   'admin.gateMode.passthrough': '통과: 대기실 끔 (집계는 계속)',
+  'admin.gateMode.default': '서버 기본값 (gate.mode)',
   'admin.gateMode.auto.short': '자동',
   'admin.gateMode.queue_all.short': '모두 대기',
   'admin.gateMode.passthrough.short': '통과',
