@@ -73,17 +73,7 @@ func (v *visit) reserve(ctx context.Context, sock *socket, pass string, r *resul
 		}
 		switch {
 		case status == http.StatusCreated:
-			r.Outcome, r.Seats, r.Code = Ticket, body.Seats, body.Code
-			if len(r.Seats) == 0 {
-				r.Seats = pick
-			}
-			if v.cfg.Checkout.hold() {
-				if body.Status != "held" || body.Code == "" {
-					r.fail("protocol", fmt.Errorf("%w: hold checkout, but the 201 has status %q and code %q", errProtocol, body.Status, body.Code))
-					return false
-				}
-				r.Outcome, r.heldAt = "", time.Now()
-			}
+			v.created(r, body, pick)
 			return false
 		case status == http.StatusConflict && body.Error.Code == "SOLD_OUT" && v.cfg.Checkout.hold():
 			// The server may say sold out while some seats are only held; the seat map read next tells
@@ -107,6 +97,23 @@ func (v *visit) reserve(ctx context.Context, sock *socket, pass string, r *resul
 	}
 	r.Outcome = GaveUp
 	return true
+}
+
+// created records a 201: the ticket, or in hold checkout the order held (its outcome comes with the
+// payment); a hold-mode 201 that is not a held order with a code fails the user.
+func (v *visit) created(r *result, body reservation, pick []string) {
+	r.Outcome, r.Seats, r.Code = Ticket, body.Seats, body.Code
+	if len(r.Seats) == 0 {
+		r.Seats = pick
+	}
+	if !v.cfg.Checkout.hold() {
+		return
+	}
+	if body.Status != "held" || body.Code == "" {
+		r.fail("protocol", fmt.Errorf("%w: hold checkout, but the 201 has status %q and code %q", errProtocol, body.Status, body.Code))
+		return
+	}
+	r.Outcome, r.heldAt = "", time.Now()
 }
 
 // reactionMin and reactionMax bound a waiting user's pause, uniform between them, from a seat coming back
