@@ -29,6 +29,10 @@ const ShutdownGrace = 10 * time.Second
 // too).
 const readHeaderTimeout = 10 * time.Second
 
+// proxiedDrain bounds how long a drain waits for the gate's proxied requests still running (an origin's
+// long stream) before it ends them: half the grace, the rest left for the sockets and the count-offs.
+const proxiedDrain = ShutdownGrace / 2
+
 // Main starts the server and serves until ctx ends, then drains. It prints the URL to open on stdout once
 // the listener is up ("waitroom: open URL"), and the ops listener's ("waitroom: ops URL") when
 // http.ops_addr is set, and logs there as JSON. args are the command line (args[0] the program), getenv the
@@ -137,7 +141,11 @@ func (a *App) serve(ctx context.Context, lns []listener) error {
 	for i, srv := range servers {
 		wg.Go(func() { shutdownErrs[i] = srv.Shutdown(drainCtx) })
 	}
+	// An origin's stream through the gate (not an upgrade: Shutdown waits for it) may not end by itself; it
+	// is cut at proxiedDrain, so that the sockets' drain after this still has half the grace.
+	cut := time.AfterFunc(proxiedDrain, endProxied)
 	wg.Wait()
+	cut.Stop()
 	endProxied()
 	for ; served < len(servers); served++ {
 		if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
