@@ -6,7 +6,7 @@ package gate
 
 import (
 	"context"
-	"hash/fnv"
+	"hash/maphash"
 	"net/http"
 	"strings"
 	"sync"
@@ -128,6 +128,7 @@ type cacheEntry struct {
 type cookieCache struct {
 	shards   [cacheShards]cacheShard
 	perShard int
+	seed     maphash.Seed // the shard of a cookie: a hash of its value, computed without copying it
 }
 
 type cacheShard struct {
@@ -136,7 +137,7 @@ type cacheShard struct {
 }
 
 func newCookieCache(size int) *cookieCache {
-	c := &cookieCache{perShard: max(1, size/cacheShards)}
+	c := &cookieCache{perShard: max(1, size/cacheShards), seed: maphash.MakeSeed()}
 	for i := range c.shards {
 		c.shards[i].m = make(map[string]cacheEntry)
 	}
@@ -144,9 +145,7 @@ func newCookieCache(size int) *cookieCache {
 }
 
 func (c *cookieCache) shard(key string) *cacheShard {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(key))
-	return &c.shards[h.Sum32()%cacheShards]
+	return &c.shards[maphash.String(c.seed, key)%cacheShards]
 }
 
 func (c *cookieCache) get(key string) (cacheEntry, bool) {

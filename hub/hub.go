@@ -104,8 +104,8 @@ type Hub struct {
 	unstarted []string             // followed screenings whose follower Run has not started yet
 	draining  bool
 	nextSlice uint8 // the ping slice of the next socket to join: round robin
-	// hellos are the sockets waiting for their hello (welcome.go), woken when the hub drains; helloWait,
-	// when not 0, is how long they wait (tests shorten it).
+	// hellos are the sockets waiting for their hello (welcome.go), woken when the hub drains; helloWait is
+	// how long they wait (helloWait; tests shorten it).
 	hellos    map[*websocket.Conn]struct{}
 	helloWait time.Duration
 
@@ -122,7 +122,7 @@ func New(lines Lines, passes Passes, l Leaver, reg prometheus.Registerer, log *s
 	h := &Hub{
 		lines: lines, passes: passes, leaver: l, log: log,
 		rooms: map[string]map[*client]struct{}{}, following: map[string]*followed{}, toFollow: make(chan struct{}, 1),
-		trimEvery: trimEvery, trimBurst: trimBurst, pingEvery: pingPeriod,
+		trimEvery: trimEvery, trimBurst: trimBurst, pingEvery: pingPeriod, helloWait: helloWait,
 		sockets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "waitroom", Subsystem: "hub", Name: "sockets", Help: "Open WebSocket connections on this instance."}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "line_reads_total", Help: "Lines read whole from Redis: at a subscription's start and after a missed event."}),
 		trims:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "memory_returns_total", Help: "Forced collections that handed a burst of sockets' memory back to the OS once the burst was over."}),

@@ -75,10 +75,7 @@ func (h *Hub) awaitHello(conn *websocket.Conn) (token string, ok bool) {
 	conn.SetReadLimit(maxMessageSize)
 	// The deadline is set before the socket is listed, so that a drain's wake (wakeHellosLocked), which
 	// moves it to now, is never undone by it.
-	wait := helloWait
-	if h.helloWait != 0 {
-		wait = h.helloWait
-	}
+	wait := h.helloWait
 	_ = conn.SetReadDeadline(time.Now().Add(wait))
 	if !h.holdForHello(conn) {
 		Reject(conn, nil, CloseServiceRestart, "server restarting")

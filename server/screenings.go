@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/web"
@@ -52,32 +53,26 @@ type GateLinks struct {
 // SetGatePort sets the gate's port (gate.addr's, once it listens) for the enter URL. Call it before serving.
 func (s *Server) SetGatePort(port string) { s.Gate.Port = port }
 
-// EnterPath is the gate's own route that takes an admitted visitor's pass and sets its cookie.
-const EnterPath = "/.waitroom/enter"
-
-// enterURL is the gate's enter URL as the page that asked (request r) reaches it, or "" when room (unless
-// "") is not behind the gate. The host is the one the browser used for this page, the port the gate's.
+// enterURL is the gate's enter form (gate.EnterPath) as the page that asked (request r) reaches it, or ""
+// when room is not behind the gate.
 func (g GateLinks) enterURL(r *http.Request, scheme, room string) string {
-	if room != "" && !slices.Contains(g.Rooms, room) {
+	if !slices.Contains(g.Rooms, room) {
 		return ""
 	}
+	return g.gateOrigin(r, scheme) + gate.EnterPath
+}
+
+// gateOrigin is the gate's origin as the page that asked (request r) reaches it: gate.public_url, or the
+// host the browser used for this page on the gate's port.
+func (g GateLinks) gateOrigin(r *http.Request, scheme string) string {
 	if g.PublicURL != "" {
-		return strings.TrimSuffix(g.PublicURL, "/") + EnterPath
+		return strings.TrimSuffix(g.PublicURL, "/")
 	}
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	return scheme + "://" + host + ":" + g.Port + EnterPath
-}
-
-// gateOrigin is the gate's origin as the page that asked (request r) reaches it: scheme, host and port.
-func (g GateLinks) gateOrigin(r *http.Request, scheme string) string {
-	enter := g.enterURL(r, scheme, "")
-	return strings.TrimSuffix(enter, EnterPath)
+	return scheme + "://" + net.JoinHostPort(strings.Trim(host, "[]"), g.Port)
 }
 
 // roomPage serves the waiting room's page. With a gate in front of a site, its policy lets the page post an
