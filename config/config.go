@@ -39,6 +39,8 @@ type Config struct {
 	Bench     Bench     `koanf:"bench"`
 	Webhooks  Webhooks  `koanf:"webhooks"`
 	Gate      Gate      `koanf:"gate"`
+	Pow       Pow       `koanf:"pow"`
+	Bots      Bots      `koanf:"bots"`
 }
 
 // Gate puts the waiting room in front of an existing site: a listener of its own that proxies to the
@@ -210,6 +212,8 @@ func Default() Config {
 			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10, OpsAddr: "127.0.0.1:9180"},
 		Pass:      Pass{Keys: []string{}},
 		Gate:      Gate{Addr: ":8081", Paths: []string{}, Mode: "auto"},
+		Pow:       Pow{Iterations: 1000, Expires: 5 * time.Minute},
+		Bots:      Bots{FailureLimit: 5, Hold: 10 * time.Minute, MaxHeld: 2000},
 		Redis:     Redis{Prefix: "wr:"},
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
@@ -358,6 +362,8 @@ func (c Config) Validate() error {
 	errs = append(errs, c.Pass.validate()...)
 	errs = append(errs, c.HTTP.validate()...)
 	errs = append(errs, c.Gate.validate()...)
+	errs = append(errs, c.Pow.validate()...)
+	errs = append(errs, c.Bots.validate()...)
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":
 	default:

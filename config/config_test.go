@@ -126,6 +126,14 @@ func TestBadSettingsNameTheKey(t *testing.T) {
 		{map[string]string{"WAITROOM_REDIS_PREFIX": "a{b}"}, "redis.prefix"},
 		{map[string]string{"WAITROOM_LOG_LEVEL": "loud"}, "log.level"},
 		{map[string]string{"WAITROOM_DATABASE_MIN_CONNS": "-1"}, "database.min_conns"},
+		{map[string]string{"WAITROOM_POW_COST": "-1"}, "pow.cost"},
+		{map[string]string{"WAITROOM_POW_ITERATIONS": "0"}, "pow.iterations"},
+		{map[string]string{"WAITROOM_POW_EXPIRES": "1s"}, "pow.expires"},
+		{map[string]string{"WAITROOM_POW_SECRET": "short"}, "pow.secret"},
+		{map[string]string{"WAITROOM_BOTS_FAILURE_LIMIT": "0"}, "bots.failure_limit"},
+		{map[string]string{"WAITROOM_BOTS_HOLD": "0s"}, "bots.hold"},
+		{map[string]string{"WAITROOM_BOTS_MAX_HELD": "-1"}, "bots.max_held"},
+		{map[string]string{"WAITROOM_POW_COST": "5000", "WAITROOM_BOTS_INFINITE_QUEUE": "true"}, ""},
 		{map[string]string{"WAITROOM_HTTP_ADDR": ""}, ""}, // empty means "not set": the default stands
 	}
 	for _, tc := range cases {
