@@ -27,12 +27,15 @@ type Summary struct {
 	// GateMode is the screening's own gate mode (GateAuto, GateQueueAll, GatePassthrough); empty: the
 	// server's. The operator's view shows it; the public one does not.
 	GateMode string `db:"gate_mode" json:"-"`
+	// PowCost is the screening's own proof-of-work cost (0: none); nil: the server's pow.cost. The views
+	// show the effective one.
+	PowCost *int `db:"pow_cost" json:"-"`
 	// ClosedAt is when the operator closed the sale (nil while it is not closed).
 	ClosedAt *time.Time `db:"closed_at" json:"closed_at,omitempty"`
 }
 
 const summarySQL = `SELECT x.*, x.seats_total - x.seats_held - x.seats_sold AS seats_available FROM (
-	SELECT s.id, s.name, s.starts_at, s.sale_opens_at, s.closed_at, COALESCE(s.checkout, '') AS checkout, COALESCE(s.gate_mode, '') AS gate_mode,
+	SELECT s.id, s.name, s.starts_at, s.sale_opens_at, s.closed_at, COALESCE(s.checkout, '') AS checkout, COALESCE(s.gate_mode, '') AS gate_mode, s.pow_cost,
 	(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) AS seats_total,
 	(SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
 		WHERE r.screening_id = s.id AND r.live AND o.status = 'held') AS seats_held,

@@ -1,0 +1,61 @@
+// What a socket must bring to get a place in a screening's line: the screening's own proof-of-work cost
+// (SetPowCost) and the entry rules the socket's check reads (EntryRules).
+
+package booking
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// MaxPowCost bounds a screening's own proof-of-work cost (the mean number of key derivations), as
+// config.MaxPowCost bounds pow.cost.
+const MaxPowCost = 100_000_000
+
+// EntryRules are what a screening asks of a socket before it gets a place.
+type EntryRules struct {
+	// PowCost is the screening's own proof-of-work cost; nil: the server's pow.cost.
+	PowCost *int
+}
+
+// EntryRules reads what the screening asks of a socket, or ErrUnknownScreening.
+func (s *Store) EntryRules(ctx context.Context, id string) (EntryRules, error) {
+	var row struct {
+		PowCost sql.NullInt64 `db:"pow_cost"`
+	}
+	err := s.db.GetContext(ctx, &row, s.db.Rebind(`SELECT pow_cost FROM screenings WHERE id = ?`), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return EntryRules{}, fmt.Errorf("booking: entry rules of %q: %w", truncate(id, 64), ErrUnknownScreening)
+	}
+	if err != nil {
+		return EntryRules{}, fmt.Errorf("booking: entry rules of %q: %w", truncate(id, 64), err)
+	}
+	var out EntryRules
+	if row.PowCost.Valid {
+		cost := int(row.PowCost.Int64)
+		out.PowCost = &cost
+	}
+	return out, nil
+}
+
+// SetPowCost sets the screening's own proof-of-work cost (0: none, whatever pow.cost says); nil drops it:
+// the screening follows pow.cost again. Each instance reads it again within a second.
+func (s *Store) SetPowCost(ctx context.Context, id string, cost *int) error {
+	value := any(nil)
+	if cost != nil {
+		if *cost < 0 || *cost > MaxPowCost {
+			return badScreening("pow_cost %d: want 0 (none) to %d", *cost, MaxPowCost)
+		}
+		value = *cost
+	}
+	res, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE screenings SET pow_cost = ? WHERE id = ?`), value, id)
+	if err != nil {
+		return fmt.Errorf("booking: pow cost of %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("booking: pow cost of %q: %w", id, ErrUnknownScreening)
+	}
+	return nil
+}
