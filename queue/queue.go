@@ -21,6 +21,7 @@
 //   - pass.go: signing and verifying passes (Passes, Claims)
 //   - spend.go: checking a pass against its slot and spending it (CheckPass, CheckPassLine, Finish)
 //   - gate.go: the gate's direct admission of a visitor into a free slot while nobody waits (AdmitDirect)
+//   - solutions.go: a proof of work spent once (SpendSolution, UnspendSolution)
 //   - batch.go: calls that arrive together sent to Redis in one pipeline (Settle)
 //   - scheduler.go: one admission loop per screening on sale, following the list (Scheduler, Run)
 //   - loop.go: one screening's loop: open at the sale time, tick, refill when woken
