@@ -29,6 +29,24 @@ type Arrival struct {
 	RequestID string
 	// Gone, when not nil, runs once the socket is gone, whether it was welcomed or turned away.
 	Gone func()
+	// Entry, when not nil, is asked after the hello and before anything is registered whether the token may
+	// take a place: what the server asks of a socket (a proof of work, an access code), which the hub does
+	// not know.
+	Entry func(ctx context.Context, token string) Verdict
+}
+
+// Verdict is what Arrival.Entry answers.
+type Verdict struct {
+	// Refusal, when not nil, is the error message the socket is told before it is closed (1008, with Code as
+	// the close's reason), nothing registered.
+	Refusal []byte
+	Code    string
+	// Token, when not "", is the token to register instead of the one the client sent (none): the check
+	// drew it, because what it spent is bound to it.
+	Token string
+	// Undo, when not nil, takes back what the check spent, for a registration that did not happen after
+	// all (sold out, Redis not answering).
+	Undo func()
 }
 
 // Welcome reads the socket's hello first when its token comes in one (AwaitHello), then registers the token
@@ -142,12 +160,28 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival) (*client, queue.Entry
 		Reject(a.Conn, ErrorMessage("BAD_TOKEN", "a token is 32 lowercase hex digits; connect without one to get a new place"), websocket.ClosePolicyViolation, "BAD_TOKEN")
 		return nil, queue.Entry{}
 	}
+	undo := func() {}
+	if a.Entry != nil {
+		v := a.Entry(ctx, a.Token)
+		if v.Refusal != nil {
+			Reject(a.Conn, v.Refusal, websocket.ClosePolicyViolation, v.Code)
+			return nil, queue.Entry{}
+		}
+		if v.Token != "" {
+			a.Token = v.Token
+		}
+		if v.Undo != nil {
+			undo = v.Undo
+		}
+	}
 	e, err := h.lines.Enter(ctx, a.Screening, a.Token, a.OpensAt)
 	switch {
 	case errors.Is(err, queue.ErrClosed):
+		undo()
 		Reject(a.Conn, SoldOutMessage(e.ClosedReason), websocket.CloseNormalClosure, "sold out")
 		return nil, e
 	case err != nil:
+		undo()
 		h.log.Error("socket: register", "request_id", a.RequestID, "screening", a.Screening, "err", err)
 		if e.Token != "" {
 			// No answer: the registration may have run. Undone, it counts nothing for a socket that never

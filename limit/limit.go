@@ -61,6 +61,17 @@ func (r *Rate) Allow(addr string, now time.Time) bool {
 	return l.AllowN(now, 1)
 }
 
+// Spent reports whether addr has used up its bursts at now: Allow would refuse it. It counts nothing.
+func (r *Rate) Spent(addr string, now time.Time) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.limiters[Bucket(addr)]
+	return l != nil && l.TokensAt(now) < 1
+}
+
 // sweepLocked forgets the limiters idle for idle, at most once per idle, so the map holds the addresses of
 // the last minute or two, not every address ever seen.
 func (r *Rate) sweepLocked(now time.Time) {

@@ -89,3 +89,28 @@ func TestRatePacesEachBucketApartAndForgetsTheIdle(t *testing.T) {
 		t.Error("NewRate(0, …) = a limit, want nil, which allows everything")
 	}
 }
+
+func TestSpentTellsAnAddressThatUsedUpItsBurstsWithoutCountingIt(t *testing.T) {
+	r := NewRate(1, 3)
+	now := time.Now()
+	for i := range 3 {
+		if r.Spent("192.0.2.1", now) {
+			t.Fatalf("spent after %d of a burst of 3", i)
+		}
+		if !r.Allow("192.0.2.1", now) {
+			t.Fatalf("refused the %d. of a burst of 3", i+1)
+		}
+	}
+	if !r.Spent("192.0.2.1", now) || !r.Spent("192.0.2.1", now) {
+		t.Fatal("not spent after its burst of 3")
+	}
+	if r.Spent("192.0.2.2", now) {
+		t.Error("an address never seen is spent")
+	}
+	if r.Spent("192.0.2.1", now.Add(1500*time.Millisecond)) {
+		t.Error("still spent after a second and a half at 1/s")
+	}
+	if (*Rate)(nil).Spent("192.0.2.1", now) {
+		t.Error("a nil Rate spent an address")
+	}
+}
