@@ -182,7 +182,21 @@ func arrayIndex(key string) (uint32, bool) {
 
 // compareUTF16 orders strings as Array.prototype.sort does by default: by UTF-16 code units.
 func compareUTF16(a, b string) int {
+	if !reachesUE000(a) || !reachesUE000(b) {
+		return strings.Compare(a, b) // UTF-8 bytes sort as code points, and code points as UTF-16 below U+E000
+	}
 	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+}
+
+// reachesUE000 reports whether s holds a character from U+E000 up, where UTF-16 order and code point
+// order part (a surrogate pair sorts before U+E000..U+FFFF).
+func reachesUE000(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0xee {
+			return true
+		}
+	}
+	return false
 }
 
 // writeJSString quotes s as JSON.stringify does: only ", \ and control characters are escaped (the short
