@@ -28,6 +28,40 @@ type object []member
 // parseJSON parses one JSON value the way JSON.parse does where it matters for signing: an object's
 // properties keep their first position when a key repeats (the last value wins), and numbers are float64.
 func parseJSON(data []byte) (any, error) {
+	// The usual payload has no array, where the order of an object's keys would survive sortKeys: decode
+	// it the fast way and let the canonical writer sort. Only one with an array is parsed in order.
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, err
+	}
+	if o, ok := unordered(v); ok {
+		return o, nil
+	}
+	return parseOrdered(data)
+}
+
+// unordered turns what json.Unmarshal decoded into the values canonicalJSON writes; false if it holds an
+// array.
+func unordered(v any) (any, bool) {
+	switch t := v.(type) {
+	case []any:
+		return nil, false
+	case map[string]any:
+		o := make(object, 0, len(t))
+		for k, e := range t {
+			e, ok := unordered(e)
+			if !ok {
+				return nil, false
+			}
+			o = append(o, member{k, e})
+		}
+		return o, true
+	}
+	return v, true
+}
+
+// parseOrdered parses data keeping each object's keys in JSON.parse's order.
+func parseOrdered(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := parseValue(dec)

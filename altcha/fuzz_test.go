@@ -34,3 +34,27 @@ func FuzzDecodePayloadVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParsersAgree checks that the fast parse (no arrays) and the ordered one sign the same text.
+func FuzzParsersAgree(f *testing.F) {
+	vectors, _ := readVectors(f)
+	for _, c := range vectors.Canonical {
+		f.Add(c.Input)
+	}
+	for _, v := range vectors.Vectors {
+		f.Add(string(v.Challenge))
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fast, err := parseJSON([]byte(s))
+		if err != nil {
+			return
+		}
+		ordered, err := parseOrdered([]byte(s))
+		if err != nil {
+			t.Fatalf("parseOrdered refuses what parseJSON takes: %v", err)
+		}
+		if a, b := canonicalJSON(fast), canonicalJSON(ordered); string(a) != string(b) {
+			t.Fatalf("canonical JSON differs:\n fast    %s\n ordered %s", a, b)
+		}
+	})
+}
