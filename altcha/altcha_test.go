@@ -500,3 +500,32 @@ func TestKeyWithoutThePrefixRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestPayloadWithPlusTurnedIntoSpacesVerifies(t *testing.T) {
+	secrets := Secrets{Signature: []byte("sig"), KeySignature: []byte("key")}
+	for tries := 0; ; tries++ {
+		c, err := Create(Options{Cost: 10, Counter: 4, Data: map[string]string{"screening": "~~~>>>~~~>>>"}}, secrets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sol, err := Solve(context.Background(), c, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		encoded := Payload{Challenge: c, Solution: sol}.Encode()
+		if !strings.Contains(encoded, "+") {
+			if tries == 100 {
+				t.Fatal("no payload with a '+' in 100 tries")
+			}
+			continue // the data's place in the JSON shifted its bits off '+'
+		}
+		p, err := DecodePayload(strings.ReplaceAll(encoded, "+", " "))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Verify(p, secrets, now); err != nil {
+			t.Errorf("Verify = %v, want nil", err)
+		}
+		return
+	}
+}

@@ -11,8 +11,8 @@ import (
 	"strings"
 )
 
-// DecodePayload decodes the widget's base64 string (standard base64; URL-safe and unpadded are accepted
-// too), at most MaxPayloadBytes. Like altcha-lib (JSON.parse(atob(payload))) it reads the decoded bytes as
+// DecodePayload decodes the widget's base64 string (standard base64; URL-safe, unpadded, and '+' turned
+// into ' ' by a query string are accepted too), at most MaxPayloadBytes. Like altcha-lib (JSON.parse(atob(payload))) it reads the decoded bytes as
 // Latin-1, one character per byte, which is what the widget's btoa wrote. Anything that is not a JSON
 // object with a challenge object holding a parameters object is ErrMalformed (wrapped, with a short
 // reason); a missing or malformed solution is not, since verifySolution checks the signature first: Verify
@@ -59,9 +59,10 @@ func DecodePayload(s string) (Payload, error) {
 	return p, nil
 }
 
-// decodeBase64 accepts standard and URL-safe base64, padded or not, as atob accepts spaces around it.
+// decodeBase64 accepts standard and URL-safe base64, padded or not, with spaces around it as atob does. A
+// space inside is read as the '+' a query string's decoding made of it when the client did not escape it.
 func decodeBase64(s string) ([]byte, error) {
-	s = strings.TrimRight(strings.TrimSpace(s), "=")
+	s = strings.ReplaceAll(strings.TrimRight(strings.TrimSpace(s), "="), " ", "+")
 	if strings.ContainsAny(s, "-_") {
 		return base64.RawURLEncoding.DecodeString(s)
 	}
