@@ -124,6 +124,9 @@ func DecodeHello(data []byte) (Hello, error) {
 }
 
 // queuedMessage is the first message for a waiting entry.
+// QueuedMessage is the `queued` message of e, for a socket the server answers itself (the infinite queue).
+func QueuedMessage(e queue.Entry) []byte { return queuedMessage(e) }
+
 func queuedMessage(e queue.Entry) []byte {
 	return mustJSON(Queued{Type: "queued", Token: e.Token, Rank: e.ZeroBasedRank + 1, Total: e.Total, Inserted: e.Inserted, Paused: e.Paused})
 }

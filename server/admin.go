@@ -125,6 +125,10 @@ type admissionBody struct {
 	// the room's own and follow gate.mode again (PATCH only; absent: unchanged). The operator's view shows
 	// the effective one (the room's, or gate.mode).
 	GateMode string `json:"gate_mode,omitempty"`
+	// PowCost is the screening's proof-of-work cost, the mean number of key derivations a new place costs
+	// (0: none), or "default" to drop its own and follow pow.cost (PATCH only; absent: unchanged). The
+	// operator's view shows the effective one.
+	PowCost *powCost `json:"pow_cost,omitempty"`
 }
 
 func (a admissionBody) settings() (queue.Settings, error) {
@@ -235,6 +239,7 @@ func (s *Server) adminScreenings(ctx context.Context, only string) ([]adminScree
 			Admission:     bodyOf(m.Admission.Merge(s.AdmissionDefaults)),
 		}
 		out[i].Admission.GateMode = s.gateModeOf(m.GateMode)
+		out[i].Admission.PowCost = &powCost{N: s.powCostOf(m.PowCost)}
 		f, err := s.Queue.Figures(ctx, m.ID)
 		if err != nil {
 			return nil, err
@@ -295,6 +300,9 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 			return err
 		}
 	}
+	if err := s.setPowCost(ctx, c.Param("id"), body.PowCost); err != nil {
+		return err
+	}
 	if body.GateMode != "" {
 		mode := body.GateMode
 		if mode == gateModeDefault {
@@ -313,10 +321,11 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 	if sum, err := s.Store.Screening(ctx, c.Param("id")); err == nil {
 		effective.Checkout = sum.Checkout
 		effective.GateMode = s.gateModeOf(sum.GateMode)
+		effective.PowCost = &powCost{N: s.powCostOf(sum.PowCost)}
 	}
 	s.logFor(c).Info("admin: admission changed", "screening", c.Param("id"), "interval", effective.Interval,
 		"batch_size", effective.BatchSize, "max_active", effective.MaxActive, "active_ttl", effective.ActiveTTL,
-		"gate_mode", effective.GateMode)
+		"gate_mode", effective.GateMode, "pow_cost", effective.PowCost)
 	return c.JSON(http.StatusOK, effective)
 }
 

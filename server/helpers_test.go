@@ -107,6 +107,7 @@ func (a *testServer) admit(t *testing.T, screening string, n int) []string {
 type response struct {
 	status int
 	body   []byte
+	header http.Header
 }
 
 func (r response) String() string { return string(r.body) }
@@ -133,7 +134,7 @@ func (a *testServer) do(method, path, auth, body string) (response, error) {
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
-	return response{status: res.StatusCode, body: b}, err
+	return response{status: res.StatusCode, body: b, header: res.Header}, err
 }
 
 func (a *testServer) get(t *testing.T, path string) response {

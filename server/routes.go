@@ -29,6 +29,7 @@ func (s *Server) routes() {
 	api.GET("/screenings", s.listScreenings)
 	api.GET("/screenings/:id", s.getScreening)
 	api.GET("/screenings/:id/seats", s.getSeats)
+	api.GET("/screenings/:id/challenge", s.challenge)
 	api.GET("/screenings/:id/queue/:token", s.getQueueStatus)
 	api.POST("/screenings/:id/reservations", s.reserve, s.countReservations)
 	s.orderRoutes(api)

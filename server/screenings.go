@@ -35,6 +35,9 @@ type screeningView struct {
 	// GateEnter is where the room page sends an admitted visitor back to the site (a form POST of the pass
 	// to the gate's /.waitroom/enter), for a room the gate protects (gate.paths); absent otherwise.
 	GateEnter string `json:"gate_enter,omitempty"`
+	// PowCost is the proof of work a new place costs, the mean number of key derivations (0: none):
+	// solve a challenge of /challenge and bring its payload to the socket (docs/protocol.md 4.7).
+	PowCost int `json:"pow_cost"`
 }
 
 // GateLinks are what the API says of the gate in front of an existing site (gate.*): which rooms it
@@ -96,7 +99,7 @@ func (s *Server) screeningOf(sum booking.Summary, now time.Time) screeningView {
 	if sum.Checkout == "" {
 		sum.Checkout = s.Booking.Checkout()
 	}
-	return screeningView{Summary: sum, State: state(sum, now), MaxSeats: s.Booking.MaxSeats()}
+	return screeningView{Summary: sum, State: state(sum, now), MaxSeats: s.Booking.MaxSeats(), PowCost: s.powCostOf(sum.PowCost)}
 }
 
 func state(sum booking.Summary, now time.Time) string {

@@ -72,6 +72,10 @@ type Deps struct {
 	PassKeys KeySet          // the passes' public keys, served at /.well-known/jwks.json (nil: none)
 	// Gate is what the API says of the gate in front of an existing site (zero: no gate).
 	Gate GateLinks
+	// Pow is the proof of work a screening may ask of a socket (pow.*); Bots, what is done with a socket
+	// that looks like a bot's (bots.*).
+	Pow  Pow
+	Bots Bots
 	Log  *slog.Logger
 }
 
@@ -87,12 +91,22 @@ type Server struct {
 	adminKeys *adminGuard
 	clientIP  func(*http.Request) string
 	metrics   *httpMetrics
+	// entry keeps the screenings' entry rules (entry.go); challenges paces each address's challenges
+	// (pow.go); bots counts the failures and the held sockets (bots.go).
+	entry        *entryCache
+	challenges   *limit.Rate
+	bots         *botWatch
+	entryMetrics *entryMetrics
 }
 
 // New builds the routes.
 func New(d Deps) *Server {
 	s := &Server{Deps: d, e: echo.New(), done: make(chan struct{}), addrs: newAddressLimits(d.Limits),
 		adminKeys: newAdminGuard()}
+	s.entry = newEntryCache(s.readRules)
+	s.challenges = limit.NewRate(d.Limits.RegistrationsPerSecond, d.Limits.RegistrationBurst)
+	s.bots = newBotWatch(d.Bots)
+	s.entryMetrics = newEntryMetrics(d.Registerer)
 	s.clientIP = limit.ClientAddress(nil)
 	if d.BehindProxy {
 		s.clientIP = limit.ClientAddress(d.TrustedProxies)

@@ -5,6 +5,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -54,28 +55,54 @@ func (s *Server) socket(c echo.Context) error {
 		return nil
 	}
 	addr := s.clientIP(c.Request())
-	if ok, reason := s.addrs.admit(addr, time.Now()); !ok {
+	now := time.Now()
+	opensAt, rules, err := s.socketScreening(ctx, id)
+	if err != nil {
+		s.refuseScreening(c, conn, id, err)
+		return nil
+	}
+	a := arrival{screening: id, addr: addr, rules: rules, code: c.QueryParam("code")}
+	if rules.powCost > 0 {
+		a.proof, a.powCode, a.powWhy = s.checkProof(id, c.QueryParam("altcha"), now)
+	}
+	if ok, reason := s.addrs.admit(addr, now); !ok {
+		if a.proof == nil && s.hold(ctx, conn, id, heldRateLimited, func() {}) {
+			return nil
+		}
 		hub.Reject(conn, hub.ErrorMessage("RATE_LIMITED", reason+"; retry later with your token"), hub.CloseTryAgainLater, "rate limited")
 		return nil
 	}
-	opensAt, err := s.Booking.OpensAt(ctx, id)
-	if err != nil {
-		s.addrs.release(addr)
-		status, body := classify(err)
-		if status == http.StatusNotFound {
-			hub.Reject(conn, hub.ErrorMessage(body.Code, body.Message), websocket.ClosePolicyViolation, body.Code)
-		} else {
-			s.logFor(c).Error("socket: screening", "screening", id, "err", err)
-			hub.Reject(conn, hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), hub.CloseTryAgainLater, "UNAVAILABLE")
-		}
+	gone := func() { s.addrs.release(addr) }
+	if a.proof == nil && s.bots.failing(addr, now) && s.hold(ctx, conn, id, heldFailures, gone) {
 		return nil
 	}
 	s.Hub.Welcome(ctx, hub.Arrival{
 		Conn: conn, Screening: id, Token: c.QueryParam("token"), AwaitHello: awaitHello, OpensAt: opensAt,
 		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
-		Gone:      func() { s.addrs.release(addr) },
+		Gone:      gone, Entry: s.entryCheck(a),
 	})
 	return nil
+}
+
+// socketScreening reads what a socket of the screening needs: its sale time and its entry rules.
+func (s *Server) socketScreening(ctx context.Context, id string) (time.Time, entryRules, error) {
+	opensAt, err := s.Booking.OpensAt(ctx, id)
+	if err != nil {
+		return time.Time{}, entryRules{}, err
+	}
+	rules, err := s.entry.rules(ctx, id)
+	return opensAt, rules, err
+}
+
+// refuseScreening turns away a socket whose screening is unknown (1008) or could not be read (1013).
+func (s *Server) refuseScreening(c echo.Context, conn *websocket.Conn, id string, err error) {
+	status, body := classify(err)
+	if status == http.StatusNotFound {
+		hub.Reject(conn, hub.ErrorMessage(body.Code, body.Message), websocket.ClosePolicyViolation, body.Code)
+		return
+	}
+	s.logFor(c).Error("socket: screening", "screening", id, "err", err)
+	hub.Reject(conn, hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), hub.CloseTryAgainLater, "UNAVAILABLE")
 }
 
 // tokenInMessage reads where a socket's token comes from: auth "message" says the hello, the socket's first

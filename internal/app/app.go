@@ -107,6 +107,10 @@ func New(cfg config.Config, b Backends) (*App, error) {
 	if a.Gate, gateLinks, err = a.newGate(cfg); err != nil {
 		return nil, err
 	}
+	pow, err := PowSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
 	a.Server = server.New(server.Deps{
 		Queue: a.Queue, Store: a.Store, Booking: a.Booking, Hub: a.Hub, Redis: b.Redis, Gatherer: a.Registry, Registerer: a.Registry,
 		AllowedOrigins: cfg.HTTP.AllowedOrigins, BenchFloor: cfg.Bench.Floor, Pprof: cfg.Bench.Pprof, TrustedProxies: trustedProxies(cfg.HTTP),
@@ -120,6 +124,9 @@ func New(cfg config.Config, b Backends) (*App, error) {
 		Webhooks:    a.Outbox,
 		PassKeys:    a.Passes,
 		Gate:        gateLinks,
+		Pow:         pow,
+		Bots: server.Bots{InfiniteQueue: cfg.Bots.InfiniteQueue, FailureLimit: cfg.Bots.FailureLimit, Hold: cfg.Bots.Hold,
+			MaxHeld: cfg.Bots.MaxHeld},
 	})
 	return a, nil
 }

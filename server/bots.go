@@ -1,0 +1,126 @@
+// The quiet treatment of what looks like a bot (bots.*, the "infinite queue"): which sockets are held
+// instead of refused (over their address's limits, or from an address that keeps failing the proof of
+// work or the access code), never one that brought a valid solution; how many one instance holds; and
+// the entry's metrics.
+
+package server
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// Bots is the infinite queue's settings (bots.*).
+type Bots struct {
+	// InfiniteQueue holds such sockets instead of refusing them.
+	InfiniteQueue bool
+	// FailureLimit is how many refusals for the proof of work or the code an address may have in a minute.
+	FailureLimit int
+	// Hold is how long a held socket is kept.
+	Hold time.Duration
+	// MaxHeld bounds the sockets this instance holds.
+	MaxHeld int
+}
+
+// botWatch counts each address's failures and the sockets held.
+type botWatch struct {
+	Bots
+	failures *limit.Rate // a failure spends a token; a spent address is failing
+	held     atomic.Int64
+}
+
+func newBotWatch(b Bots) *botWatch {
+	w := &botWatch{Bots: b}
+	if b.FailureLimit > 0 {
+		w.failures = limit.NewRate(float64(b.FailureLimit)/60, b.FailureLimit)
+	}
+	return w
+}
+
+// fail counts one failure of addr.
+func (w *botWatch) fail(addr string, now time.Time) {
+	if w.failures != nil {
+		w.failures.Allow(addr, now)
+	}
+}
+
+// failing reports whether addr used up its failures of the last minute.
+func (w *botWatch) failing(addr string, now time.Time) bool {
+	return w.failures.Spent(addr, now)
+}
+
+// The reasons a socket is held, the label of waitroom_bots_held_total.
+const (
+	heldRateLimited = "rate_limited"
+	heldFailures    = "failures"
+)
+
+// hold puts the socket in the infinite queue when the treatment is on and this instance holds fewer than
+// bots.max_held; false when it did not (the caller refuses the socket as before). The socket is shown a
+// place behind everyone now waiting, which never moves, and a token that is registered nowhere.
+func (s *Server) hold(ctx context.Context, conn *websocket.Conn, screening, reason string, gone func()) bool {
+	w := s.bots
+	if !w.InfiniteQueue || w.held.Add(1) > int64(w.MaxHeld) {
+		if w.InfiniteQueue {
+			w.held.Add(-1)
+		}
+		return false
+	}
+	waiting, _, err := s.Queue.Counts(ctx, screening)
+	if err != nil {
+		waiting = 0
+	}
+	first := hub.QueuedMessage(queue.Entry{Token: queue.NewToken(), State: queue.Waiting, ZeroBasedRank: waiting,
+		Total: waiting + 1, Inserted: true})
+	s.entryMetrics.heldTotal.WithLabelValues(reason).Inc()
+	s.entryMetrics.heldNow.Inc()
+	s.Hub.Hold(conn, first, w.Hold, func() {
+		w.held.Add(-1)
+		s.entryMetrics.heldNow.Dec()
+		gone()
+	})
+	return true
+}
+
+// entryMetrics count what the entry checks decided.
+type entryMetrics struct {
+	entries    *prometheus.CounterVec
+	challenges prometheus.Counter
+	heldTotal  *prometheus.CounterVec
+	heldNow    prometheus.Gauge
+}
+
+func newEntryMetrics(reg prometheus.Registerer) *entryMetrics {
+	m := &entryMetrics{
+		entries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "waitroom", Name: "entry_checks_total",
+			Help: "Sockets of screenings with entry rules (a proof of work, an access code), by outcome: ok (a new place), kept (a token that held its place), or the refusal's code (POW_REQUIRED, POW_INVALID, CODE_REQUIRED, CODE_INVALID, CODE_USED, UNAVAILABLE).",
+		}, []string{"outcome"}),
+		challenges: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "waitroom", Name: "pow_challenges_total",
+			Help: "Proof-of-work challenges issued (GET /api/screenings/{id}/challenge).",
+		}),
+		heldTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "waitroom", Subsystem: "bots", Name: "held_total",
+			Help: "Sockets put in the infinite queue (bots.infinite_queue), by reason: rate_limited (over the address's limits) or failures (the address kept failing the proof of work or the code).",
+		}, []string{"reason"}),
+		heldNow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "waitroom", Subsystem: "bots", Name: "held",
+			Help: "Sockets this instance holds in the infinite queue now.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.entries, m.challenges, m.heldTotal, m.heldNow)
+	}
+	return m
+}
+
+func (m *entryMetrics) outcome(o string) { m.entries.WithLabelValues(o).Inc() }

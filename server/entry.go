@@ -1,0 +1,175 @@
+// What a socket must bring to take a place: the screening's entry rules (its proof-of-work cost, whether
+// it asks for an access code), kept a second per instance, and the check the hub runs after the hello and
+// before the registration (entryCheck): a token that holds its place already passes; a new place needs a
+// solution spent once and a code claimed for its token, both taken back if the registration fails.
+
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// rulesTTL is how long an instance keeps a screening's entry rules: an operator's change reaches every
+// socket within it.
+const rulesTTL = time.Second
+
+// entryRules are a screening's effective rules.
+type entryRules struct {
+	powCost       int // 0: no proof of work
+	codesRequired bool
+}
+
+func (r entryRules) open() bool { return r.powCost == 0 && !r.codesRequired }
+
+// entryCache keeps each screening's rules for rulesTTL; the requests that miss together share one read.
+type entryCache struct {
+	read    func(ctx context.Context, id string) (entryRules, error)
+	mu      sync.Mutex
+	kept    map[string]keptRules
+	loading singleflight.Group
+}
+
+type keptRules struct {
+	rules entryRules
+	at    time.Time
+}
+
+func newEntryCache(read func(ctx context.Context, id string) (entryRules, error)) *entryCache {
+	return &entryCache{read: read, kept: map[string]keptRules{}}
+}
+
+func (e *entryCache) rules(ctx context.Context, id string) (entryRules, error) {
+	now := time.Now()
+	e.mu.Lock()
+	k, ok := e.kept[id]
+	e.mu.Unlock()
+	if ok && now.Sub(k.at) < rulesTTL {
+		return k.rules, nil
+	}
+	v, err, _ := e.loading.Do(id, func() (any, error) {
+		r, err := e.read(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		e.mu.Lock()
+		e.kept[id] = keptRules{rules: r, at: time.Now()}
+		if len(e.kept) > maxKeptRules {
+			clear(e.kept) // screenings come and go; a map of them all is kept from growing for ever
+		}
+		e.mu.Unlock()
+		return r, nil
+	})
+	if err != nil {
+		return entryRules{}, err
+	}
+	return v.(entryRules), nil
+}
+
+const maxKeptRules = 10_000
+
+// forget drops what is kept of the screening: an operator's change here applies at once.
+func (e *entryCache) forget(id string) {
+	e.mu.Lock()
+	delete(e.kept, id)
+	e.mu.Unlock()
+}
+
+// readRules reads a screening's rules from the store, its own cost or pow.cost.
+func (s *Server) readRules(ctx context.Context, id string) (entryRules, error) {
+	r, err := s.Store.EntryRules(ctx, id)
+	if err != nil {
+		return entryRules{}, err
+	}
+	return entryRules{powCost: s.powCostOf(r.PowCost)}, nil
+}
+
+// arrival is what the socket brought besides its token: its address, its proof of work (verified or
+// not) and its access code.
+type arrival struct {
+	screening string
+	addr      string
+	rules     entryRules
+	proof     *proof
+	powCode   string // why proof is nil: codePowRequired or codePowInvalid
+	powWhy    string
+	code      string
+}
+
+// entryCheck is the hub's Arrival.Entry for a socket: nothing is asked of a screening without rules, nor
+// of a token that holds its place (waiting, in the pre-queue, admitted). A new place needs the proof of
+// work, spent once in Redis, and the code, claimed for the place's token (drawn here when the client sent
+// none); a refusal spends nothing, and counts against the address when it looks like a bot's.
+func (s *Server) entryCheck(a arrival) func(ctx context.Context, token string) hub.Verdict {
+	return func(ctx context.Context, token string) hub.Verdict {
+		if a.rules.open() {
+			return hub.Verdict{}
+		}
+		if token != "" {
+			st, err := s.Queue.Status(ctx, a.screening, token)
+			if err != nil {
+				return s.unavailable("status", a, err)
+			}
+			if st.State == queue.Waiting || st.State == queue.Pre || st.State == queue.Admitted {
+				s.entryMetrics.outcome("kept")
+				return hub.Verdict{}
+			}
+		} else {
+			token = queue.NewToken()
+		}
+		if a.rules.powCost > 0 && a.proof == nil {
+			return s.refuse(a, a.powCode, a.powWhy, true)
+		}
+		if a.rules.powCost > 0 {
+			fresh, err := s.Queue.SpendSolution(ctx, a.screening, a.proof.id, a.proof.expires)
+			if err != nil {
+				return s.unavailable("spend a solution", a, err)
+			}
+			if !fresh {
+				return s.refuse(a, codePowInvalid, "this solution has bought a place already; solve a new challenge", true)
+			}
+		}
+		s.entryMetrics.outcome("ok")
+		return hub.Verdict{Token: token, Undo: func() { s.undoEntry(a, token) }}
+	}
+}
+
+// undoEntry takes back what entryCheck spent for token, for a registration that did not happen.
+func (s *Server) undoEntry(a arrival, token string) {
+	ctx, cancel := context.WithTimeout(context.Background(), undoWait)
+	defer cancel()
+	if a.proof != nil && a.rules.powCost > 0 {
+		if err := s.Queue.UnspendSolution(ctx, a.screening, a.proof.id); err != nil {
+			s.Log.Warn("socket: unspend a solution", "screening", a.screening, "err", err)
+		}
+	}
+	_ = token
+}
+
+// undoWait bounds the undoing of an entry's spend.
+const undoWait = 5 * time.Second
+
+// refuse is a verdict that turns the socket away with code, counted; bot says the refusal counts against
+// the address's failures (bots.failure_limit).
+func (s *Server) refuse(a arrival, code, why string, bot bool) hub.Verdict {
+	s.entryMetrics.outcome(code)
+	if bot {
+		s.bots.fail(a.addr, time.Now())
+	}
+	return hub.Verdict{Refusal: hub.ErrorMessage(code, why), Code: code}
+}
+
+func (s *Server) unavailable(what string, a arrival, err error) hub.Verdict {
+	if !errors.Is(err, context.Canceled) {
+		s.Log.Error("socket: entry check: "+what, "screening", a.screening, "err", err)
+	}
+	s.entryMetrics.outcome("UNAVAILABLE")
+	return hub.Verdict{Refusal: hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), Code: "UNAVAILABLE", Close: hub.CloseTryAgainLater}
+}
