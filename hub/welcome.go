@@ -41,6 +41,8 @@ type Verdict struct {
 	// the close's reason), nothing registered.
 	Refusal []byte
 	Code    string
+	// Close is the refusal's close code; 0: 1008 (policy violation).
+	Close int
 	// Token, when not "", is the token to register instead of the one the client sent (none): the check
 	// drew it, because what it spent is bound to it.
 	Token string
@@ -164,7 +166,11 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival) (*client, queue.Entry
 	if a.Entry != nil {
 		v := a.Entry(ctx, a.Token)
 		if v.Refusal != nil {
-			Reject(a.Conn, v.Refusal, websocket.ClosePolicyViolation, v.Code)
+			code := websocket.ClosePolicyViolation
+			if v.Close != 0 {
+				code = v.Close
+			}
+			Reject(a.Conn, v.Refusal, code, v.Code)
 			return nil, queue.Entry{}
 		}
 		if v.Token != "" {

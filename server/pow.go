@@ -131,7 +131,6 @@ func (s *Server) powCostOf(own *int) int {
 	return s.Pow.Cost
 }
 
-
 // powCost is an admission body's pow_cost: a cost, or on a PATCH "default" (Default: drop the screening's
 // own, follow pow.cost). It is written as the number.
 type powCost struct {
