@@ -1,5 +1,6 @@
 // What a socket must bring to get a place in a screening's line: the screening's own proof-of-work cost
-// (SetPowCost) and the entry rules the socket's check reads (EntryRules).
+// (SetPowCost) and the entry rules the socket's check reads (EntryRules: the cost, and whether it asks for
+// an access code, codes.go).
 
 package booking
 
@@ -18,21 +19,24 @@ const MaxPowCost = 100_000_000
 type EntryRules struct {
 	// PowCost is the screening's own proof-of-work cost; nil: the server's pow.cost.
 	PowCost *int
+	// CodesRequired says a new place needs an access code (codes.go).
+	CodesRequired bool
 }
 
 // EntryRules reads what the screening asks of a socket, or ErrUnknownScreening.
 func (s *Store) EntryRules(ctx context.Context, id string) (EntryRules, error) {
 	var row struct {
-		PowCost sql.NullInt64 `db:"pow_cost"`
+		PowCost       sql.NullInt64 `db:"pow_cost"`
+		CodesRequired bool          `db:"codes_required"`
 	}
-	err := s.db.GetContext(ctx, &row, s.db.Rebind(`SELECT pow_cost FROM screenings WHERE id = ?`), id)
+	err := s.db.GetContext(ctx, &row, s.db.Rebind(`SELECT pow_cost, codes_required FROM screenings WHERE id = ?`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return EntryRules{}, fmt.Errorf("booking: entry rules of %q: %w", truncate(id, 64), ErrUnknownScreening)
 	}
 	if err != nil {
 		return EntryRules{}, fmt.Errorf("booking: entry rules of %q: %w", truncate(id, 64), err)
 	}
-	var out EntryRules
+	out := EntryRules{CodesRequired: row.CodesRequired}
 	if row.PowCost.Valid {
 		cost := int(row.PowCost.Int64)
 		out.PowCost = &cost

@@ -30,12 +30,14 @@ type Summary struct {
 	// PowCost is the screening's own proof-of-work cost (0: none); nil: the server's pow.cost. The views
 	// show the effective one.
 	PowCost *int `db:"pow_cost" json:"-"`
+	// CodesRequired says a new place needs an access code (codes.go).
+	CodesRequired bool `db:"codes_required" json:"code_required"`
 	// ClosedAt is when the operator closed the sale (nil while it is not closed).
 	ClosedAt *time.Time `db:"closed_at" json:"closed_at,omitempty"`
 }
 
 const summarySQL = `SELECT x.*, x.seats_total - x.seats_held - x.seats_sold AS seats_available FROM (
-	SELECT s.id, s.name, s.starts_at, s.sale_opens_at, s.closed_at, COALESCE(s.checkout, '') AS checkout, COALESCE(s.gate_mode, '') AS gate_mode, s.pow_cost,
+	SELECT s.id, s.name, s.starts_at, s.sale_opens_at, s.closed_at, COALESCE(s.checkout, '') AS checkout, COALESCE(s.gate_mode, '') AS gate_mode, s.pow_cost, s.codes_required,
 	(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) AS seats_total,
 	(SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
 		WHERE r.screening_id = s.id AND r.live AND o.status = 'held') AS seats_held,

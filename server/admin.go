@@ -132,6 +132,9 @@ type admissionBody struct {
 	// (0: none), or "default" to drop its own and follow pow.cost (PATCH only; absent: unchanged). The
 	// operator's view shows the effective one.
 	PowCost *powCost `json:"pow_cost,omitempty"`
+	// CodesRequired says a new place needs an access code; false lets everyone in again (PATCH only; absent:
+	// unchanged). Issuing codes or setting a shared code turns it on (codes.go).
+	CodesRequired *bool `json:"codes_required,omitempty"`
 }
 
 func (a admissionBody) settings() (queue.Settings, error) {
@@ -243,6 +246,7 @@ func (s *Server) adminScreenings(ctx context.Context, only string) ([]adminScree
 		}
 		out[i].Admission.GateMode = s.gateModeOf(m.GateMode)
 		out[i].Admission.PowCost = &powCost{N: s.powCostOf(m.PowCost)}
+		out[i].Admission.CodesRequired = &m.CodesRequired
 		f, err := s.Queue.Figures(ctx, m.ID)
 		if err != nil {
 			return nil, err
@@ -306,6 +310,12 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 	if err := s.setPowCost(ctx, c.Param("id"), body.PowCost); err != nil {
 		return err
 	}
+	if body.CodesRequired != nil {
+		if err := s.Store.SetCodesRequired(ctx, c.Param("id"), *body.CodesRequired); err != nil {
+			return err
+		}
+		s.entry.forget(c.Param("id"))
+	}
 	if body.GateMode != "" {
 		mode := body.GateMode
 		if mode == gateModeDefault {
@@ -325,10 +335,11 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 		effective.Checkout = sum.Checkout
 		effective.GateMode = s.gateModeOf(sum.GateMode)
 		effective.PowCost = &powCost{N: s.powCostOf(sum.PowCost)}
+		effective.CodesRequired = &sum.CodesRequired
 	}
 	s.logFor(c).Info("admin: admission changed", "screening", c.Param("id"), "interval", effective.Interval,
 		"batch_size", effective.BatchSize, "max_active", effective.MaxActive, "active_ttl", effective.ActiveTTL,
-		"gate_mode", effective.GateMode, "pow_cost", effective.PowCost)
+		"gate_mode", effective.GateMode, "pow_cost", effective.PowCost, "codes_required", effective.CodesRequired)
 	return c.JSON(http.StatusOK, effective)
 }
 

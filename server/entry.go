@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -88,7 +89,7 @@ func (s *Server) readRules(ctx context.Context, id string) (entryRules, error) {
 	if err != nil {
 		return entryRules{}, err
 	}
-	return entryRules{powCost: s.powCostOf(r.PowCost)}, nil
+	return entryRules{powCost: s.powCostOf(r.PowCost), codesRequired: r.CodesRequired}, nil
 }
 
 // arrival is what the socket brought besides its token: its address, its proof of work (verified or
@@ -127,8 +128,16 @@ func (s *Server) entryCheck(a arrival) func(ctx context.Context, token string) h
 		if a.rules.powCost > 0 && a.proof == nil {
 			return s.refuse(a, a.powCode, a.powWhy, true)
 		}
+		if a.rules.codesRequired {
+			if v, ok := s.claimCode(ctx, a, token); !ok {
+				return v
+			}
+		}
 		if a.rules.powCost > 0 {
 			fresh, err := s.Queue.SpendSolution(ctx, a.screening, a.proof.id, a.proof.expires)
+			if err != nil || !fresh {
+				s.releaseCode(a, token)
+			}
 			if err != nil {
 				return s.unavailable("spend a solution", a, err)
 			}
@@ -141,6 +150,43 @@ func (s *Server) entryCheck(a arrival) func(ctx context.Context, token string) h
 	}
 }
 
+// The error codes of a socket refused for its access code (docs/protocol.md 4.7).
+const (
+	codeCodeRequired = "CODE_REQUIRED"
+	codeCodeInvalid  = "CODE_INVALID"
+	codeCodeUsed     = "CODE_USED"
+)
+
+// claimCode claims the socket's access code for token: a one-time code is the token's from then on (and
+// the same token may claim it again), the shared code lets anyone in. ok false: the verdict refusing it.
+func (s *Server) claimCode(ctx context.Context, a arrival, token string) (hub.Verdict, bool) {
+	if a.code == "" {
+		return s.refuse(a, codeCodeRequired, "this line asks for an access code: connect with code=<your code>", false), false
+	}
+	err := s.Store.ClaimCode(ctx, a.screening, a.code, token)
+	switch {
+	case err == nil:
+		return hub.Verdict{}, true
+	case errors.Is(err, booking.ErrCodeInvalid):
+		return s.refuse(a, codeCodeInvalid, "this access code is not valid for this screening (unknown or revoked)", true), false
+	case errors.Is(err, booking.ErrCodeUsed):
+		return s.refuse(a, codeCodeUsed, "this access code has been used for another place already", false), false
+	}
+	return s.unavailable("claim a code", a, err), false
+}
+
+// releaseCode takes back the claim of the socket's code for token, when the place is not given after all.
+func (s *Server) releaseCode(a arrival, token string) {
+	if !a.rules.codesRequired {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), undoWait)
+	defer cancel()
+	if err := s.Store.ReleaseCode(ctx, a.screening, a.code, token); err != nil {
+		s.Log.Warn("socket: release a code", "screening", a.screening, "err", err)
+	}
+}
+
 // undoEntry takes back what entryCheck spent for token, for a registration that did not happen.
 func (s *Server) undoEntry(a arrival, token string) {
 	ctx, cancel := context.WithTimeout(context.Background(), undoWait)
@@ -150,7 +196,7 @@ func (s *Server) undoEntry(a arrival, token string) {
 			s.Log.Warn("socket: unspend a solution", "screening", a.screening, "err", err)
 		}
 	}
-	_ = token
+	s.releaseCode(a, token)
 }
 
 // undoWait bounds the undoing of an entry's spend.
