@@ -1,0 +1,79 @@
+// Tests of the infinite queue: an address that keeps failing the proof of work, or a socket over its
+// address's limits, is shown a place that never moves and held, with nothing registered, until its hold
+// ends (1013); a socket with a valid solution never is; the instance's bound; the metrics.
+
+package server_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+// wantHeld reads the held socket's one message, a place behind everyone, and nothing more until its close.
+func wantHeld(t *testing.T, what string, s *testenv.Socket, behind int64) {
+	t.Helper()
+	m, err := s.Read(5 * time.Second)
+	if err != nil || m.Type != "queued" || !m.Inserted || m.Rank != behind+1 || len(m.Token) != 32 {
+		t.Fatalf("%s: got %+v, %v; want a queued place behind the %d waiting", what, m, err, behind)
+	}
+}
+
+func TestAnAddressThatKeepsFailingIsHeldUnlessItSolves(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			powConfig(c)
+			c.Bots = config.Bots{InfiniteQueue: true, FailureLimit: 2, Hold: time.Second, MaxHeld: 1}
+		})
+		for i := range 2 {
+			wantRefused(t, "a failure #"+jsonInt(i+1), a.powSocket(t, "s1", "", ""), "POW_REQUIRED")
+		}
+		held := a.powSocket(t, "s1", "", "")
+		wantHeld(t, "the third socket without a solution", held, 0)
+		wantRefused(t, "one more while the instance holds its one", a.powSocket(t, "s1", "", ""), "POW_REQUIRED")
+		solver := a.powSocket(t, "s1", solved(t, a.challengeOf(t, "s1")), "")
+		if m := wantPlace(t, "a socket with a solution from the failing address", solver, true); m.Rank != 1 {
+			t.Errorf("the solver's rank %d, want 1: the held socket took no place", m.Rank)
+		}
+		if n := a.waitingIn(t, "s1"); n != 1 {
+			t.Errorf("%d wait, want only the solver", n)
+		}
+		if code := held.CloseCode(t, 5*time.Second); code != websocket.CloseTryAgainLater {
+			t.Errorf("the held socket ended with %d, want 1013 after its hold", code)
+		}
+		metrics := a.metrics(t)
+		for _, want := range []string{`waitroom_bots_held_total{reason="failures"} 1`, "waitroom_bots_held 0"} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+}
+
+func TestASocketOverItsAddressLimitsIsHeldButNeverASolver(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			powConfig(c)
+			c.Limits = config.Limits{SocketsPerAddress: 1}
+			c.Bots = config.Bots{InfiniteQueue: true, FailureLimit: 100, Hold: time.Minute, MaxHeld: 10}
+		})
+		first := a.powSocket(t, "s1", solved(t, a.challengeOf(t, "s1")), "")
+		wantPlace(t, "the address's one socket", first, true)
+		held := a.powSocket(t, "s1", "", "")
+		wantHeld(t, "a second socket without a solution", held, 1)
+		over := a.powSocket(t, "s1", solved(t, a.challengeOf(t, "s1")), "")
+		m, err := over.Read(5 * time.Second)
+		if err != nil || m.Type != "error" || m.Code != "RATE_LIMITED" {
+			t.Errorf("a solver over the limit got %+v, %v; want RATE_LIMITED, never held", m, err)
+		}
+		if !strings.Contains(a.metrics(t), `waitroom_bots_held_total{reason="rate_limited"} 1`) {
+			t.Error("/metrics does not count the held socket as rate_limited")
+		}
+		held.Close()
+	})
+}
