@@ -27,6 +27,9 @@
 //   - screenings.go: creating and managing screenings, and the scheduler's list of sales.
 //   - db.go: opening the database and migrating it (migrations/postgres, migrations/sqlite).
 //   - warm.go: keeping the connection pool warm for a burst.
+//   - entry.go: what a socket must bring to take a place: the screening's proof-of-work cost, its rules.
+//   - codes.go: a screening's access codes: one-time and shared, required or not, claimed by the token that
+//     takes a place.
 package booking
 
 import (

@@ -7,7 +7,10 @@
 // public reads), health.go (/healthz, /readyz), pages.go (the embedded pages), admin.go (the operator's API
 // and live stream), adminguard.go (the throttle on wrong admin keys), limits.go (per-address limits, the
 // client's address behind trusted proxies), errors.go (package errors to statuses and bodies), metrics.go
-// (the requests' and reservations' metrics), webhooks.go (the operator's list of the webhooks).
+// (the requests' and reservations' metrics), webhooks.go (the operator's list of the webhooks), pow.go
+// (the proof of work: challenges, a payload's check), entry.go (what a socket must bring to take a place,
+// checked before it is registered), codes.go (the operator's access codes: issue, list as JSON or CSV,
+// revoke), bots.go (the infinite queue and the entry's metrics).
 package server
 
 import (
