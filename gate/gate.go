@@ -87,6 +87,8 @@ type Settings struct {
 	Mode string
 	// Defaults are the admission settings a room leaves unset.
 	Defaults queue.Settings
+	// PowCost is pow.cost, the proof of work of a room without a cost of its own.
+	PowCost int
 	// ClientAddress finds a request's client (limit.ClientAddress: the peer, or behind trusted proxies the
 	// address they forwarded); nil: the TCP peer.
 	ClientAddress func(*http.Request) string
@@ -120,11 +122,13 @@ type Gate struct {
 // roomState is a room as last read, or the error its read gave (kept as long, so a room gate.paths names but
 // the store does not know costs one read and one log line a second, not one per request).
 type roomState struct {
-	room   booking.GateRoom
-	mode   string
-	s      queue.Settings
-	readAt time.Time
-	err    error
+	room booking.GateRoom
+	mode string
+	s    queue.Settings
+	// guarded: a new place needs a proof of work or an access code, which only the room's socket checks.
+	guarded bool
+	readAt  time.Time
+	err     error
 }
 
 // New returns the gate for s over the queue, the passes and the rooms' store; its counter is registered on
@@ -218,7 +222,9 @@ func (g *Gate) protected(w http.ResponseWriter, r *http.Request, room string) {
 	if had {
 		g.metrics.count(room, outcomeRefused)
 	}
-	if st.mode == booking.GateAuto && !g.settings.Direct.Allow(g.settings.ClientAddress(r), g.now()) {
+	if st.mode == booking.GateAuto && st.guarded {
+		// No place without its proof and code: the visitor takes it on the room's page (or socket).
+	} else if st.mode == booking.GateAuto && !g.settings.Direct.Allow(g.settings.ClientAddress(r), g.now()) {
 		g.metrics.count(room, outcomeDirectLimited)
 	} else if st.mode == booking.GateAuto {
 		adm, err := g.admitDirect(ctx, st)
@@ -278,7 +284,12 @@ func (g *Gate) room(ctx context.Context, id string) (roomState, error) {
 		st = roomState{readAt: now, err: fmt.Errorf("gate: room %s: %w", id, err)}
 		g.log.Error("gate: read the room", "room", id, "err", err)
 	} else {
-		st = roomState{room: room, mode: room.GateMode, s: room.Admission.Merge(g.settings.Defaults), readAt: now}
+		cost := g.settings.PowCost
+		if room.PowCost != nil {
+			cost = *room.PowCost
+		}
+		st = roomState{room: room, mode: room.GateMode, s: room.Admission.Merge(g.settings.Defaults), readAt: now,
+			guarded: cost > 0 || room.CodesRequired}
 		if st.mode == "" {
 			st.mode = g.settings.Mode
 		}

@@ -30,7 +30,9 @@ type waitingAnswer struct {
 	RoomURL string `json:"room_url"`
 	// Token is the client's place in the line: it follows it on the socket and collects its pass there.
 	Token string `json:"token"`
-	// State is "waiting", "pre" (the sale has not opened) or "admitted" (the pass waits on the socket).
+	// State is "waiting", "pre" (the sale has not opened) or "admitted" (the pass waits on the socket); or
+	// "entry", with no token, when a new place needs a proof of work or an access code, which the client
+	// brings to the socket.
 	State string `json:"state"`
 	// Position is the 1-based place in the line while waiting (0 otherwise), of Total waiting.
 	Position int64 `json:"position"`
@@ -49,6 +51,10 @@ func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
 	page := g.roomPage(r, st.room.ID, r.URL.RequestURI())
 	if !wantsJSON(r) {
 		http.Redirect(w, r, page, http.StatusSeeOther)
+		return
+	}
+	if st.guarded {
+		g.toTheRoomsSocket(w, st, page, r)
 		return
 	}
 	e, err := g.lines.Enter(r.Context(), st.room.ID, "", st.room.SaleOpensAt)
@@ -76,6 +82,18 @@ func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
 		a.Position = e.ZeroBasedRank + 1
 	}
 	a.Error.Message = "the site is busy: you have a place in its waiting room"
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(st.s.Interval.Seconds(), 1)))))
+	writeJSON(w, http.StatusTooManyRequests, a)
+}
+
+// toTheRoomsSocket answers a JSON client of a room whose places need a proof of work or an access code: no
+// place is registered for it (only the room's socket checks them), so the answer has no token, and the
+// client takes its place on the socket (docs/protocol.md 12).
+func (g *Gate) toTheRoomsSocket(w http.ResponseWriter, st roomState, page string, r *http.Request) {
+	var a waitingAnswer
+	a.Error.Code, a.Room, a.RoomURL, a.State = "WAITING_ROOM", st.room.ID, page, "entry"
+	a.Socket, a.Enter = g.socketURL(r, st.room.ID), g.enterURL(r)
+	a.Error.Message = "the site is busy: its waiting room asks a new place for a proof of work or an access code; take one on the socket"
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(st.s.Interval.Seconds(), 1)))))
 	writeJSON(w, http.StatusTooManyRequests, a)
 }

@@ -38,7 +38,7 @@ func (a *App) newGate(cfg config.Config) (*gate.Gate, server.GateLinks, error) {
 	}
 	settings := gate.Settings{
 		Upstream: upstream, Paths: gp, RoomURL: cfg.Gate.RoomURL, PublicURL: cfg.Gate.PublicURL, RoomPort: portOf(cfg.HTTP.Addr), Mode: cfg.Gate.Mode,
-		Defaults: AdmissionDefaults(cfg), ReadTimeout: cfg.HTTP.ReadTimeout, ClientAddress: limit.ClientAddress(nil),
+		Defaults: AdmissionDefaults(cfg), PowCost: cfg.Pow.Cost, ReadTimeout: cfg.HTTP.ReadTimeout, ClientAddress: limit.ClientAddress(nil),
 		Direct: limit.NewRate(cfg.Limits.RegistrationsPerSecond, cfg.Limits.RegistrationBurst),
 	}
 	if cfg.HTTP.BehindProxy {
