@@ -19,6 +19,9 @@ var (
 	importFrom = regexp.MustCompile(`(?m)^import\s+(?:[^;]*?\sfrom\s+)?'([^']+)';`)
 	// preload is a module a page asks the browser to fetch at once, beside its entry module.
 	preload = regexp.MustCompile(`<link rel="modulepreload" href="/static/([^"]+)">`)
+	// lazyLoad is a file a module loads only when it needs it: a dynamic import('...'), or a script or
+	// style sheet it names by new URL('...', import.meta.url) (a worker, the widget's style sheet).
+	lazyLoad = regexp.MustCompile(`(?:\bimport|new URL)\('([^']+)'(?:, import\.meta\.url)?\)`)
 )
 
 // TestPagesPreloadEveryModuleTheyImport: each page lists every module its entry module imports, directly or
@@ -32,7 +35,7 @@ func TestPagesPreloadEveryModuleTheyImport(t *testing.T) {
 			t.Fatalf("%s has %d module scripts, want 1", page, len(entries))
 		}
 		reached := map[string]bool{}
-		follow(t, entries[0][1], page, reached)
+		follow(t, entries[0][1], page, reached, false)
 		delete(reached, entries[0][1])
 		var want, got []string
 		for p := range reached {
@@ -49,8 +52,9 @@ func TestPagesPreloadEveryModuleTheyImport(t *testing.T) {
 	}
 }
 
-// TestPagesLoadOnlyEmbeddedModules follows each page's entry module through its imports: every file a page or
-// a module names is in FS, every import is relative, and every module in FS is loaded by some page.
+// TestPagesLoadOnlyEmbeddedModules follows each page's entry module through its imports, static and lazy:
+// every file a page or a module names is in FS, every import is relative, and every module in FS is loaded
+// by some page.
 func TestPagesLoadOnlyEmbeddedModules(t *testing.T) {
 	reached := map[string]bool{}
 	for _, page := range []string{"index.html", "room.html", "admin.html", "ticket.html", "checkout.html"} {
@@ -65,7 +69,7 @@ func TestPagesLoadOnlyEmbeddedModules(t *testing.T) {
 			t.Errorf("%s has %d module scripts, want 1", page, len(entries))
 		}
 		for _, e := range entries {
-			follow(t, e[1], page, reached)
+			follow(t, e[1], page, reached, true)
 		}
 	}
 	err := fs.WalkDir(FS, ".", func(p string, d fs.DirEntry, err error) error {
@@ -79,8 +83,8 @@ func TestPagesLoadOnlyEmbeddedModules(t *testing.T) {
 	}
 }
 
-// follow marks module p and the modules it imports, recursively.
-func follow(t *testing.T, p, from string, reached map[string]bool) {
+// follow marks module p and the modules it imports, recursively; with lazy, the files it loads lazily too.
+func follow(t *testing.T, p, from string, reached map[string]bool, lazy bool) {
 	t.Helper()
 	if reached[p] {
 		return
@@ -91,13 +95,17 @@ func follow(t *testing.T, p, from string, reached map[string]bool) {
 		t.Errorf("%s imports %s: %v, want it embedded", from, p, err)
 		return
 	}
-	for _, m := range importFrom.FindAllStringSubmatch(string(src), -1) {
+	specs := importFrom.FindAllStringSubmatch(string(src), -1)
+	if lazy {
+		specs = append(specs, lazyLoad.FindAllStringSubmatch(string(src), -1)...)
+	}
+	for _, m := range specs {
 		spec := m[1]
 		if !strings.HasPrefix(spec, "./") && !strings.HasPrefix(spec, "../") {
 			t.Errorf("%s imports %q, want a relative path (the pages have no build step)", p, spec)
 			continue
 		}
-		follow(t, path.Join(path.Dir(p), spec), p, reached)
+		follow(t, path.Join(path.Dir(p), spec), p, reached, lazy)
 	}
 }
 

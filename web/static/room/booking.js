@@ -20,7 +20,8 @@ const saleStateWaitMs = 3000;
 // is used (before any tick_at) only when larger than that uncertainty: a client clock that is clearly off.
 const dateSkewMinMs = 1000;
 
-// loadInfo fetches the screening's name, times and max_seats; a 404 means there is no such screening.
+// loadInfo fetches the screening's name, times and max_seats, and what a new place must bring (pow_cost,
+// code_required: entry.js); a 404 means there is no such screening.
 export async function loadInfo() {
   try {
     const sentMs = Date.now();

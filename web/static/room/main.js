@@ -5,6 +5,8 @@
 //   state.js     what the page knows, and what this browser keeps in localStorage "waitroom:room:{id}", so a
 //                refresh or a second tab keeps the place
 //   socket.js    the WebSocket to /ws/screenings/{id}?auth=message, the token in its hello, and its reconnects
+//   entry.js     what a new place may need first: an access code, a proof of work (pow.js: the widget,
+//                loaded only when a screening asks for one)
 //   protocol.js  what each message of the server (docs/protocol.md) does to the page
 //   booking.js   the screening, the seats, the choice of seats, the reservation and its order, over HTTP
 //   gate.js      the way back to a site behind the gate (?to=PATH): the pass posted to the gate's enter URL
@@ -17,12 +19,13 @@ import { t, onChange } from '../i18n.js';
 import { announce } from './announce.js';
 import { loadInfo, loadSeats, refreshOrder, reserve, reserveBest, toggleSeat } from './booking.js';
 import { el } from './dom.js';
+import { enterOrConnect, entryQuery, renderEntry, retrySolve, submitCode } from './entry.js';
 import { backToSite } from './gate.js';
 import { askLeave, closeLeave, finish, rejoin, setPhase, showConfirmed } from './phases.js';
 import { handle } from './protocol.js';
 import { lowTimeMs, render, renderConn, renderCountdown, renderHoldTimer, renderTimer } from './render.js';
 import { onSeatKey, updateSeatButtons } from './seatmap.js';
-import { connect, isStopped, offline, onMessage, online, pageShown, reconnectNow } from './socket.js';
+import { addToURL, connect, isStopped, offline, onMessage, online, pageShown, reconnectNow, restart } from './socket.js';
 import { readStore, screening, serverNow, setStore, st, store, storeKey } from './state.js';
 
 // tickMs drives the countdowns on screen.
@@ -36,8 +39,10 @@ const holdCheckMs = 5000;
 
 // --- Wiring ----------------------------------------------------------------------------------------------
 
-// Each message of the server goes to protocol.js.
+// Each message of the server goes to protocol.js; a connect for a new place carries the entry's code and
+// solution.
 onMessage(handle);
+addToURL(entryQuery);
 
 el.seatmap.addEventListener('click', (e) => {
   const b = e.target.closest && e.target.closest('button[data-seat]');
@@ -63,6 +68,11 @@ el.leaveConfirm.addEventListener('click', () => closeLeave(true));
 el.rejoin.addEventListener('click', () => rejoin(st.finalKind !== 'expired'));
 el.bookAgain.addEventListener('click', () => rejoin(true));
 el.retryNow.addEventListener('click', reconnectNow);
+el.codeForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  submitCode();
+});
+el.powRetry.addEventListener('click', retrySolve);
 
 window.addEventListener('online', online);
 window.addEventListener('offline', offline);
@@ -86,14 +96,21 @@ window.addEventListener('storage', (e) => {
   } else if (next.ended && !store.ended && (st.phase === 'waiting' || st.phase === 'prequeue' || st.phase === 'admitted')) {
     setStore(next);
     finish(next.ended);
-  } else if (next.token && next.token !== store.token && !isStopped()) {
+  } else if (next.token && next.token !== store.token && (!isStopped() || st.phase === 'entry')) {
+    // Another tab got a place: this one shares it, with no entry of its own.
     setStore(next);
-    connect();
+    if (st.phase === 'entry') {
+      st.phase = 'connecting';
+      restart();
+    } else {
+      connect();
+    }
   }
 });
 
 onChange(() => {
   render();
+  renderEntry();
   updateSeatButtons();
   el.seatmap.setAttribute('aria-label', t('seatMap'));
 });
@@ -131,17 +148,20 @@ render();
 if (!screening) {
   finish('unknown');
 } else {
-  loadInfo();
+  const info = loadInfo();
   if (store.reservation) {
     showConfirmed();
     if (store.reservation.status === 'held') refreshOrder();
-  } else {
+  } else if (store.token) {
     if (store.pass && (store.expiresAtMs || 0) > Date.now()) {
       // A refresh while admitted: show the seat map at once; the socket hands the pass over again.
       const toSite = backToSite();
       setPhase('admitted');
       toSite.then((sent) => { if (!sent) loadSeats(); });
     }
-    connect();
+    connect(); // a token with its place needs no entry; the server says so if it has lost it
+  } else {
+    // A new place: the screening says first whether it asks for a code or a proof of work.
+    info.then(() => { if (st.phase === 'connecting') enterOrConnect(); });
   }
 }

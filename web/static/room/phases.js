@@ -5,8 +5,9 @@
 import { t, ordinal } from '../i18n.js';
 import { announce } from './announce.js';
 import { el } from './dom.js';
+import { enterOrConnect } from './entry.js';
 import { render } from './render.js';
-import { dropSocket, restart, sayLeaving, setConn, stop } from './socket.js';
+import { dropSocket, sayLeaving, setConn, stop } from './socket.js';
 import { save, st, store } from './state.js';
 
 // setPhase shows phase p; arriving at the seat map moves focus to its heading.
@@ -77,7 +78,7 @@ export function rejoin(fresh) {
   st.seats = null;
   st.seatsState = 'idle';
   st.phase = 'connecting';
-  restart();
+  enterOrConnect(); // a fresh token is a new place, which may have to pass the entry
 }
 
 // leave gives the place up. The server answers {"type":"leave"} by closing the socket.

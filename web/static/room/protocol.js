@@ -13,6 +13,7 @@ import { t, num, ordinal } from '../i18n.js';
 import { announce, announceRank } from './announce.js';
 import { loadSeats, saleOver, seatsChanged } from './booking.js';
 import { el } from './dom.js';
+import { refused, welcomed } from './entry.js';
 import { backToSite } from './gate.js';
 import { finish, focusHeading, setPhase } from './phases.js';
 import { render } from './render.js';
@@ -40,6 +41,7 @@ export function handle(m) {
 }
 
 function onQueued(m) {
+  welcomed();
   if (typeof m.token === 'string' && m.token) store.token = m.token;
   if (store.pass) {
     // A turn was given and has lapsed: the server put this token at the end of the line.
@@ -62,6 +64,7 @@ function onQueued(m) {
 // onPrequeue: the sale has not opened; every token that arrives before it gets a random place at the
 // opening, so there is no rank yet, only a countdown. The token is kept as for "queued".
 function onPrequeue(m) {
+  welcomed();
   if (typeof m.token === 'string' && m.token) store.token = m.token;
   if (store.pass) {
     delete store.pass;
@@ -132,6 +135,7 @@ function setRank(rank, total) {
 }
 
 function onAdmitted(m) {
+  welcomed();
   if (typeof m.token === 'string' && m.token) store.token = m.token;
   const expires = Date.parse(m.expires_at);
   store.pass = String(m.pass || '');
@@ -176,6 +180,9 @@ function onError(m) {
       if (st.phase === 'final' && st.finalKind === 'left') sendIfOpen({ type: 'leave' });
       break;
     default:
-      break; // BAD_MESSAGE and codes of later versions
+      // The entry's refusals (a proof of work or an access code needed, or not good): back to the entry
+      // view, the token kept. Else BAD_MESSAGE and codes of later versions.
+      if (st.phase !== 'final' && st.phase !== 'confirmed') refused(m.code);
+      break;
   }
 }

@@ -30,6 +30,7 @@ function renderToSite() {
 export function render() {
   const p = st.phase;
   el.main.dataset.phase = p;
+  el.entry.hidden = p !== 'entry';
   el.prequeue.hidden = p !== 'prequeue';
   el.waiting.hidden = p !== 'waiting';
   el.admitted.hidden = p !== 'admitted' || st.toSite;
@@ -61,7 +62,7 @@ export function render() {
 // renderConn draws the connection line; the tick calls it alone to count down to the next retry.
 export function renderConn() {
   const c = st.conn;
-  el.conn.hidden = st.phase === 'confirmed' || st.phase === 'final';
+  el.conn.hidden = st.phase === 'confirmed' || st.phase === 'final' || st.phase === 'entry';
   el.conn.dataset.conn = c;
   let text;
   if (c === 'reconnecting') {

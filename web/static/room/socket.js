@@ -2,6 +2,7 @@
 // hello with the stored token (in the first message, never in the URL, where proxies log it), reconnects
 // with backoff after a loss (close code 1012, server restarting: soon; 1013, try later: after a longer
 // wait), follows the network going and coming back, and hands each message to the handler main.js gives it.
+// A connect for a new place adds what the entry asks for to the URL (&code=, &altcha=: entry.js).
 // After a final state (stop) it reconnects no more until the user joins again (restart).
 
 import { t } from '../i18n.js';
@@ -22,16 +23,24 @@ let ws = null;
 let stopped = false; // a final state: no more reconnects
 let lostAnnounced = false;
 let handle = () => {}; // what reads the server's messages (protocol.js, set by main.js)
+let urlExtra = () => ''; // what a new socket's URL adds: the entry's code and solution (entry.js)
 
 // onMessage sets the handler of the server's messages, each parsed from its JSON.
 export function onMessage(f) {
   handle = f;
 }
 
-// socketURL carries no token: the token is a bearer secret, and it travels in the hello.
-function socketURL() {
+// addToURL sets what each connect adds to the socket's URL (called once per connect, so it may hand
+// something over once).
+export function addToURL(f) {
+  urlExtra = f;
+}
+
+// socketURL carries no token: the token is a bearer secret, and it travels in the hello. extra is the
+// entry's query (&code=, &altcha=), if any.
+function socketURL(extra) {
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  return `${proto}//${location.host}/ws/screenings/${enc}?auth=message`;
+  return `${proto}//${location.host}/ws/screenings/${enc}?auth=message${extra}`;
 }
 
 // sayHello sends the socket's first message: the stored token, or none for a new place.
@@ -54,7 +63,7 @@ export function connect() {
   setConn(retry.attempt > 0 || lostAnnounced ? 'reconnecting' : 'connecting');
   let sock;
   try {
-    sock = new WebSocket(socketURL());
+    sock = new WebSocket(socketURL(urlExtra()));
   } catch (_) {
     retryLater(retry.backoff());
     return;
@@ -161,7 +170,7 @@ export function sayLeaving() {
     setTimeout(() => sock.close(1000), leaveWaitMs);
   } else if (store.token) {
     // Not connected just now: connect once to say so, so the place does not hold up the line.
-    const once = new WebSocket(socketURL());
+    const once = new WebSocket(socketURL(''));
     once.onopen = () => sayHello(once);
     once.onmessage = () => {
       once.onmessage = null;

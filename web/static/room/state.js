@@ -53,7 +53,7 @@ export function save() {
 
 // st is what the page shows; render() draws it.
 export const st = {
-  phase: 'connecting', // connecting | prequeue | waiting | admitted | confirmed (an order, held or not) | final
+  phase: 'connecting', // connecting | entry | prequeue | waiting | admitted | confirmed (an order, held or not) | final
   finalKind: '', // sold_out | closed | ended | expired | left | spent | unknown
   conn: 'connecting', // connecting | open | reconnecting | offline | closed
   rank: 0,
@@ -78,6 +78,9 @@ export const st = {
   allHeld: false, // every seat is held or sold, some only held: the wait goes on with no estimate
   allHeldHeard: false, // the socket has said all_held or reopened, which outranks the screening's state
   etaSeconds: null, // the wait estimate of the last position message, null when unknown
+  codeError: '', // a string key: why the access code was refused, in the entry view (entry.js)
+  powState: '', // the proof of work in the entry view: solving | solved | failed, or '' when none
+  powNote: '', // a string key said while solving again (the server refused the last solution)
 };
 
 export function serverNow() { return Date.now() + st.skewMs; }
