@@ -1,6 +1,7 @@
 // actions.js: what the operator does to the selected screening: choose it (kept in the URL's hash), pause,
 // resume or close its sale (close after a confirmation dialog), and change its pace, its checkout mode
-// (instant, or hold until paid) and its mode at the gate in front of a site in the admission form.
+// (instant, or hold until paid), its mode at the gate in front of a site and the cost of its proof of work
+// in the admission form.
 
 import { t, num } from '../i18n.js';
 import { el } from './dom.js';
@@ -94,6 +95,21 @@ export function readSettings(fields, base) {
   return { body, problems };
 }
 
+// readPow adds the proof of work's cost to body when the operator changed it: a whole number, 0 for none.
+function readPow(body, problems) {
+  const input = el.admPow;
+  const v = input.value.trim();
+  input.removeAttribute('aria-invalid');
+  if (v === '') return;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) {
+    input.setAttribute('aria-invalid', 'true');
+    problems.push({ input, text: t('admin.badPow', { field: fieldName(input) }) });
+  } else if (!st.admissionBase || n !== Number(st.admissionBase.pow_cost)) {
+    body.pow_cost = n;
+  }
+}
+
 // saveAdmission sends the admission settings that changed (PATCH .../admission); they apply at once.
 export async function saveAdmission(e) {
   e.preventDefault();
@@ -104,6 +120,7 @@ export async function saveAdmission(e) {
   if (chosen && (!st.admissionBase || chosen.value !== st.admissionBase.checkout)) body.checkout = chosen.value;
   const gateMode = el.admGateMode.value;
   if (gateMode && (!st.admissionBase || gateMode !== st.admissionBase.gate_mode)) body.gate_mode = gateMode;
+  readPow(body, problems);
   if (problems.length) {
     st.admissionMessage = serverMsg('bad', problems.map((p) => p.text).join(' '));
     render();
@@ -132,6 +149,7 @@ export async function saveAdmission(e) {
       max: num(count(r.data.max_active)), ttl: r.data.active_ttl,
       checkout: checkout ? t('admin.checkout.' + checkout) : '–',
       gate: r.data.gate_mode ? t('admin.gateMode.' + r.data.gate_mode + '.short') : '',
+      pow: Number.isInteger(r.data.pow_cost) ? (r.data.pow_cost === 0 ? t('admin.pow.off') : num(r.data.pow_cost)) : '',
     });
   } else if (!handled(r)) {
     st.admissionMessage = errorMessage(r);

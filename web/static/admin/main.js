@@ -8,6 +8,7 @@
 //   actions.js   choosing a screening, pause, resume, close, and its admission settings (the pace)
 //   create.js    the form for a new screening
 //   orders.js    the box office: the selected screening's orders, their CSV export, an operator's cancel
+//   codes.js     the access codes: one-time codes made, a shared code, their CSV, and no code again
 //   render.js    drawing the page from the state; charts.js and draw.js the live charts, from the last two
 //                minutes of frames that history.js keeps
 //   state.js     what the page knows; format.js how it writes figures; dom.js the page's elements
@@ -16,6 +17,7 @@
 import { onChange } from '../i18n.js';
 import { act, askClose, saveAdmission, select } from './actions.js';
 import { drawCharts } from './charts.js';
+import { exportCSV as exportCodes, follow as followCodes, make as makeCodes, off as codesOff, renderCodes, share as shareCode } from './codes.js';
 import { create, defaultTimes, showLayoutFields } from './create.js';
 import { el } from './dom.js';
 import { askCancel, cancelAsked, dialogClosed, exportCSV, follow, load as loadOrders, renderOrders, setFilter } from './orders.js';
@@ -61,6 +63,11 @@ el.dialog.addEventListener('close', () => {
 });
 
 onConsoleRender(follow);
+onConsoleRender(followCodes);
+el.codesForm.addEventListener('submit', makeCodes);
+el.sharedForm.addEventListener('submit', shareCode);
+el.codesExport.addEventListener('click', exportCodes);
+el.codesOff.addEventListener('click', codesOff);
 el.ordersStatus.addEventListener('change', () => setFilter(el.ordersStatus.value));
 el.ordersRefresh.addEventListener('click', loadOrders);
 el.ordersExport.addEventListener('click', exportCSV);
@@ -102,6 +109,7 @@ onChange(() => {
   forgetSelectLabels(); // the state names in the options
   render();
   renderOrders();
+  renderCodes();
 });
 
 setInterval(() => {

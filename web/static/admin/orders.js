@@ -121,8 +121,8 @@ export async function exportCSV() {
   renderOrders();
 }
 
-// save hands blob to the browser as a download named file.
-function save(blob, file) {
+// save hands blob to the browser as a download named file (the codes' export uses it too).
+export function save(blob, file) {
   const url = URL.createObjectURL(blob);
   const a = document.createElement('a');
   a.href = url;

@@ -194,6 +194,13 @@ function renderSelected() {
   const gateMode = (s && a.gate_mode) || '';
   setText(el.current.gate_mode, gateMode ? t('admin.gateMode.' + gateMode + '.short') : '–');
   el.current.gate_mode.dataset.value = gateMode;
+  // The proof of work's effective cost (0: off), and whether a new place needs an access code.
+  const pow = s && Number.isInteger(a.pow_cost) ? a.pow_cost : null;
+  setText(el.current.pow_cost, pow === null ? '–' : pow === 0 ? t('admin.pow.off') : num(pow));
+  el.current.pow_cost.dataset.value = pow === null ? '' : String(pow);
+  const codes = s && typeof a.codes_required === 'boolean' ? a.codes_required : null;
+  setText(el.current.codes_required, codes === null ? '–' : t(codes ? 'admin.codes.required' : 'admin.codes.notRequired'));
+  el.current.codes_required.dataset.value = codes === null ? '' : String(codes);
   for (const k of ['available', 'held', 'sold']) {
     const v = s ? s['seats_' + k] : undefined;
     setText(el.counts[k], v === undefined || v === null ? '–' : num(count(v)));
@@ -215,7 +222,10 @@ function renderAdmissionForm() {
   if (!s) return;
   const a = s.admission || {};
   const base = st.admissionBase;
-  const now = { interval: a.interval, batch_size: a.batch_size, max_active: a.max_active, active_ttl: a.active_ttl, checkout: checkoutOf(s), gate_mode: a.gate_mode || '' };
+  const now = {
+    interval: a.interval, batch_size: a.batch_size, max_active: a.max_active, active_ttl: a.active_ttl,
+    checkout: checkoutOf(s), gate_mode: a.gate_mode || '', pow_cost: a.pow_cost,
+  };
   const changed = !base || Object.keys(now).some((k) => String(base[k]) !== String(now[k]));
   if (st.admissionFor === s.id && (st.admissionDirty || !changed)) return;
   st.admissionFor = s.id;
@@ -227,6 +237,8 @@ function renderAdmissionForm() {
   }
   for (const r of el.admCheckout) r.checked = r.value === now.checkout;
   el.admGateMode.value = ''; // "(unchanged)": a mode is sent only when the operator picks one
+  el.admPow.value = Number.isInteger(a.pow_cost) ? String(a.pow_cost) : '';
+  el.admPow.removeAttribute('aria-invalid');
 }
 
 // forgetSelectLabels makes the next render rebuild the options of the choice of screening (their state
