@@ -119,6 +119,7 @@ function startSolve() {
 }
 
 onSolved((p) => {
+  if (st.phase !== 'entry') return; // a solve that ends after the page left the entry is not needed
   payload = p;
   st.powState = 'solved';
   st.powNote = '';
