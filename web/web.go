@@ -16,8 +16,9 @@ var static embed.FS
 // FS holds the pages and their assets: index.html and index.js (the screenings), room.html and the modules
 // under room/ (the waiting room), admin.html and admin/ (the control room), ticket.html and ticket/ (an
 // order's ticket), checkout.html and checkout/ (the demo checkout), lib/ (code the pages share),
-// i18n.js with the strings of each language under i18n/, and the style sheets. Each page loads one module,
-// which imports the others by relative paths; no build step.
+// i18n.js with the strings of each language under i18n/, the style sheets, and vendor/ (outside code kept
+// as it was published: the altcha widget, which the room imports only when a screening asks for a proof of
+// work). Each page loads one module, which imports the others by relative paths; no build step.
 var FS fs.FS = mustSub(static, "static")
 
 func mustSub(f fs.FS, dir string) fs.FS {
