@@ -148,3 +148,83 @@ func TestBrowserCodeAndProofOfWorkTogether(t *testing.T) {
 			got.Challenges, n, repeated)
 	}
 }
+
+// TestAdminBrowserSetsTheProofOfWorkAndMakesCodes: the control room shows a screening's proof of work as
+// off and no code needed, sets the cost live from the admission form, makes one-time codes (shown to
+// copy, and the screening needs a code from then on), exports them as CSV with the key, and lets everyone
+// in without a code again.
+func TestAdminBrowserSetsTheProofOfWorkAndMakesCodes(t *testing.T) {
+	path := chromium(t)
+	env := testenv.New(t, testenv.Embedded)
+	srv := apptest.Start(t, env, map[string]string{"WAITROOM_ADMIN_KEY": apptest.AdminKey})
+	saleScreening(t, srv, "ctl", "Control night", 2, 5, 1)
+	// The page asks whether the admin API is on without a key first (a 401).
+	tab := newTab(t, path, networkStatus(http.StatusUnauthorized))
+	current := func(field string) string {
+		return value(t, tab, "the current "+field, chromedp.Evaluate[string](fmt.Sprintf(
+			`(() => { const d = document.querySelector('[data-testid="current-%s"]'); return d.dataset.value + '|' + d.textContent; })()`, field)))
+	}
+	step(t, tab, "sign in and pick ctl",
+		chromedp.Navigate(srv.URL+"/admin#ctl"),
+		chromedp.WaitVisible(chromedp.ID("admin-key")),
+		chromedp.SendKeys(chromedp.ID("admin-key"), apptest.AdminKey),
+		chromedp.Click(chromedp.ID("login-submit")),
+		until(`document.querySelector('[data-testid="current-pow_cost"]').dataset.value !== ''`, stepTimeout),
+	)
+	if pow, codes := current("pow_cost"), current("codes_required"); pow != "0|off" || codes != "false|not required" {
+		t.Errorf("before: proof of work %q, codes %q; want 0|off and false|not required", pow, codes)
+	}
+
+	step(t, tab, "set the proof of work to 75",
+		fill(`#adm-pow`, "75"),
+		chromedp.Click(chromedp.CSS(`[data-testid="admission-submit"]`)),
+		until(`document.querySelector('[data-testid="current-pow_cost"]').dataset.value === '75'`, stepTimeout),
+	)
+	var pub map[string]any
+	if srv.GetJSON(t, "/api/screenings/ctl", &pub); pub["pow_cost"] != float64(75) {
+		t.Errorf("the server's pow_cost after the form = %v, want 75", pub["pow_cost"])
+	}
+
+	step(t, tab, "make 3 codes",
+		fill(`#codes-count`, "3"),
+		chromedp.Click(chromedp.CSS(`[data-testid="codes-make"]`)),
+		until(`document.querySelectorAll('[data-testid="codes-new"] li').length === 3`, stepTimeout),
+		until(`document.querySelector('[data-testid="current-codes_required"]').dataset.value === 'true'`, stepTimeout),
+	)
+	made := value(t, tab, "the codes made", chromedp.Evaluate[[]string](`[...document.querySelectorAll('[data-testid="codes-new"] li')].map((li) => li.textContent)`))
+	for _, c := range made {
+		if !oneTimeCode.MatchString(c) {
+			t.Errorf("code shown %q, want XXXX-XXXX-XXXX", c)
+		}
+	}
+	screenshot(t, tab, "admin-codes.png")
+	checkA11y(t, tab, "the control room with codes made")
+
+	step(t, tab, "export the codes",
+		chromedp.Evaluate[chromedp.Void](`(() => {
+			window.exported = null;
+			const make = URL.createObjectURL;
+			URL.createObjectURL = (b) => { b.text().then((s) => { window.exported = s; }); return make.call(URL, b); };
+		})()`),
+		chromedp.Click(chromedp.CSS(`[data-testid="codes-export"]`)),
+		until(`window.exported !== null`, stepTimeout),
+	)
+	csv := value(t, tab, "the exported CSV", chromedp.Evaluate[string](`window.exported`))
+	lines := strings.Split(strings.TrimSpace(csv), "\n")
+	if len(lines) != 4 || strings.TrimSpace(lines[0]) != "code,state,created_at,used_at" {
+		t.Errorf("exported CSV = %q, want the header and the 3 codes", csv)
+	}
+	for _, c := range made {
+		if !strings.Contains(csv, c) {
+			t.Errorf("exported CSV lacks %s", c)
+		}
+	}
+
+	step(t, tab, "no code again",
+		chromedp.Click(chromedp.CSS(`[data-testid="codes-off"]`)),
+		until(`document.querySelector('[data-testid="current-codes_required"]').dataset.value === 'false'`, stepTimeout),
+	)
+	if srv.GetJSON(t, "/api/screenings/ctl", &pub); pub["code_required"] != false {
+		t.Errorf("code_required after turning codes off = %v, want false", pub["code_required"])
+	}
+}
