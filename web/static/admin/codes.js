@@ -86,10 +86,10 @@ export function share(e) {
     return;
   }
   el.sharedCode.removeAttribute('aria-invalid');
-  send('POST', '/codes', { shared: code }, (id) => {
+  send('POST', '/codes', { shared: code }, (id, data) => {
     el.sharedCode.value = '';
     cd.message = msg('ok', 'admin.codes.sharedSet', { id });
-    required(id, true);
+    required(id, !(data && data.codes_required === false));
   });
 }
 
