@@ -64,6 +64,23 @@ func setPowCost(t *testing.T, srv *apptest.Server, id string, cost int) {
 	}
 }
 
+// entryCounts reads the server's count of sockets let in as new places (ok) and as tokens that held their
+// place (kept), and of the challenges it issued.
+type entryCounts struct{ OK, Kept, Challenges int }
+
+func readEntryCounts(t *testing.T, srv *apptest.Server) entryCounts {
+	t.Helper()
+	series := func(s string) int {
+		n, _ := apptest.MetricSeries(t, http.DefaultClient, srv.OpsURL, s)
+		return n
+	}
+	return entryCounts{
+		OK:         series(`waitroom_entry_checks_total{outcome="ok"}`),
+		Kept:       series(`waitroom_entry_checks_total{outcome="kept"}`),
+		Challenges: series(`waitroom_pow_challenges_total`),
+	}
+}
+
 // pause pauses the screening's admission, so the page waits in line where the test can look at it.
 func pause(t *testing.T, srv *apptest.Server, id string) {
 	t.Helper()
@@ -137,6 +154,7 @@ func TestBrowserSolvesTheProofOfWorkJoinsAndBooks(t *testing.T) {
 				setPowCost(t, srv, id, testPowCost)
 				pause(t, srv, id)
 				tab := newTab(t, path)
+				before := readEntryCounts(t, srv)
 				step(t, tab, "choose the language and record the page",
 					onNewDocument(recordSockets, recordPhases),
 					chromedp.Navigate(srv.URL+"/"),
@@ -162,6 +180,10 @@ func TestBrowserSolvesTheProofOfWorkJoinsAndBooks(t *testing.T) {
 				if len(got.Token) != 32 || got.Total != "1" {
 					t.Errorf("token %q, line of %s; want a token and a line of 1", got.Token, got.Total)
 				}
+				joined := readEntryCounts(t, srv)
+				if d := (entryCounts{joined.OK - before.OK, joined.Kept - before.Kept, joined.Challenges - before.Challenges}); d != (entryCounts{1, 0, 1}) {
+					t.Errorf("the server counted %+v on joining, want one challenge and one new place", d)
+				}
 
 				// A reload: the token has its place, so no widget, no challenge, no solution.
 				step(t, tab, "reload", chromedp.Reload(),
@@ -174,6 +196,10 @@ func TestBrowserSolvesTheProofOfWorkJoinsAndBooks(t *testing.T) {
 				if n, _ := altchaSockets(again.Sockets); n != 0 || again.Token != got.Token || again.Total != "1" {
 					t.Errorf("after the reload: %d sockets with a solution, token %q, line of %s; want 0, %q, 1 (the place kept)",
 						n, again.Token, again.Total, got.Token)
+				}
+				reloaded := readEntryCounts(t, srv)
+				if d := (entryCounts{reloaded.OK - joined.OK, reloaded.Kept - joined.Kept, reloaded.Challenges - joined.Challenges}); d != (entryCounts{0, 1, 0}) {
+					t.Errorf("the server counted %+v on the reload, want one place kept and nothing else", d)
 				}
 
 				// The turn: the seat map, and a booking.
