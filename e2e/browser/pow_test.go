@@ -136,11 +136,11 @@ func altchaSockets(seen []socketSeen) (n int, repeated bool) {
 	return n, repeated
 }
 
-// TestBrowserSolvesTheProofOfWorkJoinsAndBooks: with a proof of work asked, the room shows the widget,
+// TestBrowserPowSolvedJoinsAndBooks: with a proof of work asked, the room shows the widget,
 // which solves on its own in the page's language, the socket carries the solution once and the page
 // joins; a reload keeps the place without loading the widget or solving again; and the turn books a seat.
 // Once in English, once in Korean.
-func TestBrowserSolvesTheProofOfWorkJoinsAndBooks(t *testing.T) {
+func TestBrowserPowSolvedJoinsAndBooks(t *testing.T) {
 	path := chromium(t)
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		srv := apptest.Start(t, env, map[string]string{"WAITROOM_ADMIN_KEY": apptest.AdminKey})
