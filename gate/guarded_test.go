@@ -27,7 +27,7 @@ func TestAGuardedRoomLetsNobodyStraightThroughAndRegistersNothing(t *testing.T) 
 		resp, body := f.get(t, "/checkout", "", "Accept", "application/json")
 		b := []byte(body)
 		var a struct {
-			Error struct{ Code string }
+			Error                struct{ Code string }
 			Token, State, Socket string
 		}
 		if resp.StatusCode != http.StatusTooManyRequests || json.Unmarshal(b, &a) != nil || a.Error.Code != "WAITING_ROOM" ||
