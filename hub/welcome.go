@@ -43,6 +43,11 @@ type Verdict struct {
 	Code    string
 	// Close is the refusal's close code; 0: 1008 (policy violation).
 	Close int
+	// Hold, when not nil, is the first message of a socket the hub is to hold unregistered for HoldFor
+	// (Hub.Hold, the infinite queue); HoldDone runs when the held socket is gone.
+	Hold     []byte
+	HoldFor  time.Duration
+	HoldDone func()
 	// Token, when not "", is the token to register instead of the one the client sent (none): the check
 	// drew it, because what it spent is bound to it.
 	Token string
@@ -165,6 +170,10 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival) (*client, queue.Entry
 	undo := func() {}
 	if a.Entry != nil {
 		v := a.Entry(ctx, a.Token)
+		if v.Hold != nil {
+			h.Hold(a.Conn, v.Hold, v.HoldFor, v.HoldDone)
+			return nil, queue.Entry{}
+		}
 		if v.Refusal != nil {
 			code := websocket.ClosePolicyViolation
 			if v.Close != 0 {

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/hub"
@@ -63,31 +62,36 @@ const (
 	heldFailures    = "failures"
 )
 
-// hold puts the socket in the infinite queue when the treatment is on and this instance holds fewer than
-// bots.max_held; false when it did not (the caller refuses the socket as before). The socket is shown a
-// place behind everyone now waiting, which never moves, and a token that is registered nowhere.
-func (s *Server) hold(ctx context.Context, conn *websocket.Conn, screening, reason string, gone func()) bool {
+// holdVerdict puts a's socket in the infinite queue when the treatment is on and this instance holds fewer
+// than bots.max_held: a verdict for the hub to hold it; false when it did not (the caller refuses the
+// socket as it would have). The socket is shown a place behind everyone now waiting, which never moves, and
+// a token that is registered nowhere. The caller has made sure its token holds no place: a held socket
+// must never lose a real one.
+func (s *Server) holdVerdict(ctx context.Context, a arrival) (hub.Verdict, bool) {
 	w := s.bots
-	if !w.InfiniteQueue || w.held.Add(1) > int64(w.MaxHeld) {
-		if w.InfiniteQueue {
-			w.held.Add(-1)
-		}
-		return false
+	if !w.InfiniteQueue {
+		return hub.Verdict{}, false
 	}
-	waiting, _, err := s.Queue.Counts(ctx, screening)
+	if w.held.Add(1) > int64(w.MaxHeld) {
+		w.held.Add(-1)
+		return hub.Verdict{}, false
+	}
+	waiting, _, err := s.Queue.Counts(ctx, a.screening)
 	if err != nil {
 		waiting = 0
 	}
-	first := hub.QueuedMessage(queue.Entry{Token: queue.NewToken(), State: queue.Waiting, ZeroBasedRank: waiting,
-		Total: waiting + 1, Inserted: true})
+	reason := heldFailures
+	if a.overLimit != "" {
+		reason = heldRateLimited
+	}
 	s.entryMetrics.heldTotal.WithLabelValues(reason).Inc()
 	s.entryMetrics.heldNow.Inc()
-	s.Hub.Hold(conn, first, w.Hold, func() {
+	first := hub.QueuedMessage(queue.Entry{Token: queue.NewToken(), State: queue.Waiting, ZeroBasedRank: waiting,
+		Total: waiting + 1, Inserted: true})
+	return hub.Verdict{Hold: first, HoldFor: w.Hold, HoldDone: func() {
 		w.held.Add(-1)
 		s.entryMetrics.heldNow.Dec()
-		gone()
-	})
-	return true
+	}}, true
 }
 
 // entryMetrics count what the entry checks decided.

@@ -37,11 +37,16 @@ func TestAnAddressThatKeepsFailingIsHeldUnlessItSolves(t *testing.T) {
 		wantHeld(t, "the third socket without a solution", held, 0)
 		wantRefused(t, "one more while the instance holds its one", a.powSocket(t, "s1", "", ""), "POW_REQUIRED")
 		solver := a.powSocket(t, "s1", solved(t, a.challengeOf(t, "s1")), "")
-		if m := wantPlace(t, "a socket with a solution from the failing address", solver, true); m.Rank != 1 {
-			t.Errorf("the solver's rank %d, want 1: the held socket took no place", m.Rank)
+		place := wantPlace(t, "a socket with a solution from the failing address", solver, true)
+		if place.Rank != 1 {
+			t.Errorf("the solver's rank %d, want 1: the held socket took no place", place.Rank)
 		}
 		if n := a.waitingIn(t, "s1"); n != 1 {
 			t.Errorf("%d wait, want only the solver", n)
+		}
+		back := a.powSocket(t, "s1", "", place.Token)
+		if m, _ := back.Until(t, "queued", 5*time.Second); m.Token != place.Token || m.Inserted {
+			t.Errorf("the solver's token reconnecting from the failing address got %+v, want its place, never held", m)
 		}
 		if code := held.CloseCode(t, 5*time.Second); code != websocket.CloseTryAgainLater {
 			t.Errorf("the held socket ended with %d, want 1013 after its hold", code)
@@ -63,7 +68,11 @@ func TestASocketOverItsAddressLimitsIsHeldButNeverASolver(t *testing.T) {
 			c.Bots = config.Bots{InfiniteQueue: true, FailureLimit: 100, Hold: time.Minute, MaxHeld: 10}
 		})
 		first := a.powSocket(t, "s1", solved(t, a.challengeOf(t, "s1")), "")
-		wantPlace(t, "the address's one socket", first, true)
+		place := wantPlace(t, "the address's one socket", first, true)
+		second := a.powSocket(t, "s1", "", place.Token)
+		if m, err := second.Read(5 * time.Second); err != nil || m.Type != "error" || m.Code != "RATE_LIMITED" {
+			t.Errorf("a second socket of a token with a place, over the limit, got %+v, %v; want RATE_LIMITED, never held", m, err)
+		}
 		held := a.powSocket(t, "s1", "", "")
 		wantHeld(t, "a second socket without a solution", held, 1)
 		over := a.powSocket(t, "s1", solved(t, a.challengeOf(t, "s1")), "")

@@ -102,6 +102,9 @@ type arrival struct {
 	powCode   string // why proof is nil: codePowRequired or codePowInvalid
 	powWhy    string
 	code      string
+	// overLimit is why the socket is over its address's limits ("": it is not); it got this far only
+	// because the infinite queue may hold it.
+	overLimit string
 }
 
 // entryCheck is the hub's Arrival.Entry for a socket: nothing is asked of a screening without rules, nor
@@ -110,7 +113,8 @@ type arrival struct {
 // none); a refusal spends nothing, and counts against the address when it looks like a bot's.
 func (s *Server) entryCheck(a arrival) func(ctx context.Context, token string) hub.Verdict {
 	return func(ctx context.Context, token string) hub.Verdict {
-		if a.rules.open() {
+		suspect := a.proof == nil && (a.overLimit != "" || s.bots.InfiniteQueue && s.bots.failing(a.addr, time.Now()))
+		if a.rules.open() && !suspect {
 			return hub.Verdict{}
 		}
 		if token != "" {
@@ -119,11 +123,27 @@ func (s *Server) entryCheck(a arrival) func(ctx context.Context, token string) h
 				return s.unavailable("status", a, err)
 			}
 			if st.State == queue.Waiting || st.State == queue.Pre || st.State == queue.Admitted {
-				s.entryMetrics.outcome("kept")
+				if a.overLimit != "" {
+					return hub.Verdict{Refusal: rateLimited(a.overLimit), Code: "rate limited", Close: hub.CloseTryAgainLater}
+				}
+				if !a.rules.open() {
+					s.entryMetrics.outcome("kept")
+				}
 				return hub.Verdict{}
 			}
 		} else {
 			token = queue.NewToken()
+		}
+		if suspect {
+			if v, ok := s.holdVerdict(ctx, a); ok {
+				return v
+			}
+			if a.overLimit != "" {
+				return hub.Verdict{Refusal: rateLimited(a.overLimit), Code: "rate limited", Close: hub.CloseTryAgainLater}
+			}
+		}
+		if a.rules.open() {
+			return hub.Verdict{Token: token}
 		}
 		if a.rules.powCost > 0 && a.proof == nil {
 			return s.refuse(a, a.powCode, a.powWhy, true)

@@ -65,16 +65,14 @@ func (s *Server) socket(c echo.Context) error {
 	if rules.powCost > 0 {
 		a.proof, a.powCode, a.powWhy = s.checkProof(id, c.QueryParam("altcha"), now)
 	}
+	gone := func() { s.addrs.release(addr) }
 	if ok, reason := s.addrs.admit(addr, now); !ok {
-		if a.proof == nil && s.hold(ctx, conn, id, heldRateLimited, func() {}) {
+		if a.proof != nil || !s.bots.InfiniteQueue {
+			hub.Reject(conn, rateLimited(reason), hub.CloseTryAgainLater, "rate limited")
 			return nil
 		}
-		hub.Reject(conn, hub.ErrorMessage("RATE_LIMITED", reason+"; retry later with your token"), hub.CloseTryAgainLater, "rate limited")
-		return nil
-	}
-	gone := func() { s.addrs.release(addr) }
-	if a.proof == nil && s.bots.failing(addr, now) && s.hold(ctx, conn, id, heldFailures, gone) {
-		return nil
+		// Held instead, unless its token holds a place: the entry check decides once it knows the token.
+		a.overLimit, gone = reason, func() {}
 	}
 	s.Hub.Welcome(ctx, hub.Arrival{
 		Conn: conn, Screening: id, Token: c.QueryParam("token"), AwaitHello: awaitHello, OpensAt: opensAt,
@@ -82,6 +80,11 @@ func (s *Server) socket(c echo.Context) error {
 		Gone:      gone, Entry: s.entryCheck(a),
 	})
 	return nil
+}
+
+// rateLimited is the refusal of a socket over its address's limits.
+func rateLimited(reason string) []byte {
+	return hub.ErrorMessage("RATE_LIMITED", reason+"; retry later with your token")
 }
 
 // socketScreening reads what a socket of the screening needs: its sale time and its entry rules.
