@@ -66,6 +66,13 @@ type Config struct {
 	// Checkout is how the users pay for what they reserve (flow mode): at once (instant, the default), or
 	// by confirming a held order after a delay, or not at all (hold).
 	Checkout Checkout
+	// Code is an access code every user sends with its socket (code=), for a screening that asks for one:
+	// a shared code, since a one-time code lets one place in. "": none.
+	Code string
+	// PowCost is the screening's proof-of-work cost (its pow_cost) as Run read it at the start of the run:
+	// Run sets it, whatever the caller gave, and hands it to the children with the rest. Above 0, a user
+	// fetches and solves a challenge before each dial for a new place (a reconnect with its token does not).
+	PowCost int
 	// Check is what the run checks after its users are done, besides the seat map: the orders in the
 	// database and the webhooks the server sent. The parent process does it; children ignore it.
 	Check Check

@@ -203,8 +203,9 @@ func missedTicks(r result, ticks []tick) int {
 	return missed
 }
 
-// Registration is how fast the users got their place: from the first dial of the run to the moment the
-// last of them got its first queued message.
+// Registration is how fast the users got their place: from the run's first arrival (its first challenge
+// fetch when users solve a proof of work first, else its first dial) and from its first dial to the moment
+// the last of them got its first queued message.
 type Registration struct {
 	// Registered counts the users that got a queued message (or a prequeue one, before the sale opened).
 	Registered int `json:"registered"`
@@ -212,17 +213,25 @@ type Registration struct {
 	FirstDialAtMs int64 `json:"first_dial_at_ms"`
 	// BurstMs is from the first dial to the last user's first queued message.
 	BurstMs float64 `json:"burst_ms"`
-	// PerSecond is Registered over that time.
+	// ArrivalMs is from the first challenge fetch, or the first dial if it came first, to the last user's
+	// first queued message: BurstMs and the solving before the first dial.
+	ArrivalMs float64 `json:"arrival_ms"`
+	// PerSecond is Registered over ArrivalMs.
 	PerSecond float64 `json:"per_second"`
 }
 
 func summarizeRegistration(results []result) Registration {
 	var reg Registration
-	var first, last time.Time
-	for _, r := range results {
-		if !r.FirstDialAt.IsZero() && (first.IsZero() || r.FirstDialAt.Before(first)) {
-			first = r.FirstDialAt
+	var first, arrived, last time.Time
+	earliest := func(t *time.Time, at time.Time) {
+		if !at.IsZero() && (t.IsZero() || at.Before(*t)) {
+			*t = at
 		}
+	}
+	for _, r := range results {
+		earliest(&first, r.FirstDialAt)
+		earliest(&arrived, r.FirstDialAt)
+		earliest(&arrived, r.FirstChallengeAt)
 		if !r.RegisteredAt.IsZero() {
 			reg.Registered++
 			if r.RegisteredAt.After(last) {
@@ -237,10 +246,11 @@ func summarizeRegistration(results []result) Registration {
 	if reg.Registered == 0 {
 		return reg
 	}
-	burst := last.Sub(first)
-	reg.BurstMs = millis(burst)
-	if burst > 0 {
-		reg.PerSecond = math.Round(float64(reg.Registered)/burst.Seconds()*10) / 10
+	reg.BurstMs = millis(last.Sub(first))
+	span := last.Sub(arrived)
+	reg.ArrivalMs = millis(span)
+	if span > 0 {
+		reg.PerSecond = math.Round(float64(reg.Registered)/span.Seconds()*10) / 10
 	}
 	return reg
 }

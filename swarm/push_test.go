@@ -222,7 +222,7 @@ func TestRegistrationIsFromTheFirstDialToTheLastQueued(t *testing.T) {
 		{},                    // never started
 	}
 	got := summarizeRegistration(results)
-	want := Registration{Registered: 3, FirstDialAtMs: at(50).UnixMilli(), BurstMs: 500, PerSecond: 6}
+	want := Registration{Registered: 3, FirstDialAtMs: at(50).UnixMilli(), BurstMs: 500, ArrivalMs: 500, PerSecond: 6}
 	if got != want {
 		t.Errorf("summarizeRegistration = %+v, want %+v", got, want)
 	}

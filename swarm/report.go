@@ -35,6 +35,8 @@ type Report struct {
 	Latency      Latencies    `json:"latency"`
 	Registration Registration `json:"registration"`
 	Push         Push         `json:"push"`
+	// Pow is what the users' proofs of work cost (nil: the screening asked for none).
+	Pow          *Pow         `json:"pow,omitempty"`
 	Verification Verification `json:"verification"`
 	// BoxOffice is the checkout's figures and the end-of-run check of the orders and webhooks (nil: an
 	// instant checkout with neither a database nor a receiver to check).
@@ -172,6 +174,7 @@ func summarize(cfg Config, results []result, elapsed time.Duration) Report {
 	rep.Latency = Latencies{Connect: summarizeLatency(connect), Queue: summarizeLatency(inQueue), Reservation: summarizeLatency(reservation)}
 	rep.Registration = summarizeRegistration(results)
 	rep.Push = summarizePush(results)
+	rep.Pow = summarizePow(cfg, results)
 	return rep
 }
 

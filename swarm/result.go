@@ -64,6 +64,12 @@ type result struct {
 	// FirstDialAt is when the user first dialed; RegisteredAt when it got its first queued (or prequeue)
 	// message (zero if it never did). Wall-clock times: the processes of a run share the machine's clock.
 	FirstDialAt, RegisteredAt time.Time
+	// FirstChallengeAt is when the user first asked for a challenge (zero: it never solved).
+	FirstChallengeAt time.Time
+	// Solves are the user's solves, from challenge fetched to solution; SolveWaits their waits for a core
+	// before the fetch; ChallengeFailures the fetches that failed.
+	Solves, SolveWaits []time.Duration
+	ChallengeFailures  int
 	// Positions are the position messages the user received, in order.
 	Positions []position
 	// Windows are the stretches in which the user was connected and waiting: one per connection that got

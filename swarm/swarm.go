@@ -56,6 +56,9 @@ type swarm struct {
 	seatURL string
 	bookURL string
 	wsURL   string
+	// challengeURL is the screening's challenge route; solveSlots bounds the solves at once (newSolveSlots).
+	challengeURL string
+	solveSlots   chan struct{}
 	// rx reads this process's plain sockets (nil: each socket has a reading goroutine).
 	rx *reactor
 }
@@ -69,6 +72,9 @@ func newSwarm(cfg Config) *swarm {
 		seatURL: cfg.URL + "/api/screenings/" + screening + "/seats",
 		bookURL: cfg.URL + "/api/screenings/" + screening + "/reservations",
 		wsURL:   ws + "/ws/screenings/" + screening,
+
+		challengeURL: cfg.URL + "/api/screenings/" + screening + "/challenge",
+		solveSlots:   newSolveSlots(),
 	}
 }
 
@@ -91,6 +97,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 	s := newSwarm(cfg)
 	defer s.closeIdle()
 
+	info, err := s.readScreening(ctx, s.sources[0].client)
+	if err != nil {
+		return Report{}, fmt.Errorf("swarm: screening %s: %w", cfg.Screening, err)
+	}
+	cfg.PowCost, s.cfg.PowCost = info.PowCost, info.PowCost
 	before, err := s.seatMap(ctx, s.sources[0].client)
 	if err != nil {
 		return Report{}, fmt.Errorf("swarm: seat map of %s before the run: %w", cfg.Screening, err)

@@ -31,6 +31,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	r.writeHeader(p)
 	r.writeOutcomes(p)
 	r.writeLatency(p)
+	r.writePow(p)
 	r.writePush(p)
 	r.writeBoxOffice(p)
 	r.writeVerification(p)
@@ -123,8 +124,12 @@ func (r Report) writePush(p printer) {
 	reg, push := r.Registration, r.Push
 	p("\n")
 	if reg.Registered > 0 {
-		p("REGISTRATION\t%d of %d users got their place %s after the first dial: %.1f users/s\n",
-			reg.Registered, r.Users, showMs(Latency{Count: 1}, reg.BurstMs), reg.PerSecond)
+		since := "the first dial"
+		if r.Pow != nil {
+			since = fmt.Sprintf("the first challenge fetch (%s after the first dial)", showMsOf(reg.BurstMs))
+		}
+		p("REGISTRATION\t%d of %d users got their place %s after %s: %.1f users/s\n",
+			reg.Registered, r.Users, showMsOf(reg.ArrivalMs), since, reg.PerSecond)
 	} else {
 		p("REGISTRATION\tno user got a place\n")
 	}

@@ -112,13 +112,21 @@ type ending struct {
 }
 
 // connect dials one socket of a user's wait, with the place's token if it has one, and reads it until it
-// ends.
+// ends. A dial for a new place, where the screening asks for a proof of work, solves a challenge first.
 func (v *visit) connect(ctx context.Context, p *place, r *result) ending {
+	var proof string
+	if v.cfg.PowCost > 0 && p.token == "" {
+		var end ending
+		var ok bool
+		if proof, end, ok = v.prove(ctx, r); !ok {
+			return end
+		}
+	}
 	dialAt := time.Now()
 	if r.FirstDialAt.IsZero() {
 		r.FirstDialAt = dialAt
 	}
-	sock, err := v.open(ctx, p.token)
+	sock, err := v.open(ctx, p.token, proof)
 	if err != nil {
 		var hs *handshakeError
 		if errors.As(err, &hs) {
@@ -315,16 +323,28 @@ func isTimeout(err error) bool {
 }
 
 // open dials the screening's socket from the user's source and says hello with the token when the user
-// has one (docs/protocol.md 4.3), or, with Config.TokenInURL, puts it in the URL as older clients do.
-func (v *visit) open(ctx context.Context, token string) (*socket, error) {
+// has one (docs/protocol.md 4.3), or, with Config.TokenInURL, puts it in the URL as older clients do. The
+// URL carries the proof of work's payload (proof, "" for none) and the run's access code.
+func (v *visit) open(ctx context.Context, token, proof string) (*socket, error) {
+	q := ""
+	add := func(name, value string) {
+		if value != "" {
+			q += "&" + name + "=" + url.QueryEscape(value)
+		}
+	}
+	if v.cfg.TokenInURL {
+		add("token", token)
+	}
+	add("altcha", proof)
+	add("code", v.cfg.Code)
 	if v.cfg.TokenInURL {
 		u := v.wsURL
-		if token != "" {
-			u += "?token=" + url.QueryEscape(token)
+		if q != "" {
+			u += "?" + q[1:]
 		}
 		return dialSocket(ctx, v.src.dial, v.rx, u)
 	}
-	sock, err := dialSocket(ctx, v.src.dial, v.rx, v.wsURL+"?auth=message")
+	sock, err := dialSocket(ctx, v.src.dial, v.rx, v.wsURL+"?auth=message"+q)
 	if err != nil {
 		return nil, err
 	}

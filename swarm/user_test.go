@@ -32,6 +32,8 @@ type fake struct {
 	// seatStatus, when set, is a seat's status in the map for a seat not sold here; routes adds handlers.
 	seatStatus func(id string) string
 	routes     func(mux *http.ServeMux)
+	// powCost is the screening's pow_cost in its JSON (0: no proof of work).
+	powCost int
 
 	mu      sync.Mutex
 	sockets int
@@ -107,6 +109,10 @@ func newFake(t *testing.T, f *fake) string {
 			f.inbound = append(f.inbound, string(data))
 			f.mu.Unlock()
 		}
+	})
+	mux.HandleFunc("GET /api/screenings/x", func(w http.ResponseWriter, r *http.Request) {
+		f.record(r)
+		fmt.Fprintf(w, `{"id":"x","pow_cost":%d}`, f.powCost)
 	})
 	mux.HandleFunc("GET /api/screenings/x/seats", func(w http.ResponseWriter, r *http.Request) {
 		f.record(r)

@@ -79,6 +79,9 @@ type tickingServer struct {
 func (s *tickingServer) handler() http.Handler {
 	var upgrader websocket.Upgrader
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/screenings/x", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"id":"x","pow_cost":0}`)
+	})
 	mux.HandleFunc("GET /api/screenings/x/seats", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `[{"id":"A1","status":"available"}]`)
 	})
