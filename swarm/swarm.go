@@ -11,6 +11,11 @@
 // refunds a share of those who paid. At the end of a run the orders can be checked in PostgreSQL and the
 // webhooks counted by a receiver the run starts (Config.Check).
 //
+// Against a screening that asks for a proof of work (its pow_cost, read once at the start), each user
+// fetches an ALTCHA challenge and solves it with one worker before it dials for a new place, as a browser
+// tab would, at most one solve per core at once; a reconnect with its token solves nothing. The report adds
+// what the solves took and how fast the users registered from the first challenge on.
+//
 // Guarantees: at most Config.Concurrency users exist at once (one goroutine and one socket each); every
 // socket read and write has a deadline and the whole run ends by Config.Timeout, so Run always returns;
 // every goroutine, connection and child process Run starts is stopped, closed or waited for before it

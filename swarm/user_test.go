@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -41,9 +42,10 @@ type fake struct {
 	sold    map[string]bool
 	tokens  []string
 	inbound []string
-	forms   []string // how each socket sent its token: "hello" or "url"
-	closes  []int    // the close codes clients sent
-	from    []string // the client address of every request, sockets and REST alike
+	forms   []string     // how each socket sent its token: "hello" or "url"
+	queries []url.Values // each socket's URL query
+	closes  []int        // the close codes clients sent
+	from    []string     // the client address of every request, sockets and REST alike
 }
 
 // record notes where a request came from.
@@ -90,6 +92,7 @@ func newFake(t *testing.T, f *fake) string {
 		f.sockets++
 		f.tokens = append(f.tokens, token)
 		f.forms = append(f.forms, form)
+		f.queries = append(f.queries, r.URL.Query())
 		f.mu.Unlock()
 		f.onSocket(n, token, conn)
 		// Read until the client closes, keeping what it sent.

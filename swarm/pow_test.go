@@ -1,0 +1,150 @@
+// Tests of the users' proof of work against the scripted fake: a solution the server can verify, sent once
+// per new place (a reconnect with the token solves nothing), the access code on every dial, and a refused
+// proof an error of its own that is not tried again.
+
+package swarm
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/waitroom/waitroom/altcha"
+)
+
+var fakeSecrets = altcha.Secrets{Signature: []byte("fake-signature-key"), KeySignature: []byte("fake-key-signature-key")}
+
+// challenges serves the fake screening's challenge route as the server does (10 iterations a derivation, a
+// counter up to 8) and counts what it issued.
+func challenges(t *testing.T, issued *atomic.Int32) func(*http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /api/screenings/x/challenge", func(w http.ResponseWriter, r *http.Request) {
+			n := issued.Add(1)
+			ch, err := altcha.Create(altcha.Options{Cost: 10, Counter: uint32(n % 8), ExpiresAt: time.Now().Add(time.Minute),
+				Data: map[string]string{"screening": "x"}}, fakeSecrets)
+			if err != nil {
+				t.Errorf("create a challenge: %v", err)
+			}
+			_ = json.NewEncoder(w).Encode(ch)
+		})
+	}
+}
+
+func TestUserSolvesOnceAndReconnectsWithItsTokenWithoutSolving(t *testing.T) {
+	var issued atomic.Int32
+	f := &fake{
+		powCost: 5,
+		routes:  challenges(t, &issued),
+		onSocket: func(n int, token string, conn *websocket.Conn) {
+			if n == 0 {
+				send(t, conn, map[string]any{"type": "queued", "token": "t1", "rank": 1, "total": 1, "inserted": true})
+				_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseServiceRestart, "restarting"))
+				return
+			}
+			send(t, conn, map[string]any{"type": "admitted", "token": "t1", "pass": "p1", "expires_at": "2030-01-01T00:00:00Z"})
+		},
+		onReserve: func(n int, seats []string) (int, any) {
+			return http.StatusCreated, map[string]any{"id": 1, "screening": "x", "seats": seats, "seats_left": 2}
+		},
+	}
+	url := newFake(t, f)
+	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: 1, Code: "ab12-cd34 ef56", Timeout: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcomes != (Outcomes{Ticket: 1}) || rep.Reconnects != 1 {
+		t.Errorf("outcomes %+v, reconnects %d; want one ticket after one reconnect (errors %v)", rep.Outcomes, rep.Reconnects, rep.Errors)
+	}
+	if got := issued.Load(); got != 1 {
+		t.Errorf("challenges fetched = %d, want 1: the reconnect keeps its place with the token", got)
+	}
+	if p := rep.Pow; p == nil || p.Cost != 5 || p.Solves.Count != 1 || p.Waits.Count != 1 || p.ChallengeFailures != 0 {
+		t.Errorf("pow = %+v, want cost 5, one solve, one wait, no failure", p)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.queries) != 2 {
+		t.Fatalf("sockets = %d, want 2", len(f.queries))
+	}
+	first, second := f.queries[0], f.queries[1]
+	payload, err := altcha.DecodePayload(first.Get("altcha"))
+	if err == nil {
+		err = altcha.Verify(payload, fakeSecrets, time.Now())
+	}
+	if err != nil {
+		t.Errorf("the first socket's altcha %q does not verify: %v", first.Get("altcha"), err)
+	}
+	if second.Has("altcha") {
+		t.Errorf("the reconnect with its token sent altcha=%q, want none", second.Get("altcha"))
+	}
+	for i, q := range f.queries {
+		if q.Get("code") != "ab12-cd34 ef56" || q.Get("auth") != "message" {
+			t.Errorf("socket %d: query %v, want auth=message and the run's code", i, q)
+		}
+	}
+}
+
+func TestRefusedProofIsAnErrorOfItsOwnAndNotTriedAgain(t *testing.T) {
+	var issued atomic.Int32
+	f := &fake{
+		powCost: 5,
+		routes:  challenges(t, &issued),
+		onSocket: func(n int, token string, conn *websocket.Conn) {
+			send(t, conn, map[string]any{"type": "error", "code": "POW_INVALID", "message": "the challenge has expired; solve a new challenge"})
+			_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "POW_INVALID"))
+		},
+		onReserve: func(int, []string) (int, any) { return http.StatusInternalServerError, nil },
+	}
+	url := newFake(t, f)
+	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: 2, Timeout: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Errors["server POW_INVALID"].Count; got != 2 || rep.Outcomes.Error != 2 || rep.Reconnects != 0 {
+		t.Errorf("errors %v, outcomes %+v, reconnects %d; want 2 errors of kind server POW_INVALID and no reconnect",
+			rep.Errors, rep.Outcomes, rep.Reconnects)
+	}
+	if got := issued.Load(); got != 2 {
+		t.Errorf("challenges fetched = %d, want 2, one per user", got)
+	}
+}
+
+func TestFailedChallengeFetchIsCountedAndTriedAgain(t *testing.T) {
+	var issued, asked atomic.Int32
+	serve := challenges(t, &issued)
+	f := &fake{
+		powCost: 5,
+		routes: func(mux *http.ServeMux) {
+			inner := http.NewServeMux()
+			serve(inner)
+			mux.HandleFunc("GET /api/screenings/x/challenge", func(w http.ResponseWriter, r *http.Request) {
+				if asked.Add(1) == 1 {
+					w.Header().Set("Retry-After", "1")
+					w.WriteHeader(http.StatusTooManyRequests)
+					_, _ = w.Write([]byte(`{"error":{"code":"RATE_LIMITED","message":"too many challenges"}}`))
+					return
+				}
+				inner.ServeHTTP(w, r)
+			})
+		},
+		onSocket: func(n int, token string, conn *websocket.Conn) {
+			send(t, conn, map[string]any{"type": "admitted", "token": "t1", "pass": "p1", "expires_at": "2030-01-01T00:00:00Z"})
+		},
+		onReserve: func(n int, seats []string) (int, any) {
+			return http.StatusCreated, map[string]any{"id": 1, "screening": "x", "seats": seats, "seats_left": 2}
+		},
+	}
+	url := newFake(t, f)
+	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: 1, Timeout: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcomes != (Outcomes{Ticket: 1}) || rep.Pow == nil || rep.Pow.ChallengeFailures != 1 || rep.Pow.Solves.Count != 1 {
+		t.Errorf("outcomes %+v, pow %+v; want a ticket after one failed challenge fetch and one solve (errors %v)", rep.Outcomes, rep.Pow, rep.Errors)
+	}
+}
