@@ -58,14 +58,14 @@ real)
 esac
 mkdir -p "$DIR/data" "$OUT"
 (cd "$ROOT" && go build -o "$DIR/waitroom" ./cmd/waitroom && go build -o "$DIR/swarm" ./cmd/swarm)
-# Admission keeps up with the crowd (every 100 ms, 500 at once, all of them active): the figures are the
-# proof of work's and the registration's, not the line's.
+# Admission lets 100 in every 100 ms, at most 200 at once: the crowd registers at once, then reserves at a
+# pace the box office keeps up with, so that the errors are the arrival's, not a storm of reservations'.
 # shellcheck disable=SC2086 # BACKEND_ENV is a list of assignments
-env $BACKEND_ENV WAITROOM_HTTP_ADDR=127.0.0.1:$PORT WAITROOM_HTTP_OPS_ADDR= WAITROOM_ADMIN_KEY="$ADMIN_KEY" \
+env $BACKEND_ENV WAITROOM_HTTP_ADDR=127.0.0.1:$PORT WAITROOM_HTTP_OPS_ADDR=127.0.0.1:$((PORT + 1)) WAITROOM_ADMIN_KEY="$ADMIN_KEY" \
 	WAITROOM_DEMO_ENABLED=false WAITROOM_LOG_LEVEL=warn WAITROOM_POW_COST=0 WAITROOM_POW_ITERATIONS="$ITERATIONS" \
 	WAITROOM_POW_SECRET="bench-pow-secret-$(rand 16)" \
 	WAITROOM_LIMITS_SOCKETS_PER_ADDRESS=0 WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND=0 \
-	WAITROOM_ADMISSION_INTERVAL=100ms WAITROOM_ADMISSION_BATCH_SIZE=500 WAITROOM_ADMISSION_MAX_ACTIVE="$USERS" \
+	WAITROOM_ADMISSION_INTERVAL=100ms WAITROOM_ADMISSION_BATCH_SIZE=100 WAITROOM_ADMISSION_MAX_ACTIVE=200 \
 	"$DIR/waitroom" -config "" >"$DIR/waitroom.log" 2>&1 &
 echo $! >"$DIR/waitroom.pid"
 i=0
@@ -82,7 +82,7 @@ admin() { # method path body
 
 echo "proof of work: $USERS users at once per cost, pow.iterations $ITERATIONS, backend $BACKEND, swarm -timeout $SWARM_TIMEOUT"
 echo "machine: $(nproc) cores ($(lscpu | awk -F: '/^Model name/ {gsub(/^ +/, "", $2); print $2}')), load at start $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%6s %6s %10s %10s %10s %12s %10s %10s %7s %s\n' cost users solve_p50 solve_p90 solve_max reg_users/s burst_ms arrival_ms errors load_after
+printf '%6s %6s %10s %10s %10s %12s %10s %10s %7s %6s %s\n' cost users solve_p50 solve_p90 solve_max reg_users/s burst_ms arrival_ms errors load elapsed_s
 ROWS=$(((USERS + 49) / 50))
 for cost in $COSTS; do
 	id=pow$cost-$TAG
@@ -102,8 +102,9 @@ for cost in $COSTS; do
 		(if .pow then "\(.pow.solves.p50_ms)" else "-" end), (if .pow then "\(.pow.solves.p90_ms)" else "-" end),
 		(if .pow then "\(.pow.solves.max_ms)" else "-" end),
 		.registration.per_second, .registration.burst_ms, .registration.arrival_ms,
-		(.outcomes.error + (.pow.challenge_failures // 0)), $load] | @tsv' "$DIR/cost$cost.json" |
-		awk -F'\t' '{printf "%6s %6s %10s %10s %10s %12s %10s %10s %7s %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10}'
+		(.outcomes.error + (.pow.challenge_failures // 0)), $load, (.elapsed_ms / 100 | floor) / 10] | @tsv' "$DIR/cost$cost.json" |
+		awk -F'\t' '{printf "%6s %6s %10s %10s %10s %12s %10s %10s %7s %6s %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11}'
+	jq -r '(.errors // {}) | to_entries[] | "       error \(.key): \(.value.count)"' "$DIR/cost$cost.json"
 	stopped=$(jq -r '.stopped // ""' "$DIR/cost$cost.json")
 	[ -z "$stopped" ] || echo "       (cost $cost stopped early: $stopped; registered $(jq .registration.registered "$DIR/cost$cost.json") of $USERS)"
 done
