@@ -5,9 +5,11 @@
 package swarm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,5 +148,40 @@ func TestFailedChallengeFetchIsCountedAndTriedAgain(t *testing.T) {
 	}
 	if rep.Outcomes != (Outcomes{Ticket: 1}) || rep.Pow == nil || rep.Pow.ChallengeFailures != 1 || rep.Pow.Solves.Count != 1 {
 		t.Errorf("outcomes %+v, pow %+v; want a ticket after one failed challenge fetch and one solve (errors %v)", rep.Outcomes, rep.Pow, rep.Errors)
+	}
+}
+
+func TestPowFiguresAddEveryUsersSolvesAndTheRegistrationStartsAtTheFirstChallenge(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	start := time.Now()
+	results := []result{
+		{Outcome: Ticket, FirstChallengeAt: start, FirstDialAt: start.Add(ms(100)), RegisteredAt: start.Add(ms(150)),
+			Solves: []time.Duration{ms(90)}, SolveWaits: []time.Duration{0}},
+		{Outcome: Ticket, FirstChallengeAt: start.Add(ms(10)), FirstDialAt: start.Add(ms(300)), RegisteredAt: start.Add(ms(500)),
+			Solves: []time.Duration{ms(10), ms(180)}, SolveWaits: []time.Duration{ms(80), ms(5)}, ChallengeFailures: 1},
+	}
+	rep := summarize(Config{Users: 2, Seats: 1, PowCost: 40}, results, time.Second)
+	want := Pow{Cost: 40,
+		Solves:            Spread{Count: 3, P50Ms: 90, P90Ms: 180, P99Ms: 180, MaxMs: 180},
+		Waits:             Spread{Count: 3, P50Ms: 5, P90Ms: 80, P99Ms: 80, MaxMs: 80},
+		ChallengeFailures: 1}
+	if rep.Pow == nil || *rep.Pow != want {
+		t.Errorf("Pow = %+v, want %+v", rep.Pow, want)
+	}
+	if reg := rep.Registration; reg.BurstMs != 400 || reg.ArrivalMs != 500 || reg.PerSecond != 4 {
+		t.Errorf("Registration = %+v, want a burst of 400 ms from the first dial, 500 ms from the first challenge, 4 users/s", reg)
+	}
+	var buf bytes.Buffer
+	if err := rep.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"PROOF OF WORK", "cost 40 key derivations", "wait for a core", "challenge failures  1",
+		"500ms after the first challenge fetch (400ms after the first dial): 4.0 users/s"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+	if rep := summarize(Config{Users: 2, Seats: 1}, results, time.Second); rep.Pow != nil {
+		t.Errorf("Pow = %+v for a run without a proof of work, want nil", rep.Pow)
 	}
 }
