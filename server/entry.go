@@ -170,7 +170,7 @@ func (s *Server) entryCheck(a arrival) func(ctx context.Context, token string) h
 	}
 }
 
-// The error codes of a socket refused for its access code (docs/protocol.md 4.7).
+// The error codes of a socket refused for its access code (docs/protocol.md 12.3).
 const (
 	codeCodeRequired = "CODE_REQUIRED"
 	codeCodeInvalid  = "CODE_INVALID"

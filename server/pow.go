@@ -31,7 +31,7 @@ type Pow struct {
 	Secrets altcha.Secrets
 }
 
-// The error codes of a socket refused for its proof of work (docs/protocol.md 4.7).
+// The error codes of a socket refused for its proof of work (docs/protocol.md 12.2).
 const (
 	codePowRequired = "POW_REQUIRED"
 	codePowInvalid  = "POW_INVALID"

@@ -36,7 +36,7 @@ type screeningView struct {
 	// to the gate's /.waitroom/enter), for a room the gate protects (gate.paths); absent otherwise.
 	GateEnter string `json:"gate_enter,omitempty"`
 	// PowCost is the proof of work a new place costs, the mean number of key derivations (0: none):
-	// solve a challenge of /challenge and bring its payload to the socket (docs/protocol.md 4.7).
+	// solve a challenge of /challenge and bring its payload to the socket (docs/protocol.md 12.2).
 	PowCost int `json:"pow_cost"`
 }
 
