@@ -4,11 +4,8 @@
 package server
 
 import (
-	"encoding/csv"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -82,7 +79,7 @@ func (s *Server) adminCodes(c echo.Context) error {
 	if err != nil {
 		return codesError(c, err)
 	}
-	if c.QueryParam("format") == "csv" || strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/csv") {
+	if wantsCSV(c) {
 		return writeCodesCSV(c, id, list)
 	}
 	out := codesList{Codes: make([]codeView, len(list)), Shared: access.Shared, CodesRequired: access.CodesRequired}
@@ -94,21 +91,15 @@ func (s *Server) adminCodes(c echo.Context) error {
 
 // writeCodesCSV answers the codes as a CSV file to save: code,state,created_at,used_at, times in RFC 3339.
 func writeCodesCSV(c echo.Context, id string, list []booking.AccessCode) error {
-	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-	h.Set(echo.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="codes-%s.csv"`, id))
-	c.Response().WriteHeader(http.StatusOK)
-	w := csv.NewWriter(c.Response())
-	_ = w.Write([]string{"code", "state", "created_at", "used_at"})
+	rows := [][]string{{"code", "state", "created_at", "used_at"}}
 	for _, a := range list {
 		usedAt := ""
 		if a.UsedAt != nil {
 			usedAt = a.UsedAt.UTC().Format(time.RFC3339)
 		}
-		_ = w.Write([]string{a.Code, a.State, a.CreatedAt.UTC().Format(time.RFC3339), usedAt})
+		rows = append(rows, []string{a.Code, a.State, a.CreatedAt.UTC().Format(time.RFC3339), usedAt})
 	}
-	w.Flush()
-	return w.Error()
+	return writeCSV(c, "codes-"+id+".csv", rows)
 }
 
 // adminRevokeCode revokes a one-time code (it stays listed as revoked) or removes the shared code: 204.

@@ -6,7 +6,6 @@ package server
 
 import (
 	"crypto/subtle"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"net/http"
@@ -165,7 +164,7 @@ func (s *Server) adminOrders(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.QueryParam("format") == "csv" || strings.Contains(c.Request().Header.Get("Accept"), "text/csv") {
+	if wantsCSV(c) {
 		return writeOrdersCSV(c, id, orders)
 	}
 	out := ordersList{Orders: make([]orderView, len(orders))}
@@ -177,18 +176,12 @@ func (s *Server) adminOrders(c echo.Context) error {
 
 // writeOrdersCSV answers the orders as CSV, one row each, seats space-separated, times RFC 3339.
 func writeOrdersCSV(c echo.Context, screening string, orders []booking.Order) error {
-	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="orders-%s.csv"`, screening))
-	c.Response().WriteHeader(http.StatusOK)
-	w := csv.NewWriter(c.Response())
-	_ = w.Write([]string{"id", "code", "status", "seats", "created_at", "hold_expires_at", "confirmed_at", "ended_at", "cancelled_by"})
+	rows := [][]string{{"id", "code", "status", "seats", "created_at", "hold_expires_at", "confirmed_at", "ended_at", "cancelled_by"}}
 	for _, o := range orders {
-		_ = w.Write([]string{fmt.Sprint(o.ID), o.Code, o.Status, strings.Join(o.Seats, " "), o.CreatedAt.Format(time.RFC3339Nano),
+		rows = append(rows, []string{fmt.Sprint(o.ID), o.Code, o.Status, strings.Join(o.Seats, " "), o.CreatedAt.Format(time.RFC3339Nano),
 			csvTime(o.HoldExpiresAt), csvTime(o.ConfirmedAt), csvTime(o.EndedAt), o.CancelledBy})
 	}
-	w.Flush()
-	return w.Error()
+	return writeCSV(c, "orders-"+screening+".csv", rows)
 }
 
 func csvTime(t *time.Time) string {

@@ -10,7 +10,7 @@
 // (the requests' and reservations' metrics), webhooks.go (the operator's list of the webhooks), pow.go
 // (the proof of work: challenges, a payload's check), entry.go (what a socket must bring to take a place,
 // checked before it is registered), codes.go (the operator's access codes: issue, list as JSON or CSV,
-// revoke), bots.go (the infinite queue and the entry's metrics).
+// revoke), bots.go (the infinite queue and the entry's metrics), csv.go (the CSV exports).
 package server
 
 import (
