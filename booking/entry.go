@@ -15,6 +15,14 @@ import (
 // config.MaxPowCost bounds pow.cost.
 const MaxPowCost = 100_000_000
 
+// EffectivePowCost is a screening's proof-of-work cost: its own, or fallback (pow.cost) when it has none.
+func EffectivePowCost(own *int, fallback int) int {
+	if own != nil {
+		return *own
+	}
+	return fallback
+}
+
 // EntryRules are what a screening asks of a socket before it gets a place.
 type EntryRules struct {
 	// PowCost is the screening's own proof-of-work cost; nil: the server's pow.cost.

@@ -284,12 +284,8 @@ func (g *Gate) room(ctx context.Context, id string) (roomState, error) {
 		st = roomState{readAt: now, err: fmt.Errorf("gate: room %s: %w", id, err)}
 		g.log.Error("gate: read the room", "room", id, "err", err)
 	} else {
-		cost := g.settings.PowCost
-		if room.PowCost != nil {
-			cost = *room.PowCost
-		}
 		st = roomState{room: room, mode: room.GateMode, s: room.Admission.Merge(g.settings.Defaults), readAt: now,
-			guarded: cost > 0 || room.CodesRequired}
+			guarded: booking.EffectivePowCost(room.PowCost, g.settings.PowCost) > 0 || room.CodesRequired}
 		if st.mode == "" {
 			st.mode = g.settings.Mode
 		}

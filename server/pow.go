@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/waitroom/waitroom/altcha"
+	"github.com/waitroom/waitroom/booking"
 )
 
 // Pow is the proof of work the server asks for (pow.*).
@@ -124,12 +125,7 @@ func proofRefusal(err error) string {
 }
 
 // powCostOf is a screening's effective cost: its own, or pow.cost.
-func (s *Server) powCostOf(own *int) int {
-	if own != nil {
-		return *own
-	}
-	return s.Pow.Cost
-}
+func (s *Server) powCostOf(own *int) int { return booking.EffectivePowCost(own, s.Pow.Cost) }
 
 // powCost is an admission body's pow_cost: a cost, or on a PATCH "default" (Default: drop the screening's
 // own, follow pow.cost). It is written as the number.
