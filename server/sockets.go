@@ -61,13 +61,18 @@ func (s *Server) socket(c echo.Context) error {
 		s.refuseScreening(c, conn, id, err)
 		return nil
 	}
+	gone := func() { s.addrs.release(addr) }
+	ok, reason := s.addrs.admit(addr, now)
+	if !ok && !s.bots.InfiniteQueue {
+		hub.Reject(conn, rateLimited(reason), hub.CloseTryAgainLater, "rate limited")
+		return nil
+	}
 	a := arrival{screening: id, addr: addr, rules: rules, code: c.QueryParam("code")}
 	if rules.powCost > 0 {
 		a.proof, a.powCode, a.powWhy = s.checkProof(id, c.QueryParam("altcha"), now)
 	}
-	gone := func() { s.addrs.release(addr) }
-	if ok, reason := s.addrs.admit(addr, now); !ok {
-		if a.proof != nil || !s.bots.InfiniteQueue {
+	if !ok {
+		if a.proof != nil {
 			hub.Reject(conn, rateLimited(reason), hub.CloseTryAgainLater, "rate limited")
 			return nil
 		}
