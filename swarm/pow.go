@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
-	"slices"
 	"time"
 
 	"github.com/waitroom/waitroom/altcha"
@@ -29,6 +28,8 @@ type screeningInfo struct {
 func (s *swarm) readScreening(ctx context.Context, client *http.Client) (screeningInfo, error) {
 	var info screeningInfo
 	u := s.cfg.URL + "/api/screenings/" + url.PathEscape(s.cfg.Screening)
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
 	if err := getJSON(ctx, client, u, &info); err != nil {
 		return info, err
 	}
@@ -47,10 +48,9 @@ type httpError struct {
 
 func (e *httpError) Error() string { return fmt.Sprintf("GET %s: %d %s", e.url, e.status, e.code) }
 
-// getJSON GETs u and decodes its 200 JSON answer into v.
+// getJSON GETs u and decodes its 200 JSON answer into v; another status is an *httpError with the error
+// body's code.
 func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
@@ -65,7 +65,7 @@ func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
 		_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&e)
 		return &httpError{url: u, status: resp.StatusCode, code: e.Error.Code}
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(v); err != nil {
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		return fmt.Errorf("GET %s: decode: %w", u, err)
 	}
 	return nil
@@ -94,7 +94,10 @@ func (v *visit) prove(ctx context.Context, r *result) (payload string, end endin
 	defer func() { <-v.solveSlots }()
 	r.SolveWaits = append(r.SolveWaits, time.Since(askedAt))
 	var ch altcha.Challenge
-	if err := getJSON(ctx, v.src.client, v.challengeURL, &ch); err != nil {
+	fetchCtx, cancel := context.WithTimeout(ctx, requestTimeout)
+	err := getJSON(fetchCtx, v.src.client, v.challengeURL, &ch)
+	cancel()
+	if err != nil {
 		r.ChallengeFailures++
 		return "", challengeEnding(ctx, err), false
 	}
@@ -148,18 +151,14 @@ type Spread struct {
 }
 
 func summarizeSpread(samples []time.Duration) Spread {
-	sorted := slices.Clone(samples)
-	slices.Sort(sorted)
-	s := Spread{
+	sorted, maxMs := sortedSamples(samples)
+	return Spread{
 		Count: len(sorted),
 		P50Ms: millis(percentile(sorted, 50)),
 		P90Ms: millis(percentile(sorted, 90)),
 		P99Ms: millis(percentile(sorted, 99)),
+		MaxMs: maxMs,
 	}
-	if len(sorted) > 0 {
-		s.MaxMs = millis(sorted[len(sorted)-1])
-	}
-	return s
 }
 
 // summarizePow adds up the users' solves; nil when the screening asked for no proof of work.

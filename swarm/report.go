@@ -212,18 +212,24 @@ func (rep *Report) count(r result) {
 }
 
 func summarizeLatency(samples []time.Duration) Latency {
-	sorted := slices.Clone(samples)
-	slices.Sort(sorted)
-	l := Latency{
+	sorted, maxMs := sortedSamples(samples)
+	return Latency{
 		Count: len(sorted),
 		P50Ms: millis(percentile(sorted, 50)),
 		P95Ms: millis(percentile(sorted, 95)),
 		P99Ms: millis(percentile(sorted, 99)),
+		MaxMs: maxMs,
 	}
-	if len(sorted) > 0 {
-		l.MaxMs = millis(sorted[len(sorted)-1])
+}
+
+// sortedSamples is a sorted copy of samples and the largest in milliseconds (0 for none).
+func sortedSamples(samples []time.Duration) ([]time.Duration, float64) {
+	sorted := slices.Clone(samples)
+	slices.Sort(sorted)
+	if len(sorted) == 0 {
+		return sorted, 0
 	}
-	return l
+	return sorted, millis(sorted[len(sorted)-1])
 }
 
 // percentile is the nearest-rank p-th percentile of sorted: the smallest sample with at least p% of the

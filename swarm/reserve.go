@@ -218,23 +218,9 @@ type reservation struct {
 // seatMap reads the seat map with client (the user's source's, or the first source's for the run's own
 // reads).
 func (s *swarm) seatMap(ctx context.Context, client *http.Client) ([]seat, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.seatURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var e apiError
-		_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&e)
-		return nil, fmt.Errorf("GET %s: %d %s", s.seatURL, resp.StatusCode, e.Error.Code)
-	}
 	var seats []seat
-	if err := json.NewDecoder(resp.Body).Decode(&seats); err != nil {
-		return nil, fmt.Errorf("GET %s: decode: %w", s.seatURL, err)
+	if err := getJSON(ctx, client, s.seatURL, &seats); err != nil {
+		return nil, err
 	}
 	return seats, nil
 }
