@@ -33,15 +33,16 @@ func (h *Hub) Hold(conn *websocket.Conn, first []byte, d time.Duration, done fun
 		return true
 	}
 	go func() {
-		defer done()
 		defer h.serving.Done()
 		var err error
 		for err == nil {
 			_, _, err = conn.NextReader()
 		}
+		draining := h.releaseHello(conn)
+		done() // before the close goes out, so whoever hears the close sees the hold ended
 		var ne net.Error
 		switch {
-		case h.releaseHello(conn):
+		case draining:
 			Reject(conn, nil, CloseServiceRestart, "server restarting")
 		case errors.As(err, &ne) && ne.Timeout():
 			Reject(conn, nil, CloseTryAgainLater, "try again later")

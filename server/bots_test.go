@@ -1,10 +1,12 @@
 // Tests of the infinite queue: an address that keeps failing the proof of work, or a socket over its
 // address's limits, is shown a place that never moves and held, with nothing registered, until its hold
-// ends (1013); a socket with a valid solution never is; the instance's bound; the metrics.
+// ends (1013) or the instance drains (1012); a socket with a valid solution never is; the instance's
+// bound; the metrics.
 
 package server_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -84,5 +87,27 @@ func TestASocketOverItsAddressLimitsIsHeldButNeverASolver(t *testing.T) {
 			t.Error("/metrics does not count the held socket as rate_limited")
 		}
 		held.Close()
+	})
+}
+
+func TestAHeldSocketIsToldToReconnectOnADrain(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			powConfig(c)
+			c.Limits = config.Limits{SocketsPerAddress: 1}
+			c.Bots = config.Bots{InfiniteQueue: true, FailureLimit: 100, Hold: time.Minute, MaxHeld: 10}
+		})
+		first := a.powSocket(t, "s1", solved(t, a.challengeOf(t, "s1")), "")
+		wantPlace(t, "the address's one socket", first, true)
+		held := a.powSocket(t, "s1", "", "")
+		wantHeld(t, "a socket over the limit", held, 1)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		if err := a.hub.Shutdown(ctx); err != nil {
+			t.Fatalf("Shutdown with a held socket = %v, want nil", err)
+		}
+		if code := held.CloseCode(t, 5*time.Second); code != hub.CloseServiceRestart {
+			t.Errorf("the held socket ended with %d on a drain, want 1012", code)
+		}
 	})
 }

@@ -1,6 +1,7 @@
 // Tests of the access code a screening asks of a socket: none, a wrong or revoked one refused with nothing
 // registered, a one-time code giving one place (and again to its own token), a shared code for many, the
-// operator lifting the requirement; with a proof of work too, a refused code spends no solution.
+// operator lifting the requirement; with a proof of work too, a refused code spends no solution, and a
+// registration that fails takes back both.
 
 package server_test
 
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -124,6 +126,36 @@ func TestARefusedCodeSpendsNoSolution(t *testing.T) {
 		wantPlace(t, "the same solution with a good code", a.codeSocket(t, codes[1], payload, ""), true)
 		if n := a.waitingIn(t, "s1"); n != 2 {
 			t.Errorf("%d wait, want 2", n)
+		}
+	})
+}
+
+func TestARegistrationThatFailsTakesBackTheSolutionAndTheCode(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			powConfig(c)
+			c.Admin.Key = adminKey
+		})
+		codes := a.issueCodes(t, 1)
+		ch := a.challengeOf(t, "s1")
+		payload := solved(t, ch)
+		if r := a.adminCall(t, http.MethodPost, "/api/admin/screenings/s1/close", ""); r.status != http.StatusOK {
+			t.Fatalf("close = %d %s", r.status, r)
+		}
+		s := a.codeSocket(t, codes[0], payload, "")
+		if m, err := s.Read(5 * time.Second); err != nil || m.Type != "sold_out" {
+			t.Fatalf("a socket of a closed line got %+v, %v; want sold_out", m, err)
+		}
+		mark := queue.Key(env.Prefix, "s1", "pow:"+ch.Signature)
+		if n, err := env.Redis.Exists(t.Context(), mark).Result(); err != nil || n != 0 {
+			t.Errorf("the solution's spend is still in Redis (%d, %v) after the registration failed", n, err)
+		}
+		var list struct {
+			Codes []struct{ State string } `json:"codes"`
+		}
+		decode(t, "GET codes", a.adminCall(t, http.MethodGet, "/api/admin/screenings/s1/codes", ""), &list)
+		if len(list.Codes) != 1 || list.Codes[0].State != "unused" {
+			t.Errorf("the code after the failed registration: %+v, want unused", list.Codes)
 		}
 	})
 }
