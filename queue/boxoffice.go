@@ -90,10 +90,14 @@ func (q *Queue) Reopen(ctx context.Context, screening string, mayReopen bool) (i
 	if res[0] == 0 {
 		return 0, nil
 	}
+	// Published before the loops are woken: the admission they run into the freed slot is published after
+	// it, so every waiting socket hears "reopened" before one of them may be admitted (the admitted are not
+	// told; a tick that came first took that one's "reopened" away).
+	ev := Event{Kind: EventReopened, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: res[1]}
+	err = q.publish(ctx, screening, ev)
 	q.slotFreed(screening) // the loops here admit at once, not at the next tick
 	q.refreshSchedulers()  // and a sale whose loop ended with its sell-out gets it back now
-	ev := Event{Kind: EventReopened, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: res[1]}
-	return res[1], q.publish(ctx, screening, ev)
+	return res[1], err
 }
 
 // PublishSeats tells every instance that seats of the screening changed state, so the admitted sockets'
