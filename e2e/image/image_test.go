@@ -41,9 +41,11 @@ func TestImageFlowFromLineToReservation(t *testing.T) {
 		t.Fatalf("POST /api/admin/screenings = %d %+v, want 201 for img", code, created)
 	}
 
+	// B dials once A holds its place: two sockets dialled together register in either order.
 	a := srv.Dial(t, "img", "")
+	qa := a.Next(t, 10*time.Second)
 	b := srv.Dial(t, "img", "")
-	qa, qb := a.Next(t, 10*time.Second), b.Next(t, 10*time.Second)
+	qb := b.Next(t, 10*time.Second)
 	if qa.Token == "" || qb.Token == "" || qa.Token == qb.Token {
 		t.Fatalf("first messages %+v and %+v, want two tokens", qa, qb)
 	}
