@@ -268,7 +268,9 @@ func bookHeld(t *testing.T, tab context.Context, srv *apptest.Server) (code, sea
 }
 
 // afterNavigation runs actions once the page a click started loading is there: a wait begun on the page
-// that navigates away fails, so it is tried again until stepTimeout.
+// that navigates away fails (chromedp says the target navigated; Chromium, evaluating in the page's
+// JavaScript context as it is torn down, that it cannot find or lost that context), so it is tried again
+// until stepTimeout.
 func afterNavigation(t *testing.T, tab context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	deadline := time.Now().Add(stepTimeout)
@@ -279,11 +281,18 @@ func afterNavigation(t *testing.T, tab context.Context, what string, actions ...
 		if err == nil {
 			return
 		}
-		if time.Now().After(deadline) || !strings.Contains(err.Error(), "navigated") {
+		if time.Now().After(deadline) || !navigatedAway(err) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// navigatedAway tells whether err is a wait that failed because its page went away under it.
+func navigatedAway(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "navigated") || strings.Contains(msg, "Cannot find context with specified id") ||
+		strings.Contains(msg, "Execution context was destroyed")
 }
 
 // getOrder reads an order through the public API.
