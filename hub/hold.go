@@ -1,5 +1,5 @@
 // The infinite queue: a socket the server takes for a bot is told a place in a line that never moves and
-// held, never registered, until its hold ends, its client goes, or the hub drains (Hold).
+// held, never registered, until its hold ends, its client goes, or the hub drains (hold).
 
 package hub
 
@@ -11,18 +11,18 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// Hold tells the socket first (a `queued` message of a place nobody will reach) and holds it for d on a
+// hold tells the socket first (a `queued` message of a place nobody will reach) and holds it for d on a
 // goroutine of its own: what the client sends is read and dropped. The socket ends with 1013 (try again
 // later) when d is up, with 1012 when the hub drains (like a socket waiting for its hello, which is how
-// it is listed), or when its client goes; done then runs. false when the hub is draining already (the
-// socket is told to reconnect and done runs at once).
-func (h *Hub) Hold(conn *websocket.Conn, first []byte, d time.Duration, done func()) bool {
+// it is listed), or when its client goes; done then runs, at once when the hub is draining already (the
+// socket is then told to reconnect).
+func (h *Hub) hold(conn *websocket.Conn, first []byte, d time.Duration, done func()) {
 	conn.SetReadLimit(maxMessageSize)
 	_ = conn.SetReadDeadline(time.Now().Add(d))
 	if !h.holdForHello(conn) {
 		Reject(conn, nil, CloseServiceRestart, "server restarting")
 		done()
-		return false
+		return
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
 	if err := conn.WriteMessage(websocket.TextMessage, first); err != nil {
@@ -30,7 +30,7 @@ func (h *Hub) Hold(conn *websocket.Conn, first []byte, d time.Duration, done fun
 		h.serving.Done()
 		_ = conn.Close()
 		done()
-		return true
+		return
 	}
 	go func() {
 		defer h.serving.Done()
@@ -50,5 +50,4 @@ func (h *Hub) Hold(conn *websocket.Conn, first []byte, d time.Duration, done fun
 			_ = conn.Close()
 		}
 	}()
-	return true
 }

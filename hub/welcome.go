@@ -44,7 +44,7 @@ type Verdict struct {
 	// Close is the refusal's close code; 0: 1008 (policy violation).
 	Close int
 	// Hold, when not nil, is the first message of a socket the hub is to hold unregistered for HoldFor
-	// (Hub.Hold, the infinite queue); HoldDone runs when the held socket is gone.
+	// (hold, the infinite queue); HoldDone runs when the held socket is gone.
 	Hold     []byte
 	HoldFor  time.Duration
 	HoldDone func()
@@ -171,7 +171,7 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival) (*client, queue.Entry
 	if a.Entry != nil {
 		v := a.Entry(ctx, a.Token)
 		if v.Hold != nil {
-			h.Hold(a.Conn, v.Hold, v.HoldFor, v.HoldDone)
+			h.hold(a.Conn, v.Hold, v.HoldFor, v.HoldDone)
 			return nil, queue.Entry{}
 		}
 		if v.Refusal != nil {
