@@ -221,3 +221,28 @@ func TestTwoAddressesOfOneIPv6Slash64ShareABucket(t *testing.T) {
 		t.Errorf("an address of the next /64 = %+v, want queued", m)
 	}
 }
+
+// The address's limits are checked before the screening is read: a socket over them is told RATE_LIMITED
+// even to a screening that does not exist, and one within them that is refused for its screening gives its
+// count back.
+func TestASocketOverItsLimitIsRefusedBeforeItsScreeningIsRead(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) { c.Limits = config.Limits{SocketsPerAddress: 1} })
+		open := func(path string) testenv.Message {
+			conn, res, err := a.dial(t, path, "")
+			if err != nil {
+				t.Fatalf("socket to %s = %v (%v), want it open", path, status(res), err)
+			}
+			defer conn.Close()
+			return conn.Next(t, readWait)
+		}
+		if m := open("/ws/screenings/nope"); m.Type != "error" || m.Code != "UNKNOWN_SCREENING" {
+			t.Fatalf("a socket to an unknown screening = %+v, want error UNKNOWN_SCREENING", m)
+		}
+		held := a.queuedSocket(t) // the refused socket gave its count back: the address's one socket opens
+		defer held.Close()
+		if m := open("/ws/screenings/nope"); m.Type != "error" || m.Code != "RATE_LIMITED" {
+			t.Errorf("a socket over the limit to an unknown screening = %+v, want error RATE_LIMITED", m)
+		}
+	})
+}

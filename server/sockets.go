@@ -56,33 +56,42 @@ func (s *Server) socket(c echo.Context) error {
 	}
 	addr := s.clientIP(c.Request())
 	now := time.Now()
-	opensAt, rules, err := s.socketScreening(ctx, id)
-	if err != nil {
-		s.refuseScreening(c, conn, id, err)
-		return nil
-	}
-	gone := func() { s.addrs.release(addr) }
+	// The address's limits come first, so that a refused socket costs no read of the screening.
 	ok, reason := s.addrs.admit(addr, now)
 	if !ok && !s.bots.InfiniteQueue {
 		hub.Reject(conn, rateLimited(reason), hub.CloseTryAgainLater, "rate limited")
 		return nil
 	}
-	a := arrival{screening: id, addr: addr, rules: rules, code: c.QueryParam("code")}
-	if rules.powCost > 0 {
-		a.proof, a.powCode, a.powWhy = s.checkProof(id, c.QueryParam("altcha"), now)
-	}
+	gone := func() { s.addrs.release(addr) }
 	if !ok {
-		if a.proof != nil {
-			hub.Reject(conn, rateLimited(reason), hub.CloseTryAgainLater, "rate limited")
-			return nil
+		gone = func() {} // not counted: admit refused it
+	}
+	opensAt, rules, err := s.socketScreening(ctx, id)
+	if err != nil {
+		gone()
+		s.refuseScreening(c, conn, id, err)
+		return nil
+	}
+	var entry func(context.Context, string) hub.Verdict
+	if !rules.open() || !ok || s.bots.InfiniteQueue {
+		a := arrival{screening: id, addr: addr, rules: rules, code: c.QueryParam("code")}
+		if rules.powCost > 0 {
+			a.proof, a.powCode, a.powWhy = s.checkProof(id, c.QueryParam("altcha"), now)
 		}
-		// Held instead, unless its token holds a place: the entry check decides once it knows the token.
-		a.overLimit, gone = reason, func() {}
+		if !ok {
+			if a.proof != nil {
+				hub.Reject(conn, rateLimited(reason), hub.CloseTryAgainLater, "rate limited")
+				return nil
+			}
+			// Held instead, unless its token holds a place: the entry check decides once it knows the token.
+			a.overLimit = reason
+		}
+		entry = s.entryCheck(a)
 	}
 	s.Hub.Welcome(ctx, hub.Arrival{
 		Conn: conn, Screening: id, Token: c.QueryParam("token"), AwaitHello: awaitHello, OpensAt: opensAt,
 		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
-		Gone:      gone, Entry: s.entryCheck(a),
+		Gone:      gone, Entry: entry,
 	})
 	return nil
 }
