@@ -45,14 +45,15 @@ const (
 func (s *Server) challenge(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	if err := s.Booking.Exists(ctx, id); err != nil {
-		return err
-	}
 	now := time.Now()
+	// The pace comes first, so that a flood of requests for screenings that do not exist reads nothing.
 	if !s.challenges.Allow(s.clientIP(c.Request()), now) {
 		c.Response().Header().Set("Retry-After", "1")
-		return echo.NewHTTPError(http.StatusTooManyRequests, apiError{Error: apiErrorBody{Code: "RATE_LIMITED",
+		return c.JSON(http.StatusTooManyRequests, apiError{Error: apiErrorBody{Code: "RATE_LIMITED",
 			Message: "too many challenges from this address; retry in a second"}})
+	}
+	if err := s.Booking.Exists(ctx, id); err != nil {
+		return err
 	}
 	rules, err := s.entry.rules(ctx, id)
 	if err != nil {

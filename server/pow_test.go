@@ -119,6 +119,24 @@ func TestAChallengeIsWhatTheWidgetExpects(t *testing.T) {
 	})
 }
 
+// Challenges are paced per address like new sockets: one over the pace is refused with 429 RATE_LIMITED
+// and told when to come back.
+func TestChallengesArePacedPerAddress(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			powConfig(c)
+			c.Limits = config.Limits{RegistrationsPerSecond: 0.01, RegistrationBurst: 1}
+		})
+		if r := a.get(t, "/api/screenings/s1/challenge"); r.status != http.StatusOK {
+			t.Fatalf("the first challenge = %d %s, want 200", r.status, r)
+		}
+		r := a.get(t, "/api/screenings/s1/challenge")
+		if r.status != http.StatusTooManyRequests || !strings.Contains(r.String(), `"RATE_LIMITED"`) || r.header.Get("Retry-After") == "" {
+			t.Errorf("a second challenge at once = %d %s (Retry-After %q), want 429 RATE_LIMITED with a Retry-After", r.status, r, r.header.Get("Retry-After"))
+		}
+	})
+}
+
 func TestASocketWithoutAGoodSolutionTakesNoPlace(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		var cfg config.Config
