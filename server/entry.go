@@ -56,7 +56,11 @@ func (e *entryCache) rules(ctx context.Context, id string) (entryRules, error) {
 		return k.rules, nil
 	}
 	v, err, _ := e.loading.Do(id, func() (any, error) {
-		r, err := e.read(ctx, id)
+		// The read is shared by every request that missed together: the first one's client leaving must
+		// not fail the others, so it is bounded by rulesReadWait instead of by that client.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rulesReadWait)
+		defer cancel()
+		r, err := e.read(rctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -75,6 +79,9 @@ func (e *entryCache) rules(ctx context.Context, id string) (entryRules, error) {
 }
 
 const maxKeptRules = 10_000
+
+// rulesReadWait bounds the read of a screening's rules.
+const rulesReadWait = 5 * time.Second
 
 // forget drops what is kept of the screening: an operator's change here applies at once.
 func (e *entryCache) forget(id string) {
@@ -211,7 +218,7 @@ func (s *Server) releaseCode(a arrival, token string) {
 func (s *Server) undoEntry(a arrival, token string) {
 	ctx, cancel := context.WithTimeout(context.Background(), undoWait)
 	defer cancel()
-	if a.proof != nil && a.rules.powCost > 0 {
+	if a.proof != nil { // there is one only where the screening asks for a proof of work
 		if err := s.Queue.UnspendSolution(ctx, a.screening, a.proof.id); err != nil {
 			s.Log.Warn("socket: unspend a solution", "screening", a.screening, "err", err)
 		}
