@@ -36,19 +36,14 @@ type botWatch struct {
 	held     atomic.Int64
 }
 
+// newBotWatch counts failures against b.FailureLimit a minute; at 0 the rate is nil and counts nothing.
 func newBotWatch(b Bots) *botWatch {
-	w := &botWatch{Bots: b}
-	if b.FailureLimit > 0 {
-		w.failures = limit.NewRate(float64(b.FailureLimit)/60, b.FailureLimit)
-	}
-	return w
+	return &botWatch{Bots: b, failures: limit.NewRate(float64(b.FailureLimit)/60, b.FailureLimit)}
 }
 
 // fail counts one failure of addr.
 func (w *botWatch) fail(addr string, now time.Time) {
-	if w.failures != nil {
-		w.failures.Allow(addr, now)
-	}
+	w.failures.Allow(addr, now)
 }
 
 // failing reports whether addr used up its failures of the last minute.
@@ -85,13 +80,9 @@ func (s *Server) holdVerdict(ctx context.Context, a arrival) (hub.Verdict, bool)
 		reason = heldRateLimited
 	}
 	s.entryMetrics.heldTotal.WithLabelValues(reason).Inc()
-	s.entryMetrics.heldNow.Inc()
 	first := hub.QueuedMessage(queue.Entry{Token: queue.NewToken(), State: queue.Waiting, ZeroBasedRank: waiting,
 		Total: waiting + 1, Inserted: true})
-	return hub.Verdict{Hold: first, HoldFor: w.Hold, HoldDone: func() {
-		w.held.Add(-1)
-		s.entryMetrics.heldNow.Dec()
-	}}, true
+	return hub.Verdict{Hold: first, HoldFor: w.Hold, HoldDone: func() { w.held.Add(-1) }}, true
 }
 
 // entryMetrics count what the entry checks decided.
@@ -99,10 +90,11 @@ type entryMetrics struct {
 	entries    *prometheus.CounterVec
 	challenges prometheus.Counter
 	heldTotal  *prometheus.CounterVec
-	heldNow    prometheus.Gauge
+	heldNow    prometheus.GaugeFunc
 }
 
-func newEntryMetrics(reg prometheus.Registerer) *entryMetrics {
+// newEntryMetrics registers the entry's metrics on reg (nil: none); held counts the sockets held now.
+func newEntryMetrics(reg prometheus.Registerer, held *atomic.Int64) *entryMetrics {
 	m := &entryMetrics{
 		entries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "waitroom", Name: "entry_checks_total",
@@ -116,10 +108,10 @@ func newEntryMetrics(reg prometheus.Registerer) *entryMetrics {
 			Namespace: "waitroom", Subsystem: "bots", Name: "held_total",
 			Help: "Sockets put in the infinite queue (bots.infinite_queue), by reason: rate_limited (over the address's limits) or failures (the address kept failing the proof of work or the code).",
 		}, []string{"reason"}),
-		heldNow: prometheus.NewGauge(prometheus.GaugeOpts{
+		heldNow: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "waitroom", Subsystem: "bots", Name: "held",
 			Help: "Sockets this instance holds in the infinite queue now.",
-		}),
+		}, func() float64 { return float64(held.Load()) }),
 	}
 	if reg != nil {
 		reg.MustRegister(m.entries, m.challenges, m.heldTotal, m.heldNow)

@@ -109,7 +109,7 @@ func New(d Deps) *Server {
 	s.entry = newEntryCache(s.readRules)
 	s.challenges = limit.NewRate(d.Limits.RegistrationsPerSecond, d.Limits.RegistrationBurst)
 	s.bots = newBotWatch(d.Bots)
-	s.entryMetrics = newEntryMetrics(d.Registerer)
+	s.entryMetrics = newEntryMetrics(d.Registerer, &s.bots.held)
 	s.clientIP = limit.ClientAddress(nil)
 	if d.BehindProxy {
 		s.clientIP = limit.ClientAddress(d.TrustedProxies)
