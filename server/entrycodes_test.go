@@ -130,6 +130,25 @@ func TestARefusedCodeSpendsNoSolution(t *testing.T) {
 	})
 }
 
+// A code refused its place because the solution that came with it was spent already is not used up: it
+// takes a place with a fresh solution.
+func TestACodeRefusedForASpentSolutionStaysUnused(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			powConfig(c)
+			c.Admin.Key = adminKey
+		})
+		codes := a.issueCodes(t, 2)
+		payload := solved(t, a.challengeOf(t, "s1"))
+		wantPlace(t, "the first code", a.codeSocket(t, codes[0], payload, ""), true)
+		wantRefused(t, "the second code with the spent solution", a.codeSocket(t, codes[1], payload, ""), "POW_INVALID")
+		wantPlace(t, "the second code with a fresh solution", a.codeSocket(t, codes[1], solved(t, a.challengeOf(t, "s1")), ""), true)
+		if n := a.waitingIn(t, "s1"); n != 2 {
+			t.Errorf("%d wait, want 2", n)
+		}
+	})
+}
+
 func TestARegistrationThatFailsTakesBackTheSolutionAndTheCode(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		a := newApp(t, env, func(c *config.Config) {
