@@ -171,10 +171,7 @@ func readSolution(v any) (Solution, string) {
 // with the parameters exactly as decoded when p came from DecodePayload. Characters beyond ASCII are
 // escaped, so that the result reads back the same under Latin-1 and UTF-8.
 func (p Payload) Encode() string {
-	params := p.signed
-	if params == nil || !parametersEqual(p.Challenge.Parameters, p.decoded) {
-		params = canonicalParameters(p.Challenge.Parameters)
-	}
+	params := p.signedParameters()
 	var b bytes.Buffer
 	b.WriteString(`{"challenge":{"parameters":`)
 	b.Write(params)
@@ -185,6 +182,16 @@ func (p Payload) Encode() string {
 	b.Write(sol)
 	b.WriteString(`}`)
 	return base64.StdEncoding.EncodeToString(asciiJSON(b.Bytes()))
+}
+
+// signedParameters is the parameters' JSON as the signature covers it: the canonical JSON of the object
+// as decoded, so that fields Parameters does not name still count, unless Challenge.Parameters changed
+// since decoding (or p was never decoded), when only Parameters' own canonical JSON can be signed.
+func (p Payload) signedParameters() []byte {
+	if p.signed == nil || !parametersEqual(p.Challenge.Parameters, p.decoded) {
+		return canonicalParameters(p.Challenge.Parameters)
+	}
+	return p.signed
 }
 
 // parametersEqual reports whether a and b are the same parameters.

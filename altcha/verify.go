@@ -33,11 +33,7 @@ func Verify(p Payload, s Secrets, now time.Time) error {
 	if p.Challenge.Signature == "" {
 		return fmt.Errorf("%w: none", ErrSignature)
 	}
-	signed := p.signed
-	if signed == nil || !parametersEqual(params, p.decoded) {
-		signed = canonicalParameters(params)
-	}
-	want := hex.EncodeToString(sign(s.Signature, signed))
+	want := hex.EncodeToString(sign(s.Signature, p.signedParameters()))
 	if subtle.ConstantTimeCompare([]byte(p.Challenge.Signature), []byte(want)) != 1 {
 		return fmt.Errorf("%w: it does not sign these parameters", ErrSignature)
 	}
