@@ -2,7 +2,6 @@
 package altcha
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -34,7 +33,11 @@ func Solve(ctx context.Context, c Challenge, workers int) (Solution, error) {
 	if err != nil {
 		return Solution{}, fmt.Errorf("altcha: solve: salt: %w", err)
 	}
-	if _, err := deriveKey(params, salt, password(nonce, 0)); err != nil {
+	if _, err := hasher(params); err != nil {
+		return Solution{}, fmt.Errorf("altcha: solve: %w", err)
+	}
+	prefix, err := newPrefixMatcher(params.KeyPrefix)
+	if err != nil {
 		return Solution{}, fmt.Errorf("altcha: solve: %w", err)
 	}
 	workers = max(1, workers)
@@ -42,19 +45,23 @@ func Solve(ctx context.Context, c Challenge, workers int) (Solution, error) {
 	search, stop := context.WithCancel(ctx)
 	defer stop()
 	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		found Solution
+		wg     sync.WaitGroup
+		once   sync.Once
+		found  Solution
+		failed error
 	)
 	for i := range workers {
 		wg.Go(func() {
-			if sol, ok := solveFrom(search, params, nonce, salt, uint32(i), uint32(workers)); ok {
-				once.Do(func() { found = sol; stop() })
+			sol, ok, err := solveFrom(search, params, prefix, nonce, salt, uint32(i), uint32(workers))
+			if ok || err != nil {
+				once.Do(func() { found, failed = sol, err; stop() })
 			}
 		})
 	}
 	wg.Wait()
 	switch {
+	case failed != nil:
+		return Solution{}, fmt.Errorf("altcha: solve: %w", failed)
 	case found.DerivedKey != "":
 		found.Time = math.Floor(float64(time.Since(start).Microseconds())/100) / 10
 		return found, nil
@@ -65,32 +72,25 @@ func Solve(ctx context.Context, c Challenge, workers int) (Solution, error) {
 }
 
 // solveFrom is one worker: counters first, first+step, ... until one gives the prefix, the counters run
-// out or ctx ends.
-func solveFrom(ctx context.Context, params Parameters, nonce, salt []byte, first, step uint32) (Solution, bool) {
-	prefixText := strings.ToLower(params.KeyPrefix)
-	prefixBytes, _ := decodeHex(params.KeyPrefix) // nil for an odd-length prefix, compared as text
+// out or ctx ends. Its error is a key derivation that failed (hasher passed, so not for the parameters
+// Solve checks): it fails for every counter alike, so the search ends.
+func solveFrom(ctx context.Context, params Parameters, prefix prefixMatcher, nonce, salt []byte, first, step uint32) (Solution, bool, error) {
 	pw := password(nonce, 0)
 	for counter, tries := uint64(first), 0; counter <= math.MaxUint32; counter, tries = counter+uint64(step), tries+1 {
 		if tries%ctxCheckEvery == 0 && ctx.Err() != nil {
-			return Solution{}, false
+			return Solution{}, false, nil
 		}
 		n := len(nonce)
 		pw[n], pw[n+1], pw[n+2], pw[n+3] = byte(counter>>24), byte(counter>>16), byte(counter>>8), byte(counter)
 		key, err := deriveKey(params, salt, pw)
 		if err != nil {
-			return Solution{}, false
+			return Solution{}, false, err
 		}
-		var ok bool
-		if len(params.KeyPrefix)%2 == 0 {
-			ok = bytes.HasPrefix(key, prefixBytes)
-		} else {
-			ok = strings.HasPrefix(hex.EncodeToString(key), prefixText)
-		}
-		if ok {
-			return Solution{Counter: uint32(counter), DerivedKey: hex.EncodeToString(key)}, true
+		if prefix.match(key) {
+			return Solution{Counter: uint32(counter), DerivedKey: hex.EncodeToString(key)}, true, nil
 		}
 	}
-	return Solution{}, false
+	return Solution{}, false, nil
 }
 
 // checkPrefix refuses a prefix no key can match, or every key does, as solveChallenge does.

@@ -76,34 +76,52 @@ func rederive(params Parameters, sol Solution, key []byte) error {
 		return err
 	}
 	keyMatches := subtle.ConstantTimeCompare(derived, key) == 1
-	prefixMatches, err := hasPrefix(derived, params.KeyPrefix)
+	prefix, err := newPrefixMatcher(params.KeyPrefix)
 	if err != nil {
 		return err
 	}
-	if !keyMatches || !prefixMatches {
+	if !keyMatches || !prefix.match(derived) {
 		return fmt.Errorf("%w: counter %d does not give this key with prefix %q", ErrSolution, sol.Counter, params.KeyPrefix)
 	}
 	return nil
 }
 
-// hasPrefix compares a derived key with a challenge's keyPrefix as altcha-lib does: an even-length prefix
-// as bytes, an odd-length one as lowercase hex text.
-func hasPrefix(key []byte, prefix string) (bool, error) {
+// prefixMatcher compares derived keys with a challenge's keyPrefix as altcha-lib does: an even-length
+// prefix as bytes, an odd-length one as lowercase hex text. Verify and Solve share it so that a key Solve
+// finds is one Verify accepts; Solve makes it once, not once per attempt.
+type prefixMatcher struct {
+	odd   bool
+	text  string // the lowercase prefix, for an odd length
+	bytes []byte // the prefix decoded, for an even length
+}
+
+// newPrefixMatcher refuses an empty prefix, and an even-length one that is not hex (ErrSolution).
+func newPrefixMatcher(prefix string) (prefixMatcher, error) {
 	if prefix == "" {
-		return false, fmt.Errorf("%w: empty keyPrefix", ErrSolution)
+		return prefixMatcher{}, fmt.Errorf("%w: empty keyPrefix", ErrSolution)
 	}
 	if len(prefix)%2 == 1 {
-		return strings.HasPrefix(hex.EncodeToString(key), strings.ToLower(prefix)), nil
+		return prefixMatcher{odd: true, text: strings.ToLower(prefix)}, nil
 	}
 	want, err := decodeHex(prefix)
 	if err != nil {
-		return false, fmt.Errorf("%w: keyPrefix: %v", ErrSolution, err)
+		return prefixMatcher{}, fmt.Errorf("%w: keyPrefix: %v", ErrSolution, err)
 	}
-	return bytes.HasPrefix(key, want), nil
+	return prefixMatcher{bytes: want}, nil
 }
 
-// deriveKey derives one attempt's key as altcha-lib's algorithms/pbkdf2.js and algorithms/sha.js do.
-func deriveKey(params Parameters, salt, password []byte) ([]byte, error) {
+// match reports whether key starts with the prefix.
+func (m prefixMatcher) match(key []byte) bool {
+	if m.odd {
+		return strings.HasPrefix(hex.EncodeToString(key), m.text)
+	}
+	return bytes.HasPrefix(key, m.bytes)
+}
+
+// hasher is the hash of params' algorithm, once it is one deriveKey knows and, for PBKDF2, its cost and
+// key length are positive: what deriveKey checks before deriving, so that Solve can check it without
+// deriving a key.
+func hasher(params Parameters) (func() hash.Hash, error) {
 	var h func() hash.Hash
 	switch strings.TrimPrefix(params.Algorithm, "PBKDF2/") {
 	case "SHA-256":
@@ -115,10 +133,19 @@ func deriveKey(params Parameters, salt, password []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnsupported, params.Algorithm)
 	}
+	if strings.HasPrefix(params.Algorithm, "PBKDF2/") && (params.Cost < 1 || params.KeyLength < 1) {
+		return nil, fmt.Errorf("%w: cost %d and keyLength %d must be positive", ErrSolution, params.Cost, params.KeyLength)
+	}
+	return h, nil
+}
+
+// deriveKey derives one attempt's key as altcha-lib's algorithms/pbkdf2.js and algorithms/sha.js do.
+func deriveKey(params Parameters, salt, password []byte) ([]byte, error) {
+	h, err := hasher(params)
+	if err != nil {
+		return nil, err
+	}
 	if strings.HasPrefix(params.Algorithm, "PBKDF2/") {
-		if params.Cost < 1 || params.KeyLength < 1 {
-			return nil, fmt.Errorf("%w: cost %d and keyLength %d must be positive", ErrSolution, params.Cost, params.KeyLength)
-		}
 		return pbkdf2.Key(h, string(password), salt, params.Cost, params.KeyLength)
 	}
 	return iteratedHash(h, params, salt, password), nil
