@@ -188,16 +188,9 @@ func (r Report) writePow(p printer) {
 		name string
 		s    Spread
 	}{{"solve", w.Solves}, {"wait for a core", w.Waits}} {
-		s := row.s
-		p("%s\t%d\t%s\t%s\t%s\t%s\n", row.name, s.Count, spreadMs(s, s.P50Ms), spreadMs(s, s.P90Ms), spreadMs(s, s.P99Ms), spreadMs(s, s.MaxMs))
+		s, l := row.s, Latency{Count: row.s.Count} // showMs reads only the count, to print "-" for none
+		p("%s\t%d\t%s\t%s\t%s\t%s\n", row.name, s.Count, showMs(l, s.P50Ms), showMs(l, s.P90Ms), showMs(l, s.P99Ms), showMs(l, s.MaxMs))
 	}
 	p("challenge failures\t%d\n", w.ChallengeFailures)
 	p("(solve: from the challenge fetched to its solution, one worker; wait: for a free core before the fetch)\n")
-}
-
-func spreadMs(s Spread, ms float64) string {
-	if s.Count == 0 {
-		return "-"
-	}
-	return showMsOf(ms)
 }
