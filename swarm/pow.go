@@ -20,8 +20,7 @@ import (
 
 // screeningInfo is what the run reads of the public screening JSON.
 type screeningInfo struct {
-	PowCost      int  `json:"pow_cost"` // 0, or absent from an older server: no proof of work
-	CodeRequired bool `json:"code_required"`
+	PowCost int `json:"pow_cost"` // 0, or absent from an older server: no proof of work
 }
 
 // readScreening reads the screening's public JSON (GET /api/screenings/{id}).
