@@ -106,7 +106,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("swarm: screening %s: %w", cfg.Screening, err)
 	}
-	cfg.PowCost, s.cfg.PowCost = info.PowCost, info.PowCost
+	s.cfg.PowCost = info.PowCost
+	cfg = s.cfg // the users read s.cfg; the rest of the run, its children and report read the same settings
 	before, err := s.seatMap(ctx, s.sources[0].client)
 	if err != nil {
 		return Report{}, fmt.Errorf("swarm: seat map of %s before the run: %w", cfg.Screening, err)
