@@ -3,11 +3,10 @@
 // ({"shared": "CODE"}), the list of every code and its state as CSV (GET .../codes?format=csv, fetched with
 // the key and saved as a file), and the way back to no code (PATCH .../admission {"codes_required": false}).
 
-import { t } from '../i18n.js';
 import { el, setText } from './dom.js';
-import { save } from './orders.js';
+import { downloadCSV } from './orders.js';
 import { render } from './render.js';
-import { api, errorMessage, handled, wrongKey } from './session.js';
+import { api, errorMessage, handled } from './session.js';
 import { merge, msg, msgText, selectedScreening, st } from './state.js';
 
 // maxCount is the most codes the form asks for at once; the server has its own bound.
@@ -110,29 +109,10 @@ export async function exportCSV() {
   cd.busy = true;
   cd.message = msg('', 'admin.orders.exporting');
   renderCodes();
-  const file = `codes-${s.id}.csv`;
-  try {
-    const res = await fetch(`/api/admin/screenings/${enc(s.id)}/codes?format=csv`, {
-      headers: { Authorization: 'Bearer ' + st.key, Accept: 'text/csv' },
-      cache: 'no-store',
-    });
-    if (res.status === 401) {
-      cd.busy = false;
-      wrongKey(true);
-      return;
-    }
-    if (!res.ok) {
-      const body = await res.json().catch(() => null);
-      const err = (body && body.error) || {};
-      cd.message = errorMessage({ message: String(err.message || t('admin.failed', { status: res.status })), code: String(err.code || '') });
-    } else {
-      save(await res.blob(), file);
-      cd.message = msg('ok', 'admin.orders.exported', { file });
-    }
-  } catch (_) {
-    cd.message = msg('bad', 'admin.networkError');
-  }
+  const m = await downloadCSV(`/api/admin/screenings/${enc(s.id)}/codes?format=csv`, `codes-${s.id}.csv`);
   cd.busy = false;
+  if (!m) return;
+  cd.message = m;
   renderCodes();
 }
 

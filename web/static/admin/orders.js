@@ -1,8 +1,9 @@
 // orders.js: the box office of the selected screening: its orders, newest first, filtered by status
 // (GET /api/admin/screenings/{id}/orders?status=…), read again whenever the live figures show its seats
 // held or sold change; an export of the same list as CSV (?format=csv), fetched with the key and saved
-// as a file, since a plain link could not send it; and the operator's cancel of a held or paid order
-// (POST /api/admin/orders/{code}/cancel) after a confirmation that says what it undoes.
+// as a file, since a plain link could not send it (the codes' panel downloads its CSV the same way); and
+// the operator's cancel of a held or paid order (POST /api/admin/orders/{code}/cancel) after a
+// confirmation that says what it undoes.
 
 import { dateTime, t } from '../i18n.js';
 import { el, setText } from './dom.js';
@@ -85,8 +86,7 @@ export function setFilter(status) {
   load();
 }
 
-// exportCSV saves the list as the filter shows it, as CSV. The request carries the key, so it is a fetch
-// whose answer is handed to the browser as a file.
+// exportCSV saves the list as the filter shows it, as CSV.
 export async function exportCSV() {
   const id = ord.for;
   if (!id || ord.exportBusy || !st.key) return;
@@ -96,33 +96,42 @@ export async function exportCSV() {
   const q = new URLSearchParams({ format: 'csv' });
   if (ord.status) q.set('status', ord.status);
   const file = `orders-${id}${ord.status ? '-' + ord.status : ''}.csv`;
+  const m = await downloadCSV(`/api/admin/screenings/${enc(id)}/orders?${q}`, file);
+  ord.exportBusy = false;
+  if (!m) return;
+  ord.message = m;
+  renderOrders();
+}
+
+// downloadCSV fetches the CSV at url and saves it as file; the orders' and the codes' exports share it. The
+// request carries the key, so it is a fetch whose answer is handed to the browser as a file, since a plain
+// link could not send it. It resolves to the message the panel shows next (the file saved, or why not), or
+// to null when the key was refused: the operator is then back at the sign-in, and the panel keeps its
+// message, as nothing of it is drawn there.
+export async function downloadCSV(url, file) {
   try {
-    const res = await fetch(`/api/admin/screenings/${enc(id)}/orders?${q}`, {
+    const res = await fetch(url, {
       headers: { Authorization: 'Bearer ' + st.key, Accept: 'text/csv' },
       cache: 'no-store',
     });
     if (res.status === 401) {
-      ord.exportBusy = false;
       wrongKey(true);
-      return;
+      return null;
     }
     if (!res.ok) {
       const body = await res.json().catch(() => null);
       const err = (body && body.error) || {};
-      ord.message = errorMessage({ message: String(err.message || t('admin.failed', { status: res.status })), code: String(err.code || '') });
-    } else {
-      save(await res.blob(), file);
-      ord.message = msg('ok', 'admin.orders.exported', { file });
+      return errorMessage({ message: String(err.message || t('admin.failed', { status: res.status })), code: String(err.code || '') });
     }
+    save(await res.blob(), file);
+    return msg('ok', 'admin.orders.exported', { file });
   } catch (_) {
-    ord.message = msg('bad', 'admin.networkError');
+    return msg('bad', 'admin.networkError');
   }
-  ord.exportBusy = false;
-  renderOrders();
 }
 
-// save hands blob to the browser as a download named file (the codes' export uses it too).
-export function save(blob, file) {
+// save hands blob to the browser as a download named file.
+function save(blob, file) {
   const url = URL.createObjectURL(blob);
   const a = document.createElement('a');
   a.href = url;
