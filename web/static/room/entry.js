@@ -26,10 +26,20 @@ function codeChars(s) {
   return String(s).toUpperCase().replace(/[\s-]+/g, '');
 }
 
+// asksCode: the screening asks for an access code.
+function asksCode() {
+  return Boolean(st.info && st.info.code_required === true);
+}
+
+// asksPow: the screening asks for a proof of work.
+function asksPow() {
+  return Boolean(st.info && st.info.pow_cost > 0);
+}
+
 // needsEntry: a page without a token that the screening asks a code or a proof of work of.
-export function needsEntry() {
-  if (store.token || !st.info) return false;
-  return st.info.pow_cost > 0 || st.info.code_required === true;
+function needsEntry() {
+  if (store.token) return false;
+  return asksPow() || asksCode();
 }
 
 // entryQuery is what the next connect adds to the socket's URL: the code, and a solution not sent yet,
@@ -49,9 +59,9 @@ export function welcomed() {
 
 // beginEntry stops the socket and shows the entry view with what the screening asks for; it connects
 // once everything asked for is there.
-export function beginEntry() {
-  needCode = needCode || Boolean(st.info && st.info.code_required === true);
-  needPow = needPow || Boolean(st.info && st.info.pow_cost > 0);
+function beginEntry() {
+  needCode = needCode || asksCode();
+  needPow = needPow || asksPow();
   stop();
   const was = st.phase;
   st.phase = 'entry';
