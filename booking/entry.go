@@ -62,12 +62,5 @@ func (s *Store) SetPowCost(ctx context.Context, id string, cost *int) error {
 		}
 		value = *cost
 	}
-	res, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE screenings SET pow_cost = ? WHERE id = ?`), value, id)
-	if err != nil {
-		return fmt.Errorf("booking: pow cost of %s: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("booking: pow cost of %q: %w", id, ErrUnknownScreening)
-	}
-	return nil
+	return s.updateScreening(ctx, id, "pow cost", `UPDATE screenings SET pow_cost = ? WHERE id = ?`, value)
 }
