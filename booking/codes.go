@@ -194,43 +194,48 @@ func (s *Store) updateScreening(ctx context.Context, screening, what, query stri
 	return nil
 }
 
-// accessRow is what the screenings row keeps of its codes.
-type accessRow struct {
-	Required bool           `db:"codes_required"`
-	Shared   sql.NullString `db:"shared_code"`
-}
-
-func (s *Store) accessRow(ctx context.Context, screening string) (accessRow, error) {
-	var row accessRow
-	err := s.db.GetContext(ctx, &row, s.db.Rebind(`SELECT codes_required, shared_code FROM screenings WHERE id = ?`), screening)
-	if errors.Is(err, sql.ErrNoRows) {
-		return row, fmt.Errorf("booking: codes of %q: %w", truncate(screening, 64), ErrUnknownScreening)
-	}
-	if err != nil {
-		return row, fmt.Errorf("booking: codes of %s: %w", screening, err)
-	}
-	return row, nil
-}
-
 // Access reads whether the screening requires a code and has a shared one: one row, what a socket checks
 // before it asks for a code.
 func (s *Store) Access(ctx context.Context, screening string) (Access, error) {
-	row, err := s.accessRow(ctx, screening)
+	var row struct {
+		Required bool           `db:"codes_required"`
+		Shared   sql.NullString `db:"shared_code"`
+	}
+	err := s.db.GetContext(ctx, &row, s.db.Rebind(`SELECT codes_required, shared_code FROM screenings WHERE id = ?`), screening)
 	if err != nil {
-		return Access{}, err
+		return Access{}, codesReadError(screening, err)
 	}
 	return Access{CodesRequired: row.Required, Shared: row.Shared.Valid}, nil
+}
+
+// sharedCode reads the screening's shared code (not valid: none), all that claiming or revoking a code
+// needs of the screening's row.
+func (s *Store) sharedCode(ctx context.Context, screening string) (sql.NullString, error) {
+	var shared sql.NullString
+	err := s.db.GetContext(ctx, &shared, s.db.Rebind(`SELECT shared_code FROM screenings WHERE id = ?`), screening)
+	if err != nil {
+		return shared, codesReadError(screening, err)
+	}
+	return shared, nil
+}
+
+// codesReadError is the error of a failed read of the screening's row: ErrUnknownScreening for no row.
+func codesReadError(screening string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("booking: codes of %q: %w", truncate(screening, 64), ErrUnknownScreening)
+	}
+	return fmt.Errorf("booking: codes of %s: %w", screening, err)
 }
 
 // RevokeCode stops a code letting anyone in: a one-time code is marked revoked and stays listed as such
 // (revoking it twice is no error); the shared code is removed. ErrUnknownCode when it is neither.
 func (s *Store) RevokeCode(ctx context.Context, screening, code string) error {
 	code = NormalizeCode(code)
-	row, err := s.accessRow(ctx, screening)
+	shared, err := s.sharedCode(ctx, screening)
 	if err != nil {
 		return err
 	}
-	if row.Shared.Valid && row.Shared.String == code {
+	if shared.Valid && shared.String == code {
 		return s.updateScreening(ctx, screening, "revoke shared code", `UPDATE screenings SET shared_code = NULL WHERE id = ?`)
 	}
 	res, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE access_codes SET revoked_at = COALESCE(revoked_at, ?)
@@ -244,26 +249,32 @@ func (s *Store) RevokeCode(ctx context.Context, screening, code string) error {
 	return nil
 }
 
-// Codes lists the screening's one-time codes, oldest first (then by code).
+// Codes lists the screening's one-time codes, oldest first (then by code). The screening's row is joined
+// in the same query, so an unknown screening (no row at all) is told from one without codes (one row
+// whose code is NULL) without a second read.
 func (s *Store) Codes(ctx context.Context, screening string) ([]AccessCode, error) {
-	if _, err := s.accessRow(ctx, screening); err != nil {
-		return nil, err
-	}
 	var rows []struct {
-		Code      string       `db:"code"`
-		CreatedAt time.Time    `db:"created_at"`
-		UsedBy    *string      `db:"used_by"`
-		UsedAt    sql.NullTime `db:"used_at"`
-		RevokedAt sql.NullTime `db:"revoked_at"`
+		Code      sql.NullString `db:"code"`
+		CreatedAt sql.NullTime   `db:"created_at"`
+		UsedBy    *string        `db:"used_by"`
+		UsedAt    sql.NullTime   `db:"used_at"`
+		RevokedAt sql.NullTime   `db:"revoked_at"`
 	}
-	err := s.db.SelectContext(ctx, &rows, s.db.Rebind(`SELECT code, created_at, used_by, used_at, revoked_at
-		FROM access_codes WHERE screening_id = ? ORDER BY created_at, code`), screening)
+	err := s.db.SelectContext(ctx, &rows, s.db.Rebind(`SELECT c.code, c.created_at, c.used_by, c.used_at, c.revoked_at
+		FROM screenings s LEFT JOIN access_codes c ON c.screening_id = s.id
+		WHERE s.id = ? ORDER BY c.created_at, c.code`), screening)
 	if err != nil {
 		return nil, fmt.Errorf("booking: codes of %s: %w", screening, err)
 	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("booking: codes of %q: %w", truncate(screening, 64), ErrUnknownScreening)
+	}
+	if !rows[0].Code.Valid {
+		return []AccessCode{}, nil
+	}
 	out := make([]AccessCode, len(rows))
 	for i, r := range rows {
-		out[i] = AccessCode{Code: FormatCode(r.Code), State: CodeUnused, CreatedAt: r.CreatedAt.UTC()}
+		out[i] = AccessCode{Code: FormatCode(r.Code.String), State: CodeUnused, CreatedAt: r.CreatedAt.Time.UTC()}
 		if r.UsedAt.Valid {
 			at := r.UsedAt.Time.UTC()
 			out[i].UsedAt = &at
@@ -288,11 +299,11 @@ func (s *Store) ClaimCode(ctx context.Context, screening, code, token string) er
 		return fmt.Errorf("booking: claim code of %s: no token", screening)
 	}
 	code = NormalizeCode(code)
-	row, err := s.accessRow(ctx, screening)
+	shared, err := s.sharedCode(ctx, screening)
 	if err != nil {
 		return err
 	}
-	if row.Shared.Valid && code != "" && subtle.ConstantTimeCompare([]byte(code), []byte(row.Shared.String)) == 1 {
+	if shared.Valid && code != "" && subtle.ConstantTimeCompare([]byte(code), []byte(shared.String)) == 1 {
 		return nil
 	}
 	if !oneTimeShape(code) {
