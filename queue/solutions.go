@@ -17,11 +17,9 @@ func (q *Queue) SpendSolution(ctx context.Context, screening, id string, expires
 	if !ValidScreening(screening) {
 		return false, fmt.Errorf("queue: %q: %w", screening, ErrBadScreening)
 	}
-	ttl := time.Until(expires) + time.Second
-	if ttl < time.Second {
-		ttl = time.Second
-	}
-	fresh, err = q.rdb.SetNX(ctx, q.solutionKey(screening, id), q.now().UnixMilli(), ttl).Result()
+	now := q.now() // one clock for the mark's TTL and its value
+	ttl := max(expires.Sub(now)+time.Second, time.Second)
+	fresh, err = q.rdb.SetNX(ctx, q.solutionKey(screening, id), now.UnixMilli(), ttl).Result()
 	if err != nil {
 		return false, fmt.Errorf("queue: spend a solution in %s: %w", screening, err)
 	}
@@ -31,6 +29,9 @@ func (q *Queue) SpendSolution(ctx context.Context, screening, id string, expires
 // UnspendSolution takes back SpendSolution, for a socket whose place could not be registered after its
 // solution was spent: the client may show it again.
 func (q *Queue) UnspendSolution(ctx context.Context, screening, id string) error {
+	if !ValidScreening(screening) {
+		return fmt.Errorf("queue: %q: %w", screening, ErrBadScreening)
+	}
 	if err := q.rdb.Del(ctx, q.solutionKey(screening, id)).Err(); err != nil {
 		return fmt.Errorf("queue: unspend a solution in %s: %w", screening, err)
 	}
