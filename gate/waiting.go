@@ -53,8 +53,15 @@ func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
 		http.Redirect(w, r, page, http.StatusSeeOther)
 		return
 	}
+	var a waitingAnswer
+	a.Error.Code, a.Room, a.RoomURL = "WAITING_ROOM", st.room.ID, page
+	a.Socket, a.Enter = g.socketURL(r, st.room.ID), g.enterURL(r)
 	if st.guarded {
-		g.toTheRoomsSocket(w, st, page, r)
+		// A new place needs a proof of work or an access code, which only the room's socket checks: no
+		// place is registered here, so the answer has no token, and the client takes its place on the
+		// socket (docs/protocol.md 12).
+		a.State = "entry"
+		busy(w, st, a, "the site is busy: its waiting room asks a new place for a proof of work or an access code; take one on the socket")
 		return
 	}
 	e, err := g.lines.Enter(r.Context(), st.room.ID, "", st.room.SaleOpensAt)
@@ -63,9 +70,6 @@ func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
 		http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
 		return
 	}
-	var a waitingAnswer
-	a.Error.Code, a.Room, a.RoomURL = "WAITING_ROOM", st.room.ID, page
-	a.Socket, a.Enter = g.socketURL(r, st.room.ID), g.enterURL(r)
 	if errors.Is(err, queue.ErrClosed) {
 		a.Error.Code, a.State = "SOLD_OUT", "closed"
 		a.Error.Message = "the room's line is closed"
@@ -81,19 +85,12 @@ func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
 	if e.State == queue.Waiting {
 		a.Position = e.ZeroBasedRank + 1
 	}
-	a.Error.Message = "the site is busy: you have a place in its waiting room"
-	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(st.s.Interval.Seconds(), 1)))))
-	writeJSON(w, http.StatusTooManyRequests, a)
+	busy(w, st, a, "the site is busy: you have a place in its waiting room")
 }
 
-// toTheRoomsSocket answers a JSON client of a room whose places need a proof of work or an access code: no
-// place is registered for it (only the room's socket checks them), so the answer has no token, and the
-// client takes its place on the socket (docs/protocol.md 12).
-func (g *Gate) toTheRoomsSocket(w http.ResponseWriter, st roomState, page string, r *http.Request) {
-	var a waitingAnswer
-	a.Error.Code, a.Room, a.RoomURL, a.State = "WAITING_ROOM", st.room.ID, page, "entry"
-	a.Socket, a.Enter = g.socketURL(r, st.room.ID), g.enterURL(r)
-	a.Error.Message = "the site is busy: its waiting room asks a new place for a proof of work or an access code; take one on the socket"
+// busy writes a, with message, as a 429 that asks the client to come back after one of the room's ticks.
+func busy(w http.ResponseWriter, st roomState, a waitingAnswer, message string) {
+	a.Error.Message = message
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(st.s.Interval.Seconds(), 1)))))
 	writeJSON(w, http.StatusTooManyRequests, a)
 }
