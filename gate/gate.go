@@ -222,11 +222,12 @@ func (g *Gate) protected(w http.ResponseWriter, r *http.Request, room string) {
 	if had {
 		g.metrics.count(room, outcomeRefused)
 	}
-	if st.mode == booking.GateAuto && st.guarded {
-		// No place without its proof and code: the visitor takes it on the room's page (or socket).
-	} else if st.mode == booking.GateAuto && !g.settings.Direct.Allow(g.settings.ClientAddress(r), g.now()) {
+	// A guarded room lets nobody straight through: no place without its proof and code, which the visitor
+	// takes on the room's page (or socket).
+	direct := st.mode == booking.GateAuto && !st.guarded
+	if direct && !g.settings.Direct.Allow(g.settings.ClientAddress(r), g.now()) {
 		g.metrics.count(room, outcomeDirectLimited)
-	} else if st.mode == booking.GateAuto {
+	} else if direct {
 		adm, err := g.admitDirect(ctx, st)
 		if err == nil {
 			g.metrics.count(room, outcomeDirect)
