@@ -21,6 +21,9 @@ var (
 	ErrCodeInvalid = errors.New("access code not valid")
 	// ErrCodeUsed: the one-time code let another token in already.
 	ErrCodeUsed = errors.New("access code already used")
+	// ErrCodeSpent: the one-time code's place ended in a reservation: it admits nobody again, its own
+	// token included.
+	ErrCodeSpent = errors.New("access code spent on a reservation")
 	// ErrUnknownCode: the screening has no such one-time code (nor is it the shared code).
 	ErrUnknownCode = errors.New("no such access code")
 )
@@ -32,8 +35,9 @@ const (
 	codeLength = 12
 	// MaxCodesPerIssue bounds one IssueCodes call.
 	MaxCodesPerIssue = 10_000
-	// sharedCodeMin and sharedCodeMax bound a shared code's length, normalized.
-	sharedCodeMin, sharedCodeMax = 4, 64
+	// sharedCodeMin and sharedCodeMax bound a shared code's length, normalized: ten letters and digits are
+	// some 50 bits, out of reach of guessing at the per-address pace of wrong codes (limits.wrong_codes_per_minute).
+	sharedCodeMin, sharedCodeMax = 10, 64
 	// codesPerInsert is how many codes one INSERT writes: 3 parameters each, well under SQLite's 32,766.
 	codesPerInsert = 500
 )
@@ -160,7 +164,7 @@ func requireCodes(ctx context.Context, tx *sqlx.Tx, screening string) error {
 }
 
 // SetSharedCode makes code the screening's shared code, which lets in any number of tokens, and requires a
-// code from then on. A shared code is 4 to 64 letters and digits once normalized (NormalizeCode). An empty
+// code from then on. A shared code is 10 to 64 letters and digits once normalized (NormalizeCode). An empty
 // code removes the shared code and leaves codes_required as it is.
 func (s *Store) SetSharedCode(ctx context.Context, screening, code string) error {
 	code = NormalizeCode(code)
@@ -291,9 +295,11 @@ func (s *Store) Codes(ctx context.Context, screening string) ([]AccessCode, erro
 
 // ClaimCode lets token in with code, or says why not. The shared code lets in anyone (compared in constant
 // time). A one-time code lets in the first token that claims it, which it then belongs to, and that token
-// again (a retry after a lost answer): of two tokens claiming it at once, exactly one wins, by the
-// conditional UPDATE. ErrCodeInvalid for a code that is not the screening's or was revoked, ErrCodeUsed for
-// one another token took.
+// again (a retry after a lost answer, a return after its place lapsed) until the token has reserved in the
+// screening: a code admits one place that buys, and a held order that lapsed or was cancelled gives back its
+// seats, not the code. Of two tokens claiming a code at once, exactly one wins, by the conditional UPDATE.
+// ErrCodeInvalid for a code that is not the screening's or was revoked, ErrCodeUsed for one another token
+// took, ErrCodeSpent for one whose token has reserved.
 func (s *Store) ClaimCode(ctx context.Context, screening, code, token string) error {
 	if token == "" {
 		return fmt.Errorf("booking: claim code of %s: no token", screening)
@@ -329,10 +335,19 @@ func (s *Store) ClaimCode(ctx context.Context, screening, code, token string) er
 		return fmt.Errorf("booking: claim code of %s: %w", screening, ErrCodeInvalid)
 	case err != nil:
 		return fmt.Errorf("booking: claim code of %s: %w", screening, err)
-	case held.UsedBy.String == token:
-		return nil
+	case held.UsedBy.String != token:
+		return fmt.Errorf("booking: claim code of %s: %w", screening, ErrCodeUsed)
 	}
-	return fmt.Errorf("booking: claim code of %s: %w", screening, ErrCodeUsed)
+	var reserved bool
+	err = s.db.GetContext(ctx, &reserved, s.db.Rebind(`SELECT EXISTS (SELECT 1 FROM reservations
+		WHERE screening_id = ? AND holder = ?)`), screening, token)
+	switch {
+	case err != nil:
+		return fmt.Errorf("booking: claim code of %s: %w", screening, err)
+	case reserved:
+		return fmt.Errorf("booking: claim code of %s: %w", screening, ErrCodeSpent)
+	}
+	return nil
 }
 
 // ReleaseCode gives back token's claim of a one-time code, for a place that could not be registered after

@@ -166,7 +166,7 @@ func TestASharedCodeLetsAnyoneInUntilRemoved(t *testing.T) {
 		if err := store.ClaimCode(ctx, "s1", "PRESALE2026", "tok0"); !errors.Is(err, booking.ErrCodeInvalid) {
 			t.Errorf("ClaimCode of the revoked shared code = %v, want ErrCodeInvalid", err)
 		}
-		if err := store.SetSharedCode(ctx, "s1", "again"); err != nil {
+		if err := store.SetSharedCode(ctx, "s1", "again-and-again"); err != nil {
 			t.Fatal(err)
 		}
 		if err := store.SetSharedCode(ctx, "s1", ""); err != nil {
@@ -187,7 +187,8 @@ func TestASharedCodeIsValidated(t *testing.T) {
 		for i := range long {
 			long[i] = 'A'
 		}
-		for _, bad := range []string{"abc", "a-b-c", "café-2026", "code!", "emoji🎟x", string(long)} {
+		// Under ten letters and digits a shared code can be guessed: "PRESALE26" is nine.
+		for _, bad := range []string{"abc", "a-b-c", "PRESALE26", "presale-2-6", "café-2026", "code!", "emoji🎟x", string(long)} {
 			var invalid *booking.InvalidError
 			if err := store.SetSharedCode(ctx, "s1", bad); !errors.As(err, &invalid) || !errors.Is(err, booking.ErrBadScreening) {
 				t.Errorf("SetSharedCode(%q) = %v, want a refusal", bad, err)
@@ -199,7 +200,10 @@ func TestASharedCodeIsValidated(t *testing.T) {
 		if err := store.SetSharedCode(ctx, "s1", string(long[:64])); err != nil {
 			t.Errorf("SetSharedCode of 64 characters = %v, want nil", err)
 		}
-		if err := store.SetSharedCode(ctx, "nope", "abcd"); !errors.Is(err, booking.ErrUnknownScreening) {
+		if err := store.SetSharedCode(ctx, "s1", "presale-2026"); err != nil {
+			t.Errorf("SetSharedCode of ten letters and digits = %v, want nil", err)
+		}
+		if err := store.SetSharedCode(ctx, "nope", "abcdefghij"); !errors.Is(err, booking.ErrUnknownScreening) {
 			t.Errorf("SetSharedCode(nope) = %v, want ErrUnknownScreening", err)
 		}
 	})
@@ -236,7 +240,7 @@ func TestSetCodesRequiredTurnsTheCheckOffAndOn(t *testing.T) {
 	})
 }
 
-func TestAOneTimeCodeLetsInOneTokenAndThatTokenAgain(t *testing.T) {
+func TestAOneTimeCodeLetsInOneTokenAndThatTokenAgainUntilItReserves(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		ctx := context.Background()
 		env.Demo(t, "s1", 1, 1)
@@ -255,6 +259,26 @@ func TestAOneTimeCodeLetsInOneTokenAndThatTokenAgain(t *testing.T) {
 		}
 		if err := store.ClaimCode(ctx, "s1", codes[0], "tokB"); !errors.Is(err, booking.ErrCodeUsed) {
 			t.Errorf("ClaimCode by another token = %v, want ErrCodeUsed", err)
+		}
+		// Once tokA's place has ended in a reservation (here another screening's does not count), the
+		// code admits nobody, tokA included.
+		reserve := func(screening, holder string) {
+			t.Helper()
+			if _, err := env.DB.ExecContext(ctx, env.DB.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, code)
+				VALUES (?, ?, ?, ?)`), screening, holder, screening+holder, screening+holder); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reserve("s2", "tokA")
+		if err := store.ClaimCode(ctx, "s1", codes[0], "tokA"); err != nil {
+			t.Errorf("ClaimCode by its token after a reservation in another screening = %v, want nil", err)
+		}
+		reserve("s1", "tokA")
+		if err := store.ClaimCode(ctx, "s1", codes[0], "tokA"); !errors.Is(err, booking.ErrCodeSpent) {
+			t.Errorf("ClaimCode by its own token after it reserved = %v, want ErrCodeSpent", err)
+		}
+		if err := store.ClaimCode(ctx, "s1", codes[0], "tokB"); !errors.Is(err, booking.ErrCodeUsed) {
+			t.Errorf("ClaimCode by another token after the reservation = %v, want ErrCodeUsed", err)
 		}
 		if err := store.ClaimCode(ctx, "s2", codes[1], "tokB"); !errors.Is(err, booking.ErrCodeInvalid) {
 			t.Errorf("ClaimCode of s1's code at s2 = %v, want ErrCodeInvalid", err)

@@ -169,6 +169,10 @@ type Limits struct {
 	SocketsPerAddress      int     `koanf:"sockets_per_address"`
 	RegistrationsPerSecond float64 `koanf:"registrations_per_second"`
 	RegistrationBurst      int     `koanf:"registration_burst"`
+	// WrongCodesPerMinute is how many refused access codes one address may try a minute, in bursts of as
+	// many; past it the address's sockets are held (bots.infinite_queue) or refused RATE_LIMITED without
+	// trying their code, whether or not they brought a proof of work.
+	WrongCodesPerMinute int `koanf:"wrong_codes_per_minute"`
 }
 
 // Admin guards the operator's API and control room.
@@ -217,7 +221,7 @@ func Default() Config {
 		Redis:     Redis{Prefix: "wr:"},
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
-		Limits:    Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000},
+		Limits:    Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000, WrongCodesPerMinute: 10},
 		Booking: Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4, DBTimeout: 5 * time.Second,
 			Checkout: "instant", HoldTTL: 10 * time.Minute},
 		Database: Database{MinConns: 10},
@@ -318,7 +322,7 @@ func (c Config) Validate() error {
 	atLeastOne("admission.batch_size", c.Admission.BatchSize)
 	atLeastOne("admission.max_active", c.Admission.MaxActive)
 	positive("queue.grace", c.Queue.Grace)
-	if c.Limits.SocketsPerAddress < 0 || c.Limits.RegistrationsPerSecond < 0 || c.Limits.RegistrationBurst < 0 {
+	if c.Limits.SocketsPerAddress < 0 || c.Limits.RegistrationsPerSecond < 0 || c.Limits.RegistrationBurst < 0 || c.Limits.WrongCodesPerMinute < 0 {
 		errs = append(errs, errors.New("limits.* must not be negative (0 turns a limit off)"))
 	}
 	if c.Limits.RegistrationsPerSecond > 0 && c.Limits.RegistrationBurst < 1 {

@@ -1,7 +1,7 @@
 // The quiet treatment of what looks like a bot (bots.*, the "infinite queue"): which sockets are held
 // instead of refused (over their address's limits, or from an address that keeps failing the proof of
-// work or the access code), never one that brought a valid solution; how many one instance holds; and
-// the entry's metrics.
+// work or the access code, then only without a valid solution; from an address over its wrong codes,
+// whatever it brought); how many one instance holds; and the entry's metrics.
 
 package server
 
@@ -55,14 +55,15 @@ func (w *botWatch) failing(addr string, now time.Time) bool {
 const (
 	heldRateLimited = "rate_limited"
 	heldFailures    = "failures"
+	heldWrongCodes  = "wrong_codes"
 )
 
-// holdVerdict puts a's socket in the infinite queue when the treatment is on and this instance holds fewer
-// than bots.max_held: a verdict for the hub to hold it; false when it did not (the caller refuses the
-// socket as it would have). The socket is shown a place behind everyone now waiting, which never moves, and
-// a token that is registered nowhere. The caller has made sure its token holds no place: a held socket
-// must never lose a real one.
-func (s *Server) holdVerdict(ctx context.Context, a arrival) (hub.Verdict, bool) {
+// holdVerdict puts a's socket in the infinite queue for reason when the treatment is on and this instance
+// holds fewer than bots.max_held: a verdict for the hub to hold it; false when it did not (the caller
+// refuses the socket as it would have). The socket is shown a place behind everyone now waiting, which
+// never moves, and a token that is registered in no line. The caller has made sure the socket's own token holds no place: a
+// held socket must never lose a real one.
+func (s *Server) holdVerdict(ctx context.Context, a arrival, reason string) (hub.Verdict, bool) {
 	w := s.bots
 	if !w.InfiniteQueue {
 		return hub.Verdict{}, false
@@ -75,12 +76,9 @@ func (s *Server) holdVerdict(ctx context.Context, a arrival) (hub.Verdict, bool)
 	if err != nil {
 		waiting = 0
 	}
-	reason := heldFailures
-	if a.overLimit != "" {
-		reason = heldRateLimited
-	}
+	token := queue.NewToken()
 	s.entryMetrics.heldTotal.WithLabelValues(reason).Inc()
-	first := hub.QueuedMessage(queue.Entry{Token: queue.NewToken(), State: queue.Waiting, ZeroBasedRank: waiting,
+	first := hub.QueuedMessage(queue.Entry{Token: token, State: queue.Waiting, ZeroBasedRank: waiting,
 		Total: waiting + 1, Inserted: true})
 	return hub.Verdict{Hold: first, HoldFor: w.Hold, HoldDone: func() { w.held.Add(-1) }}, true
 }
@@ -98,7 +96,7 @@ func newEntryMetrics(reg prometheus.Registerer, held *atomic.Int64) *entryMetric
 	m := &entryMetrics{
 		entries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "waitroom", Name: "entry_checks_total",
-			Help: "Sockets of screenings with entry rules (a proof of work, an access code), by outcome: ok (a new place), kept (a token that held its place), or the refusal's code (POW_REQUIRED, POW_INVALID, CODE_REQUIRED, CODE_INVALID, CODE_USED, UNAVAILABLE).",
+			Help: "Sockets of screenings with entry rules (a proof of work, an access code), by outcome: ok (a new place), kept (a token that held its place), or the refusal's code (POW_REQUIRED, POW_INVALID, CODE_REQUIRED, CODE_INVALID, CODE_USED, RATE_LIMITED for an address over its wrong codes, UNAVAILABLE).",
 		}, []string{"outcome"}),
 		challenges: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "waitroom", Name: "pow_challenges_total",
@@ -106,7 +104,7 @@ func newEntryMetrics(reg prometheus.Registerer, held *atomic.Int64) *entryMetric
 		}),
 		heldTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "waitroom", Subsystem: "bots", Name: "held_total",
-			Help: "Sockets put in the infinite queue (bots.infinite_queue), by reason: rate_limited (over the address's limits) or failures (the address kept failing the proof of work or the code).",
+			Help: "Sockets put in the infinite queue (bots.infinite_queue), by reason: rate_limited (over the address's limits), failures (the address kept failing the proof of work or the code) or wrong_codes (the address is over limits.wrong_codes_per_minute).",
 		}, []string{"reason"}),
 		heldNow: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "waitroom", Subsystem: "bots", Name: "held",

@@ -205,7 +205,8 @@ func TestAdminCodesRefusals(t *testing.T) {
 			{`{"count": 10001}`, "BAD_SCREENING"},
 			{`{"shared": "abc"}`, "BAD_SCREENING"},
 			{`{"shared": "no!pe"}`, "BAD_SCREENING"},
-			{`{"count": 2, "shared": "PRESALE"}`, "BAD_SCREENING"},
+			{`{"shared": "PRESALE26"}`, "BAD_SCREENING"}, // nine: a shared code has at least ten
+			{`{"count": 2, "shared": "PRESALE2026"}`, "BAD_SCREENING"},
 			{`{}`, "BAD_SCREENING"},
 			{`{"count": "2"}`, "BAD_REQUEST"},
 			{`{"codes": 2}`, "BAD_REQUEST"},
@@ -220,7 +221,7 @@ func TestAdminCodesRefusals(t *testing.T) {
 
 		for _, c := range []struct{ method, path, body string }{
 			{http.MethodPost, "/api/admin/screenings/nope/codes", `{"count": 1}`},
-			{http.MethodPost, "/api/admin/screenings/nope/codes", `{"shared": "PRESALE"}`},
+			{http.MethodPost, "/api/admin/screenings/nope/codes", `{"shared": "PRESALE2026"}`},
 			{http.MethodGet, "/api/admin/screenings/nope/codes", ""},
 			{http.MethodGet, "/api/admin/screenings/nope/codes?format=csv", ""},
 			{http.MethodDelete, "/api/admin/screenings/nope/codes/ABCD-EFGH-JKMN", ""},

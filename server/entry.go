@@ -116,8 +116,11 @@ type arrival struct {
 
 // entryCheck is the hub's Arrival.Entry for a socket: nothing is asked of a screening without rules, nor
 // of a token that holds its place (waiting, in the pre-queue, admitted). A new place needs the proof of
-// work, spent once in Redis, and the code, claimed for the place's token (drawn here when the client sent
-// none); a refusal spends nothing, and counts against the address when it looks like a bot's.
+// work, spent once in Redis, and then the code, claimed for the place's token (drawn here when the client
+// sent none). The solution is spent before the code is looked at, so a spent solution is refused alike
+// whatever code came with it, and a refused code keeps it spent: one solution pays for one guess. An
+// address over its wrong codes (limits.wrong_codes_per_minute) tries no code at all, held or refused
+// whether or not it brought a solution.
 func (s *Server) entryCheck(a arrival) func(ctx context.Context, token string) hub.Verdict {
 	return func(ctx context.Context, token string) hub.Verdict {
 		suspect := a.proof == nil && (a.overLimit != "" || s.bots.InfiniteQueue && s.bots.failing(a.addr, time.Now()))
@@ -142,7 +145,7 @@ func (s *Server) entryCheck(a arrival) func(ctx context.Context, token string) h
 			token = queue.NewToken()
 		}
 		if suspect {
-			if v, ok := s.holdVerdict(ctx, a); ok {
+			if v, ok := s.holdVerdict(ctx, a, a.heldReason()); ok {
 				return v
 			}
 			if a.overLimit != "" {
@@ -156,15 +159,19 @@ func (s *Server) entryCheck(a arrival) func(ctx context.Context, token string) h
 			return s.refuse(a, a.powCode, a.powWhy, true)
 		}
 		if a.rules.codesRequired {
-			if v, ok := s.claimCode(ctx, a, token); !ok {
-				return v
+			if a.code == "" {
+				return s.refuse(a, codeCodeRequired, "this line asks for an access code: send it as the hello's code", false)
+			}
+			if s.wrongCodes.Spent(a.addr, time.Now()) {
+				if v, ok := s.holdVerdict(ctx, a, heldWrongCodes); ok {
+					return v
+				}
+				s.entryMetrics.outcome(codeRateLimited)
+				return hub.Verdict{Refusal: rateLimited("too many wrong access codes from your address"), Code: "rate limited", Close: hub.CloseTryAgainLater}
 			}
 		}
 		if a.rules.powCost > 0 {
 			fresh, err := s.Queue.SpendSolution(ctx, a.screening, a.proof.id, a.proof.expires)
-			if err != nil || !fresh {
-				s.releaseCode(a, token)
-			}
 			if err != nil {
 				return s.unavailable("spend a solution", a, err)
 			}
@@ -172,9 +179,26 @@ func (s *Server) entryCheck(a arrival) func(ctx context.Context, token string) h
 				return s.refuse(a, codePowInvalid, "this solution has bought a place already; solve a new challenge", true)
 			}
 		}
+		if a.rules.codesRequired {
+			if v, ok := s.claimCode(ctx, a, token); !ok {
+				if v.Code == codeUnavailable {
+					s.unspendSolution(a) // the code was not judged: the solution may be shown again
+				}
+				return v
+			}
+		}
 		s.entryMetrics.outcome("ok")
 		return hub.Verdict{Token: token, Undo: func() { s.undoEntry(a, token) }}
 	}
+}
+
+// heldReason is why a suspect socket is held: over its address's limits, or from an address that keeps
+// failing.
+func (a arrival) heldReason() string {
+	if a.overLimit != "" {
+		return heldRateLimited
+	}
+	return heldFailures
 }
 
 // The error codes of a socket refused for its access code (docs/protocol.md 12.3).
@@ -182,24 +206,43 @@ const (
 	codeCodeRequired = "CODE_REQUIRED"
 	codeCodeInvalid  = "CODE_INVALID"
 	codeCodeUsed     = "CODE_USED"
+	// codeRateLimited is the outcome counted for an address refused for its wrong codes.
+	codeRateLimited = "RATE_LIMITED"
+	codeUnavailable = "UNAVAILABLE"
 )
 
 // claimCode claims the socket's access code for token: a one-time code is the token's from then on (and
-// the same token may claim it again), the shared code lets anyone in. ok false: the verdict refusing it.
+// the same token may claim it again until it has reserved), the shared code lets anyone in. ok false: the
+// verdict refusing it. A refused code counts against the address's wrong codes.
 func (s *Server) claimCode(ctx context.Context, a arrival, token string) (hub.Verdict, bool) {
-	if a.code == "" {
-		return s.refuse(a, codeCodeRequired, "this line asks for an access code: connect with code=<your code>", false), false
-	}
 	err := s.Store.ClaimCode(ctx, a.screening, a.code, token)
-	switch {
-	case err == nil:
+	if err == nil {
 		return hub.Verdict{}, true
-	case errors.Is(err, booking.ErrCodeInvalid):
-		return s.refuse(a, codeCodeInvalid, "this access code is not valid for this screening (unknown or revoked)", true), false
-	case errors.Is(err, booking.ErrCodeUsed):
-		return s.refuse(a, codeCodeUsed, "this access code has been used for another place already", false), false
 	}
-	return s.unavailable("claim a code", a, err), false
+	code, why := codeCodeInvalid, "this access code is not valid for this screening (unknown or revoked)"
+	switch {
+	case errors.Is(err, booking.ErrCodeInvalid):
+	case errors.Is(err, booking.ErrCodeUsed):
+		code, why = codeCodeUsed, "this access code has been used for another place already"
+	case errors.Is(err, booking.ErrCodeSpent):
+		code, why = codeCodeUsed, "this access code has bought its tickets already: a one-time code buys once"
+	default:
+		return s.unavailable("claim a code", a, err), false
+	}
+	s.wrongCodes.Allow(a.addr, time.Now())
+	return s.refuse(a, code, why, code == codeCodeInvalid), false
+}
+
+// unspendSolution takes back the spend of the socket's solution, for a place that was not judged after all.
+func (s *Server) unspendSolution(a arrival) {
+	if a.proof == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), undoWait)
+	defer cancel()
+	if err := s.Queue.UnspendSolution(ctx, a.screening, a.proof.id); err != nil {
+		s.Log.Warn("socket: unspend a solution", "screening", a.screening, "err", err)
+	}
 }
 
 // releaseCode takes back the claim of the socket's code for token, when the place is not given after all.
@@ -216,13 +259,7 @@ func (s *Server) releaseCode(a arrival, token string) {
 
 // undoEntry takes back what entryCheck spent for token, for a registration that did not happen.
 func (s *Server) undoEntry(a arrival, token string) {
-	ctx, cancel := context.WithTimeout(context.Background(), undoWait)
-	defer cancel()
-	if a.proof != nil { // there is one only where the screening asks for a proof of work
-		if err := s.Queue.UnspendSolution(ctx, a.screening, a.proof.id); err != nil {
-			s.Log.Warn("socket: unspend a solution", "screening", a.screening, "err", err)
-		}
-	}
+	s.unspendSolution(a) // there is a proof only where the screening asks for a proof of work
 	s.releaseCode(a, token)
 }
 
@@ -243,6 +280,6 @@ func (s *Server) unavailable(what string, a arrival, err error) hub.Verdict {
 	if !errors.Is(err, context.Canceled) {
 		s.Log.Error("socket: entry check: "+what, "screening", a.screening, "err", err)
 	}
-	s.entryMetrics.outcome("UNAVAILABLE")
-	return hub.Verdict{Refusal: hub.ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), Code: "UNAVAILABLE", Close: hub.CloseTryAgainLater}
+	s.entryMetrics.outcome(codeUnavailable)
+	return hub.Verdict{Refusal: hub.ErrorMessage(codeUnavailable, "the waiting room is unavailable; retry shortly"), Code: codeUnavailable, Close: hub.CloseTryAgainLater}
 }

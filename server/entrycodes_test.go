@@ -1,6 +1,7 @@
 // Tests of the access code a screening asks of a socket: none, a wrong or revoked one refused with nothing
-// registered, a one-time code giving one place (and again to its own token), a shared code for many, the
-// operator lifting the requirement; with a proof of work too, a refused code spends no solution, and a
+// registered, a one-time code giving one place (and again to its own token, until it reserved), a shared
+// code for many, the operator lifting the requirement; an address over its wrong codes stopped; with a
+// proof of work too, a refused code burns its solution, a spent solution is refused whatever the code, and a
 // registration that fails takes back both.
 
 package server_test
@@ -9,8 +10,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/queue"
@@ -112,7 +116,9 @@ func lowerNoDashes(code string) string {
 	return string(out)
 }
 
-func TestARefusedCodeSpendsNoSolution(t *testing.T) {
+// A wrong code burns the solution that came with it: one solution pays for one guess, and the same solution
+// with a good code is refused as spent.
+func TestAWrongCodeBurnsItsSolution(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		a := newApp(t, env, func(c *config.Config) {
 			powConfig(c)
@@ -122,10 +128,96 @@ func TestARefusedCodeSpendsNoSolution(t *testing.T) {
 		wantPlace(t, "the first code", a.codeSocket(t, codes[0], solved(t, a.challengeOf(t, "s1")), ""), true)
 		payload := solved(t, a.challengeOf(t, "s1"))
 		wantRefused(t, "a used code with a good solution", a.codeSocket(t, codes[0], payload, ""), "CODE_USED")
+		wantRefused(t, "the same solution with a good code", a.codeSocket(t, codes[1], payload, ""), "POW_INVALID")
+		payload = solved(t, a.challengeOf(t, "s1"))
+		wantRefused(t, "a made-up code with a good solution", a.codeSocket(t, "ZZZZ-ZZZZ-ZZZZ", payload, ""), "CODE_INVALID")
+		wantRefused(t, "that solution again with a good code", a.codeSocket(t, codes[1], payload, ""), "POW_INVALID")
 		wantRefused(t, "a good code without a solution", a.codeSocket(t, codes[1], "", ""), "POW_REQUIRED")
-		wantPlace(t, "the same solution with a good code", a.codeSocket(t, codes[1], payload, ""), true)
+		wantPlace(t, "a good code with a fresh solution", a.codeSocket(t, codes[1], solved(t, a.challengeOf(t, "s1")), ""), true)
 		if n := a.waitingIn(t, "s1"); n != 2 {
 			t.Errorf("%d wait, want 2", n)
+		}
+	})
+}
+
+// A spent solution is refused alike whatever code comes with it: the answer is no oracle for the code.
+func TestASpentSolutionIsRefusedAlikeWhateverTheCode(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			powConfig(c)
+			c.Admin.Key = adminKey
+		})
+		codes := a.issueCodes(t, 2)
+		payload := solved(t, a.challengeOf(t, "s1"))
+		wantPlace(t, "the first code", a.codeSocket(t, codes[0], payload, ""), true)
+		wantRefused(t, "the spent solution with a good code", a.codeSocket(t, codes[1], payload, ""), "POW_INVALID")
+		wantRefused(t, "the spent solution with a wrong code", a.codeSocket(t, "ZZZZ-ZZZZ-ZZZZ", payload, ""), "POW_INVALID")
+	})
+}
+
+// An address that tried limits.wrong_codes_per_minute wrong codes tries no more, with or without a
+// solution, and its right code waits too: it is refused RATE_LIMITED (or held by the infinite queue),
+// while another address is not.
+func TestAnAddressOverItsWrongCodesTriesNoMore(t *testing.T) {
+	for _, infinite := range []bool{false, true} {
+		t.Run(map[bool]string{false: "refused", true: "held"}[infinite], func(t *testing.T) {
+			testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+				a := newApp(t, env, func(c *config.Config) {
+					powConfig(c)
+					c.Admin.Key = adminKey
+					c.Limits.WrongCodesPerMinute = 3
+					c.Bots = config.Bots{InfiniteQueue: infinite, FailureLimit: 100, Hold: time.Minute, MaxHeld: 10}
+				})
+				codes := a.issueCodes(t, 1)
+				for i := range 3 {
+					wantRefused(t, "wrong code #"+jsonInt(i+1), a.codeSocket(t, "ZZZZ-ZZZZ-ZZZ"+jsonInt(i), solved(t, a.challengeOf(t, "s1")), ""), "CODE_INVALID")
+				}
+				s := a.codeSocket(t, codes[0], solved(t, a.challengeOf(t, "s1")), "")
+				if infinite {
+					wantHeld(t, "the right code with a solution, past the wrong ones", s, 0)
+					if !strings.Contains(a.metrics(t), `waitroom_bots_held_total{reason="wrong_codes"} 1`) {
+						t.Error("/metrics does not count the held socket as wrong_codes")
+					}
+					s.Close()
+				} else {
+					m, err := s.Read(5 * time.Second)
+					if err != nil || m.Type != "error" || m.Code != "RATE_LIMITED" {
+						t.Fatalf("the right code with a solution, past the wrong ones, got %+v, %v; want RATE_LIMITED", m, err)
+					}
+					if code := s.CloseCode(t, 5*time.Second); code != websocket.CloseTryAgainLater {
+						t.Errorf("closed with %d, want 1013", code)
+					}
+				}
+				if n := a.waitingIn(t, "s1"); n != 0 {
+					t.Errorf("%d wait, want none", n)
+				}
+				var list struct {
+					Codes []struct{ State string } `json:"codes"`
+				}
+				decode(t, "GET codes", a.adminCall(t, http.MethodGet, "/api/admin/screenings/s1/codes", ""), &list)
+				if len(list.Codes) != 1 || list.Codes[0].State != "unused" {
+					t.Errorf("the right code after the address was stopped: %+v, want unused", list.Codes)
+				}
+			})
+		})
+	}
+}
+
+// A one-time code buys once: after its place ended in a reservation, its own token reconnecting with it is
+// refused as another token is, and nothing is registered.
+func TestAOneTimeCodeBuysOnce(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newAdminApp(t, env)
+		codes := a.issueCodes(t, 1)
+		place := wantPlace(t, "the code", a.codeSocket(t, codes[0], "", ""), true)
+		admitted := testenv.Admit(t, a.q, a.passes, "s1", time.Now(), place.Token)
+		if r := a.reserve(t, "s1", admitted[0].Pass, `{"seats":["A1"]}`); r.status != http.StatusCreated {
+			t.Fatalf("reserve = %d %s", r.status, r)
+		}
+		wantRefused(t, "the code's own token again, after it reserved", a.codeSocket(t, codes[0], "", place.Token), "CODE_USED")
+		wantRefused(t, "the code for a new place", a.codeSocket(t, codes[0], "", ""), "CODE_USED")
+		if n := a.waitingIn(t, "s1"); n != 0 {
+			t.Errorf("%d wait, want none: the code bought its seats", n)
 		}
 	})
 }

@@ -21,6 +21,9 @@ type Limits struct {
 	// faster).
 	RegistrationsPerSecond float64
 	RegistrationBurst      int
+	// WrongCodesPerMinute is how many refused access codes one address may try a minute (bursts of as
+	// many); beyond it the address tries no code until its count has refilled.
+	WrongCodesPerMinute int
 }
 
 // addressLimits applies Limits per client address. Safe for concurrent use.

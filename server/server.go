@@ -95,9 +95,11 @@ type Server struct {
 	clientIP  func(*http.Request) string
 	metrics   *httpMetrics
 	// entry keeps the screenings' entry rules (entry.go); challenges paces each address's challenges
-	// (pow.go); bots counts the failures and the held sockets (bots.go).
+	// (pow.go); wrongCodes counts each address's refused access codes (entry.go); bots counts the failures
+	// and the held sockets (bots.go).
 	entry        *entryCache
 	challenges   *limit.Rate
+	wrongCodes   *limit.Rate
 	bots         *botWatch
 	entryMetrics *entryMetrics
 }
@@ -108,6 +110,7 @@ func New(d Deps) *Server {
 		adminKeys: newAdminGuard()}
 	s.entry = newEntryCache(s.readRules)
 	s.challenges = limit.NewRate(d.Limits.RegistrationsPerSecond, d.Limits.RegistrationBurst)
+	s.wrongCodes = limit.NewRate(float64(d.Limits.WrongCodesPerMinute)/60, d.Limits.WrongCodesPerMinute)
 	s.bots = newBotWatch(d.Bots)
 	s.entryMetrics = newEntryMetrics(d.Registerer, &s.bots.held)
 	s.clientIP = limit.ClientAddress(nil)
