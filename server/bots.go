@@ -1,7 +1,8 @@
 // The quiet treatment of what looks like a bot (bots.*, the "infinite queue"): which sockets are held
 // instead of refused (over their address's limits, or from an address that keeps failing the proof of
 // work or the access code, then only without a valid solution; from an address over its wrong codes,
-// whatever it brought); how many one instance holds; and the entry's metrics.
+// whatever it brought); how many one instance holds; the held token's place, answered as a waiting one's
+// (queue's decoys); and the entry's metrics.
 
 package server
 
@@ -61,7 +62,8 @@ const (
 // holdVerdict puts a's socket in the infinite queue for reason when the treatment is on and this instance
 // holds fewer than bots.max_held: a verdict for the hub to hold it; false when it did not (the caller
 // refuses the socket as it would have). The socket is shown a place behind everyone now waiting, which
-// never moves, and a token that is registered in no line. The caller has made sure the socket's own token holds no place: a
+// never moves, and a token that is registered in no line; the status route answers that token as a waiting
+// one while it is held (queue.SetDecoy). The caller has made sure the socket's own token holds no place: a
 // held socket must never lose a real one.
 func (s *Server) holdVerdict(ctx context.Context, a arrival, reason string) (hub.Verdict, bool) {
 	w := s.bots
@@ -77,6 +79,9 @@ func (s *Server) holdVerdict(ctx context.Context, a arrival, reason string) (hub
 		waiting = 0
 	}
 	token := queue.NewToken()
+	if err := s.Queue.SetDecoy(ctx, a.screening, token, waiting, w.Hold); err != nil {
+		s.Log.Warn("socket: remember a held place", "screening", a.screening, "err", err)
+	}
 	s.entryMetrics.heldTotal.WithLabelValues(reason).Inc()
 	first := hub.QueuedMessage(queue.Entry{Token: token, State: queue.Waiting, ZeroBasedRank: waiting,
 		Total: waiting + 1, Inserted: true})

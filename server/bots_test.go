@@ -63,6 +63,41 @@ func TestAnAddressThatKeepsFailingIsHeldUnlessItSolves(t *testing.T) {
 	})
 }
 
+// The status route answers a held socket's token as a waiting one's, at the place the socket was shown, so
+// the route does not tell a held socket from a waiting one.
+func TestAHeldTokenIsAnsweredAsAWaitingOne(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			powConfig(c)
+			c.Limits = config.Limits{SocketsPerAddress: 1}
+			c.Bots = config.Bots{InfiniteQueue: true, FailureLimit: 100, Hold: time.Minute, MaxHeld: 10}
+		})
+		first := wantPlace(t, "the address's one socket", a.powSocket(t, "s1", solved(t, a.challengeOf(t, "s1")), ""), true)
+		held := a.powSocket(t, "s1", "", "")
+		m, err := held.Read(5 * time.Second)
+		if err != nil || m.Type != "queued" || m.Rank != 2 {
+			t.Fatalf("the socket over the limit got %+v, %v; want a held place 2", m, err)
+		}
+		var real, decoy struct {
+			Status string `json:"status"`
+			Rank   int64  `json:"rank"`
+			Total  int64  `json:"total"`
+		}
+		decode(t, "status of the waiting token", a.get(t, "/api/screenings/s1/queue/"+first.Token), &real)
+		decode(t, "status of the held token", a.get(t, "/api/screenings/s1/queue/"+m.Token), &decoy)
+		if real.Status != "waiting" || real.Rank != 1 {
+			t.Errorf("the waiting token's status = %+v, want waiting 1", real)
+		}
+		if decoy.Status != "waiting" || decoy.Rank != 2 || decoy.Total != 2 {
+			t.Errorf("the held token's status = %+v, want waiting 2 of 2, as it was shown", decoy)
+		}
+		if n := a.waitingIn(t, "s1"); n != 1 {
+			t.Errorf("%d wait, want only the real place", n)
+		}
+		held.Close()
+	})
+}
+
 func TestASocketOverItsAddressLimitsIsHeldButNeverASolver(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		a := newApp(t, env, func(c *config.Config) {

@@ -173,6 +173,16 @@ func (s *Server) getQueueStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if e.State == queue.Unknown {
+		// A token the infinite queue holds is answered as a waiting one, at the place it was shown.
+		rank, held, err := s.Queue.Decoy(ctx, id, c.Param("token"))
+		if err != nil {
+			return err
+		}
+		if held {
+			e.State, e.ZeroBasedRank, e.Total = queue.Waiting, rank, max(e.Total, rank+1)
+		}
+	}
 	out := queueStatus{Status: string(e.State), Total: e.Total}
 	switch e.State {
 	case queue.Waiting:
