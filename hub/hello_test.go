@@ -152,7 +152,7 @@ func TestFirstMessageThatIsNoHelloIsRefused(t *testing.T) {
 		}
 		t.Run("a frame over the limit", func(t *testing.T) {
 			s := r.dialNoHello(t, "s1")
-			big := `{"type":"hello","token":"` + strings.Repeat("a", 600) + `"}`
+			big := `{"type":"hello","token":"` + strings.Repeat("a", 5000) + `"}` // over 4 KiB, room for a proof of work
 			if err := s.WriteMessage(websocket.TextMessage, []byte(big)); err != nil {
 				t.Fatal(err)
 			}

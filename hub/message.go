@@ -102,17 +102,21 @@ func DecodeInbound(data []byte) (Inbound, error) {
 }
 
 // Hello is the first client message of a socket connected with auth=message: the token travels here, not
-// in the URL, where proxies log it. An empty Token asks for a new place.
+// in the URL, where proxies log it. An empty Token asks for a new place. Code and Altcha are what a new
+// place may need (an access code, a proof of work's payload: docs/protocol.md 12), here for the same
+// reason; the hub does not read them, the server's entry check does.
 type Hello struct {
-	Type  string `json:"type"`
-	Token string `json:"token"`
+	Type   string `json:"type"`
+	Token  string `json:"token"`
+	Code   string `json:"code,omitempty"`
+	Altcha string `json:"altcha,omitempty"`
 }
 
 // errBadHello explains a first message that is not a hello.
 var errBadHello = errors.New(`with auth=message the first message is {"type":"hello","token":"<your token>"}, or {"type":"hello"} for a new place`)
 
 // DecodeHello reads the first client message of an auth=message socket: a JSON object whose type is
-// "hello", with a string token or none (unknown fields are ignored). Anything else is refused with an error
+// "hello", with a string token or none, and a string code and altcha or none (unknown fields are ignored). Anything else is refused with an error
 // to send back. Whether the token is well formed is the registration's check (BAD_TOKEN), as for a token
 // in the URL.
 func DecodeHello(data []byte) (Hello, error) {

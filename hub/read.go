@@ -20,6 +20,9 @@ const (
 	pongWait = 60 * time.Second
 	// maxMessageSize bounds a client frame: the protocol's client messages are tiny.
 	maxMessageSize = 512
+	// maxHelloSize bounds the hello, which may carry an access code and a proof of work's payload (about
+	// 700 bytes) besides the token.
+	maxHelloSize = 4 << 10
 	// messagesPerSecond and messageBurst bound what one client may send: the protocol's only client message
 	// is a leave, so a socket past them is a bot or a bug, and is closed with 1008.
 	messagesPerSecond = 5

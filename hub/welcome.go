@@ -29,10 +29,10 @@ type Arrival struct {
 	RequestID string
 	// Gone, when not nil, runs once the socket is gone, whether it was welcomed or turned away.
 	Gone func()
-	// Entry, when not nil, is asked after the hello and before anything is registered whether the token may
-	// take a place: what the server asks of a socket (a proof of work, an access code), which the hub does
-	// not know.
-	Entry func(ctx context.Context, token string) Verdict
+	// Entry, when not nil, is asked after the hello and before anything is registered whether the hello's
+	// token may take a place: what the server asks of a socket (a proof of work, an access code), which the
+	// hub does not know. Without AwaitHello the hello is made of Token alone.
+	Entry func(ctx context.Context, hello Hello) Verdict
 }
 
 // Verdict is what Arrival.Entry answers.
@@ -68,15 +68,16 @@ func (h *Hub) Welcome(ctx context.Context, a Arrival) {
 	if gone == nil {
 		gone = func() {}
 	}
+	hello := Hello{Type: "hello", Token: a.Token}
 	if a.AwaitHello {
-		token, ok := h.awaitHello(a.Conn)
-		if !ok {
+		var ok bool
+		if hello, ok = h.awaitHello(a.Conn); !ok {
 			gone()
 			return
 		}
-		a.Token = token
+		a.Token = hello.Token
 	}
-	c, e := h.admitArrival(ctx, a)
+	c, e := h.admitArrival(ctx, a, hello)
 	if c == nil {
 		gone()
 		return
@@ -93,29 +94,29 @@ func (h *Hub) Welcome(ctx context.Context, a Arrival) {
 const helloWait = 10 * time.Second
 
 // awaitHello reads the hello of a socket connected with auth=message, on the goroutine of the upgrade that
-// is running anyway (a goroutine of its own would cost a stack per socket), and returns its token. ok is
+// is running anyway (a goroutine of its own would cost a stack per socket), and returns it. ok is
 // false when the socket was turned away, told why and closed, with nothing registered: no hello within
 // helloWait, a first message that is not a hello, a client that went, or a hub that is draining.
-func (h *Hub) awaitHello(conn *websocket.Conn) (token string, ok bool) {
-	conn.SetReadLimit(maxMessageSize)
+func (h *Hub) awaitHello(conn *websocket.Conn) (hello Hello, ok bool) {
+	conn.SetReadLimit(maxHelloSize)
 	// The deadline is set before the socket is listed, so that a drain's wake (wakeHellosLocked), which
 	// moves it to now, is never undone by it.
 	wait := h.helloWait
 	_ = conn.SetReadDeadline(time.Now().Add(wait))
 	if !h.holdForHello(conn) {
 		Reject(conn, nil, CloseServiceRestart, "server restarting")
-		return "", false
+		return Hello{}, false
 	}
 	defer h.serving.Done()
 	hello, err := readHello(conn)
 	if h.releaseHello(conn) {
 		Reject(conn, nil, CloseServiceRestart, "server restarting")
-		return "", false
+		return Hello{}, false
 	}
 	var ne net.Error
 	switch {
 	case err == nil:
-		return hello.Token, true
+		return hello, true
 	case errors.Is(err, errBadHello):
 		rejectReading(conn, ErrorMessage("BAD_HELLO", err.Error()), websocket.ClosePolicyViolation, "BAD_HELLO")
 	case errors.Is(err, websocket.ErrReadLimit):
@@ -125,7 +126,7 @@ func (h *Hub) awaitHello(conn *websocket.Conn) (token string, ok bool) {
 	default:
 		_ = conn.Close() // the client went, or closed the socket (gorilla answered its close frame)
 	}
-	return "", false
+	return Hello{}, false
 }
 
 // holdForHello lists a socket that waits for its hello, so that a drain wakes it, and counts it among the
@@ -161,15 +162,15 @@ func (h *Hub) wakeHellosLocked() {
 	}
 }
 
-// admitArrival registers the arrival and joins it to the hub, or turns it away (nil).
-func (h *Hub) admitArrival(ctx context.Context, a Arrival) (*client, queue.Entry) {
+// admitArrival registers the arrival, whose hello is hello, and joins it to the hub, or turns it away (nil).
+func (h *Hub) admitArrival(ctx context.Context, a Arrival, hello Hello) (*client, queue.Entry) {
 	if a.Token != "" && !queue.ValidToken(a.Token) {
 		Reject(a.Conn, ErrorMessage("BAD_TOKEN", "a token is 32 lowercase hex digits; connect without one to get a new place"), websocket.ClosePolicyViolation, "BAD_TOKEN")
 		return nil, queue.Entry{}
 	}
 	undo := func() {}
 	if a.Entry != nil {
-		v := a.Entry(ctx, a.Token)
+		v := a.Entry(ctx, hello)
 		if v.Hold != nil {
 			h.hold(a.Conn, v.Hold, v.HoldFor, v.HoldDone)
 			return nil, queue.Entry{}

@@ -6,6 +6,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -100,7 +101,7 @@ func (s *Server) readRules(ctx context.Context, id string) (entryRules, error) {
 }
 
 // arrival is what the socket brought besides its token: its address, its proof of work (verified or
-// not) and its access code.
+// not) and its access code, from its hello or, for clients before the hello carried them, its URL.
 type arrival struct {
 	screening string
 	addr      string
@@ -114,15 +115,31 @@ type arrival struct {
 	overLimit string
 }
 
+// brought fills in what the socket brought, once its hello has come: the hello's code and payload, or
+// else the URL's (urlCode, urlAltcha), and whether the payload verifies (statelessly; nothing is spent).
+func (a arrival) brought(s *Server, hello hub.Hello, urlCode, urlAltcha string, now time.Time) arrival {
+	a.code = cmp.Or(hello.Code, urlCode)
+	if a.rules.powCost > 0 {
+		a.proof, a.powCode, a.powWhy = s.checkProof(a.screening, cmp.Or(hello.Altcha, urlAltcha), now)
+	}
+	return a
+}
+
 // entryCheck is the hub's Arrival.Entry for a socket: nothing is asked of a screening without rules, nor
 // of a token that holds its place (waiting, in the pre-queue, admitted). A new place needs the proof of
 // work, spent once in Redis, and then the code, claimed for the place's token (drawn here when the client
 // sent none). The solution is spent before the code is looked at, so a spent solution is refused alike
 // whatever code came with it, and a refused code keeps it spent: one solution pays for one guess. An
 // address over its wrong codes (limits.wrong_codes_per_minute) tries no code at all, held or refused
-// whether or not it brought a solution.
-func (s *Server) entryCheck(a arrival) func(ctx context.Context, token string) hub.Verdict {
-	return func(ctx context.Context, token string) hub.Verdict {
+// whether or not it brought a solution. A socket over its address's limits that brought a valid solution is
+// refused at once (RATE_LIMITED): it is no bot to hold, and no exception to the limits.
+func (s *Server) entryCheck(a arrival, urlCode, urlAltcha string) func(ctx context.Context, hello hub.Hello) hub.Verdict {
+	return func(ctx context.Context, hello hub.Hello) hub.Verdict {
+		a := a.brought(s, hello, urlCode, urlAltcha, time.Now())
+		token := hello.Token
+		if a.overLimit != "" && a.proof != nil {
+			return hub.Verdict{Refusal: rateLimited(a.overLimit), Code: "rate limited", Close: hub.CloseTryAgainLater}
+		}
 		suspect := a.proof == nil && (a.overLimit != "" || s.bots.InfiniteQueue && s.bots.failing(a.addr, time.Now()))
 		if a.rules.open() && !suspect {
 			return hub.Verdict{}

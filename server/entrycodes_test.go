@@ -21,17 +21,41 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
-// codeSocket opens a socket of s1 with the code (none when "") and the payload (none when "").
+// codeSocket opens a socket of s1 with the code (none when "") and the payload (none when "") in its hello.
 func (a *testServer) codeSocket(t *testing.T, code, payload, token string) *testenv.Socket {
 	t.Helper()
+	return testenv.DialHello(t, a.ts.URL+"/ws/screenings/s1", token, map[string]string{"code": code, "altcha": payload})
+}
+
+// codeSocketInURL opens a socket of s1 as clients before the hello carried them did: the code and the
+// payload in the URL.
+func (a *testServer) codeSocketInURL(t *testing.T, code, payload string) *testenv.Socket {
+	t.Helper()
 	q := url.Values{}
-	if code != "" {
-		q.Set("code", code)
-	}
-	if payload != "" {
-		q.Set("altcha", payload)
-	}
-	return testenv.Dial(t, a.ts.URL+"/ws/screenings/s1?"+q.Encode(), token)
+	q.Set("code", code)
+	q.Set("altcha", payload)
+	return testenv.Dial(t, a.ts.URL+"/ws/screenings/s1?"+q.Encode(), "")
+}
+
+// The code and the solution travel in the hello, out of the URL that proxies log; the URL form of older
+// clients still works, and a hello's code wins over the URL's.
+func TestTheCodeAndTheSolutionTravelInTheHelloOrTheURL(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			powConfig(c)
+			c.Admin.Key = adminKey
+		})
+		codes := a.issueCodes(t, 3)
+		wantPlace(t, "code and solution in the hello", a.codeSocket(t, codes[0], solved(t, a.challengeOf(t, "s1")), ""), true)
+		wantPlace(t, "code and solution in the URL", a.codeSocketInURL(t, codes[1], solved(t, a.challengeOf(t, "s1"))), true)
+		q := url.Values{"code": {"ZZZZ-ZZZZ-ZZZZ"}}
+		both := testenv.DialHello(t, a.ts.URL+"/ws/screenings/s1?"+q.Encode(), "",
+			map[string]string{"code": codes[2], "altcha": solved(t, a.challengeOf(t, "s1"))})
+		wantPlace(t, "a good code in the hello, a wrong one in the URL", both, true)
+		if strings.Contains(a.log.String(), codes[0]) || strings.Contains(a.log.String(), lowerNoDashes(codes[0])) {
+			t.Error("the log shows a code sent in the hello")
+		}
+	})
 }
 
 // issueCodes has the operator issue n one-time codes of s1.

@@ -91,7 +91,7 @@ type proof struct {
 func (s *Server) checkProof(screening, payload string, now time.Time) (p *proof, code, why string) {
 	if payload == "" {
 		return nil, codePowRequired, "this line asks for a proof of work first: solve a challenge of GET /api/screenings/" +
-			screening + "/challenge and connect with altcha=<the solution's payload>"
+			screening + "/challenge and send the solution's payload as the hello's altcha"
 	}
 	decoded, err := altcha.DecodePayload(payload)
 	if err == nil {

@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -60,11 +59,7 @@ func mustDecode(t *testing.T, payload string) []byte {
 // powSocket opens a socket of the screening with the payload (none when "") and token in its hello.
 func (a *testServer) powSocket(t *testing.T, screening, payload, token string) *testenv.Socket {
 	t.Helper()
-	u := a.ts.URL + "/ws/screenings/" + screening
-	if payload != "" {
-		u += "?altcha=" + url.QueryEscape(payload)
-	}
-	return testenv.Dial(t, u, token)
+	return testenv.DialHello(t, a.ts.URL+"/ws/screenings/"+screening, token, map[string]string{"altcha": payload})
 }
 
 // wantRefused reads an error with code from s and its close 1008.

@@ -1,6 +1,7 @@
 // The waiting room's socket: the upgrade (with its origin check), where its token comes from (the URL, or
-// with auth=message the hello), the per-address limits, the screening's sale time, then one call to the
-// hub, which reads the hello, registers, welcomes and serves it.
+// with auth=message the hello, which also carries its access code and proof of work), the per-address
+// limits, the screening's sale time, then one call to the hub, which reads the hello, registers, welcomes
+// and serves it.
 
 package server
 
@@ -72,21 +73,15 @@ func (s *Server) socket(c echo.Context) error {
 		s.refuseScreening(c, conn, id, err)
 		return nil
 	}
-	var entry func(context.Context, string) hub.Verdict
+	var entry func(context.Context, hub.Hello) hub.Verdict
 	if !rules.open() || !ok || s.bots.InfiniteQueue {
-		a := arrival{screening: id, addr: addr, rules: rules, code: c.QueryParam("code")}
-		if rules.powCost > 0 {
-			a.proof, a.powCode, a.powWhy = s.checkProof(id, c.QueryParam("altcha"), now)
-		}
+		a := arrival{screening: id, addr: addr, rules: rules}
 		if !ok {
-			if a.proof != nil {
-				hub.Reject(conn, rateLimited(reason), hub.CloseTryAgainLater, "rate limited")
-				return nil
-			}
-			// Held instead, unless its token holds a place: the entry check decides once it knows the token.
+			// Held instead, unless its token holds a place or it brought a solution: the entry check
+			// decides once the hello has told the token and what the socket brought.
 			a.overLimit = reason
 		}
-		entry = s.entryCheck(a)
+		entry = s.entryCheck(a, c.QueryParam("code"), c.QueryParam("altcha"))
 	}
 	s.Hub.Welcome(ctx, hub.Arrival{
 		Conn: conn, Screening: id, Token: c.QueryParam("token"), AwaitHello: awaitHello, OpensAt: opensAt,

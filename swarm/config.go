@@ -57,8 +57,9 @@ type Config struct {
 	// sockets. 0 means one per usersPerProc connected users. More than 1 re-executes this program
 	// (os.Executable) with ChildFlag and a job: its main must hand those to RunChild (cmd/swarm does).
 	Procs int
-	// TokenInURL sends a user's token as the socket URL's ?token=, as clients did before the hello, for a
-	// server that does not know auth=message; otherwise the token travels in the socket's first message.
+	// TokenInURL sends a user's token (and its proof of work and code) in the socket URL, as clients did
+	// before the hello, for a server that does not know auth=message; otherwise they travel in the socket's
+	// first message.
 	TokenInURL bool
 	// Sources is how many loopback addresses users dial from (127.0.0.2 onwards), because each (source,
 	// destination) pair has only about 28,000 ephemeral ports. 0 or 1: the system picks, as for any dial.
@@ -66,8 +67,8 @@ type Config struct {
 	// Checkout is how the users pay for what they reserve (flow mode): at once (instant, the default), or
 	// by confirming a held order after a delay, or not at all (hold).
 	Checkout Checkout
-	// Code is an access code every user sends with its socket (code=), for a screening that asks for one:
-	// a shared code, since a one-time code lets one place in. "": none.
+	// Code is an access code every user sends in its hello (in the URL with TokenInURL), for a screening
+	// that asks for one: a shared code, since a one-time code lets one place in. "": none.
 	Code string
 	// PowCost is the screening's proof-of-work cost (its pow_cost) as Run read it at the start of the run:
 	// Run sets it, whatever the caller gave, and hands it to the children with the rest. Above 0, a user

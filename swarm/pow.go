@@ -76,7 +76,7 @@ func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
 func newSolveSlots() chan struct{} { return make(chan struct{}, runtime.GOMAXPROCS(0)) }
 
 // prove fetches a challenge and solves it, once a solve slot is free, and returns the widget's payload
-// for the socket URL's altcha parameter. ok false: the ending of the attempt (a failed fetch is tried
+// for the hello's altcha field. ok false: the ending of the attempt (a failed fetch is tried
 // again as a failed dial is; a challenge that cannot be solved is not).
 func (v *visit) prove(ctx context.Context, r *result) (payload string, end ending, ok bool) {
 	askedAt := time.Now()

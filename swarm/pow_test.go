@@ -70,10 +70,10 @@ func TestUserSolvesOnceAndReconnectsWithItsTokenWithoutSolving(t *testing.T) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.queries) != 2 {
-		t.Fatalf("sockets = %d, want 2", len(f.queries))
+	if len(f.brought) != 2 {
+		t.Fatalf("sockets = %d, want 2", len(f.brought))
 	}
-	first, second := f.queries[0], f.queries[1]
+	first, second := f.brought[0], f.brought[1]
 	payload, err := altcha.DecodePayload(first.Get("altcha"))
 	if err == nil {
 		err = altcha.Verify(payload, fakeSecrets, time.Now())
@@ -84,9 +84,9 @@ func TestUserSolvesOnceAndReconnectsWithItsTokenWithoutSolving(t *testing.T) {
 	if second.Has("altcha") {
 		t.Errorf("the reconnect with its token sent altcha=%q, want none", second.Get("altcha"))
 	}
-	for i, q := range f.queries {
-		if q.Get("code") != "ab12-cd34 ef56" || q.Get("auth") != "message" {
-			t.Errorf("socket %d: query %v, want auth=message and the run's code", i, q)
+	for i, b := range f.brought {
+		if b.Get("code") != "ab12-cd34 ef56" || f.queries[i].Get("auth") != "message" {
+			t.Errorf("socket %d: brought %v with query %v, want auth=message and the run's code in the hello", i, b, f.queries[i])
 		}
 	}
 }

@@ -323,32 +323,27 @@ func isTimeout(err error) bool {
 }
 
 // open dials the screening's socket from the user's source and says hello with the token when the user
-// has one (docs/protocol.md 4.3), or, with Config.TokenInURL, puts it in the URL as older clients do. The
-// URL carries the proof of work's payload (proof, "" for none) and the run's access code.
+// has one, the proof of work's payload (proof, "" for none) and the run's access code (docs/protocol.md
+// 4.6), or, with Config.TokenInURL, puts them all in the URL as older clients do.
 func (v *visit) open(ctx context.Context, token, proof string) (*socket, error) {
-	q := ""
-	add := func(name, value string) {
-		if value != "" {
-			q += "&" + name + "=" + url.QueryEscape(value)
+	if v.cfg.TokenInURL {
+		q := ""
+		for _, kv := range [][2]string{{"token", token}, {"altcha", proof}, {"code", v.cfg.Code}} {
+			if kv[1] != "" {
+				q += "&" + kv[0] + "=" + url.QueryEscape(kv[1])
+			}
 		}
-	}
-	if v.cfg.TokenInURL {
-		add("token", token)
-	}
-	add("altcha", proof)
-	add("code", v.cfg.Code)
-	if v.cfg.TokenInURL {
 		u := v.wsURL
 		if q != "" {
 			u += "?" + q[1:]
 		}
 		return dialSocket(ctx, v.src.dial, v.rx, u)
 	}
-	sock, err := dialSocket(ctx, v.src.dial, v.rx, v.wsURL+"?auth=message"+q)
+	sock, err := dialSocket(ctx, v.src.dial, v.rx, v.wsURL+"?auth=message")
 	if err != nil {
 		return nil, err
 	}
-	if err := sock.hello(token); err != nil {
+	if err := sock.hello(helloMessage{Token: token, Altcha: proof, Code: v.cfg.Code}); err != nil {
 		sock.drop()
 		return nil, fmt.Errorf("hello: %w", err)
 	}

@@ -44,6 +44,7 @@ type fake struct {
 	inbound []string
 	forms   []string     // how each socket sent its token: "hello" or "url"
 	queries []url.Values // each socket's URL query
+	brought []url.Values // what each socket brought for a new place (altcha, code): from its hello, or its URL
 	closes  []int        // the close codes clients sent
 	from    []string     // the client address of every request, sockets and REST alike
 }
@@ -57,22 +58,37 @@ func (f *fake) record(r *http.Request) {
 }
 
 // token reads a socket's token as the server does: from its hello when it came with auth=message (and then
-// never from the URL), else from ?token=.
-func (f *fake) token(r *http.Request, conn *websocket.Conn) (token, form string) {
+// never from the URL), else from ?token=; and with it what the socket brought for a new place.
+func (f *fake) token(r *http.Request, conn *websocket.Conn) (token, form string, brought url.Values) {
 	q := r.URL.Query()
 	if q.Get("auth") != "message" {
-		return q.Get("token"), "url"
+		brought = url.Values{}
+		for _, k := range []string{"altcha", "code"} {
+			if q.Has(k) {
+				brought.Set(k, q.Get(k))
+			}
+		}
+		return q.Get("token"), "url", brought
 	}
-	if q.Has("token") {
-		f.t.Errorf("socket URL %q carries a token beside auth=message", r.URL.RequestURI())
+	for _, k := range []string{"token", "altcha", "code"} {
+		if q.Has(k) {
+			f.t.Errorf("socket URL %q carries %s beside auth=message", r.URL.RequestURI(), k)
+		}
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, data, err := conn.ReadMessage()
-	var hello struct{ Type, Token string }
+	var hello struct{ Type, Token, Altcha, Code string }
 	if err != nil || json.Unmarshal(data, &hello) != nil || hello.Type != "hello" {
 		f.t.Errorf("first message %q (%v), want a hello", data, err)
 	}
-	return hello.Token, "hello"
+	brought = url.Values{}
+	if hello.Altcha != "" {
+		brought.Set("altcha", hello.Altcha)
+	}
+	if hello.Code != "" {
+		brought.Set("code", hello.Code)
+	}
+	return hello.Token, "hello", brought
 }
 
 func newFake(t *testing.T, f *fake) string {
@@ -86,13 +102,14 @@ func newFake(t *testing.T, f *fake) string {
 			return
 		}
 		defer conn.Close()
-		token, form := f.token(r, conn)
+		token, form, brought := f.token(r, conn)
 		f.mu.Lock()
 		n := f.sockets
 		f.sockets++
 		f.tokens = append(f.tokens, token)
 		f.forms = append(f.forms, form)
 		f.queries = append(f.queries, r.URL.Query())
+		f.brought = append(f.brought, brought)
 		f.mu.Unlock()
 		f.onSocket(n, token, conn)
 		// Read until the client closes, keeping what it sent.

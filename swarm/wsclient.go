@@ -168,13 +168,19 @@ func (k *socket) read(ctx context.Context, hold <-chan struct{}, wait time.Durat
 	}
 }
 
-// writeFrame sends one masked frame (RFC 6455 §5.3) of a short payload.
+// writeFrame sends one masked frame (RFC 6455 §5.3): a control frame's payload fits the first length byte;
+// a data frame's (a hello with a proof of work) may take the 16-bit extended length.
 func (k *socket) writeFrame(op byte, payload []byte) error {
-	if len(payload) > maxControlPayload {
-		return fmt.Errorf("a frame of %d bytes; the swarm sends at most %d", len(payload), maxControlPayload)
+	if len(payload) > maxSentPayload || op >= opClose && len(payload) > maxControlPayload {
+		return fmt.Errorf("a frame of %d bytes; the swarm sends at most %d", len(payload), maxSentPayload)
 	}
-	b := make([]byte, 0, 6+len(payload))
-	b = append(b, 0x80|op, 0x80|byte(len(payload)))
+	b := make([]byte, 0, 8+len(payload))
+	if len(payload) <= maxControlPayload {
+		b = append(b, 0x80|op, 0x80|byte(len(payload)))
+	} else {
+		b = append(b, 0x80|op, 0x80|126)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(payload)))
+	}
 	mask := rand.Uint32()
 	b = binary.BigEndian.AppendUint32(b, mask)
 	for i, c := range payload {
@@ -183,17 +189,28 @@ func (k *socket) writeFrame(op byte, payload []byte) error {
 	return k.t.write(b, time.Now().Add(writeWait))
 }
 
-// hello is the first message of a socket dialled with auth=message: the user's token, kept out of the URL,
-// or none for a new place.
-func (k *socket) hello(token string) error {
-	if token == "" {
-		return k.writeFrame(opText, []byte(`{"type":"hello"}`))
-	}
-	quoted, err := json.Marshal(token) // a token is hex, but it came from the server: never trust it raw
+// maxSentPayload bounds what the swarm sends in one frame: a hello with a proof of work's payload is under
+// a kilobyte, and the server reads at most 4 KiB of it.
+const maxSentPayload = 4 << 10
+
+// helloMessage is the first message of a socket dialled with auth=message: the user's token ("" for a new
+// place), its proof of work's payload and its access code, each only when there is one, all kept out of
+// the URL.
+type helloMessage struct {
+	Type   string `json:"type"`
+	Token  string `json:"token,omitempty"`
+	Altcha string `json:"altcha,omitempty"`
+	Code   string `json:"code,omitempty"`
+}
+
+// hello sends h as the socket's first message.
+func (k *socket) hello(h helloMessage) error {
+	h.Type = "hello"
+	b, err := json.Marshal(h) // a token is hex, but it came from the server: never trust it raw
 	if err != nil {
 		return err
 	}
-	return k.writeFrame(opText, []byte(`{"type":"hello","token":`+string(quoted)+`}`))
+	return k.writeFrame(opText, b)
 }
 
 // leave tells the server the user is done with its place or slot ({"type":"leave"}).

@@ -43,6 +43,35 @@ func Dial(t testing.TB, url, token string) *Socket {
 	return s
 }
 
+// DialHello is Dial with more in the hello than the token: the fields (a code, an altcha payload), each
+// sent only when not "".
+func DialHello(t testing.TB, url, token string, fields map[string]string) *Socket {
+	t.Helper()
+	s, _, err := DialHeader(t, withQuery(url, "auth=message"), nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	hello := map[string]string{"type": "hello"}
+	if token != "" {
+		hello["token"] = token
+	}
+	for k, v := range fields {
+		if v != "" {
+			hello[k] = v
+		}
+	}
+	msg, err := json.Marshal(hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	if err := s.WriteMessage(websocket.TextMessage, msg); err != nil {
+		t.Fatalf("hello on %s: %v", url, err)
+	}
+	s.Token = token
+	return s
+}
+
 // DialQuery opens a socket to url as clients before the hello did: token as its ?token= when not "", no
 // hello. It is for the tests of that form; it fails the test if the socket does not open.
 func DialQuery(t testing.TB, url, token string) *Socket {

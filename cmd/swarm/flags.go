@@ -46,7 +46,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	rate := fs.Int("rate", 0, "users arriving per second at most (0: all at once)")
 	tokenInURL := fs.Bool("token-in-url", false, "send each user's token as the socket URL's ?token= (for a server older than the hello) instead of in the first message")
 	sources := fs.Int("sources", 1, "loopback addresses to dial from, 127.0.0.2 onwards, for more than ~28,000 sockets to one server (1: the system's choice)")
-	code := fs.String("code", "", "an access code every user sends with its socket (code=), for a screening that asks for one: a shared code")
+	code := fs.String("code", "", "an access code every user sends in its hello, for a screening that asks for one: a shared code")
 	jsonPath := fs.String("json", "", `also write the report as JSON to this file ("-": stdout, and the table to stderr)`)
 	checkout := fs.String("checkout", swarm.Instant, `how users pay: "instant" (a 201 is a ticket) or "hold" (a 201 holds the order; the user confirms it after -pay-delay, or not)`)
 	payShare := fs.Float64("pay-share", 0.8, "hold checkout: share of the users with a held order who pay; the others let it lapse")

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -75,7 +74,7 @@ func TestBrowserAccessCodeRefusedThenAccepted(t *testing.T) {
 		pause(t, srv, "vip")
 		codes := makeCodes(t, srv, "vip", 2)
 		// Someone else takes the first code's place.
-		other := testenv.Dial(t, srv.URL+"/ws/screenings/vip?code="+url.QueryEscape(codes[0]), "")
+		other := testenv.DialHello(t, srv.URL+"/ws/screenings/vip", "", map[string]string{"code": codes[0]})
 		if m, _ := other.Until(t, "queued", 10*time.Second); m.Rank != 1 {
 			t.Fatalf("the other place with code %s: %+v, want queued at rank 1", codes[0], m)
 		}

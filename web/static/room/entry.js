@@ -42,14 +42,14 @@ function needsEntry() {
   return asksPow() || asksCode();
 }
 
-// entryQuery is what the next connect adds to the socket's URL: the code, and a solution not sent yet,
+// entryHello is what the next connect adds to the socket's hello: the code, and a solution not sent yet,
 // which it takes, so that no solution is sent twice.
-export function entryQuery() {
-  let q = '';
-  if (code) q += '&code=' + encodeURIComponent(code);
-  if (payload) q += '&altcha=' + encodeURIComponent(payload);
+export function entryHello() {
+  const extra = {};
+  if (code) extra.code = code;
+  if (payload) extra.altcha = payload;
   payload = '';
-  return q;
+  return extra;
 }
 
 // welcomed: the line took the socket (queued, prequeue or admitted); the code has done its work.

@@ -19,13 +19,13 @@ import { t, onChange } from '../i18n.js';
 import { announce } from './announce.js';
 import { loadInfo, loadSeats, refreshOrder, reserve, reserveBest, toggleSeat } from './booking.js';
 import { el } from './dom.js';
-import { enterOrConnect, entryQuery, renderEntry, retrySolve, submitCode } from './entry.js';
+import { enterOrConnect, entryHello, renderEntry, retrySolve, submitCode } from './entry.js';
 import { backToSite } from './gate.js';
 import { askLeave, closeLeave, finish, rejoin, setPhase, showConfirmed } from './phases.js';
 import { handle } from './protocol.js';
 import { lowTimeMs, render, renderConn, renderCountdown, renderHoldTimer, renderTimer } from './render.js';
 import { onSeatKey, updateSeatButtons } from './seatmap.js';
-import { addToURL, connect, isStopped, offline, onMessage, online, pageShown, reconnectNow, restart } from './socket.js';
+import { addToHello, connect, isStopped, offline, onMessage, online, pageShown, reconnectNow, restart } from './socket.js';
 import { readStore, screening, serverNow, setStore, st, store, storeKey } from './state.js';
 
 // tickMs drives the countdowns on screen.
@@ -42,7 +42,7 @@ const holdCheckMs = 5000;
 // Each message of the server goes to protocol.js; a connect for a new place carries the entry's code and
 // solution.
 onMessage(handle);
-addToURL(entryQuery);
+addToHello(entryHello);
 
 el.seatmap.addEventListener('click', (e) => {
   const b = e.target.closest && e.target.closest('button[data-seat]');

@@ -2,7 +2,8 @@
 // hello with the stored token (in the first message, never in the URL, where proxies log it), reconnects
 // with backoff after a loss (close code 1012, server restarting: soon; 1013, try later: after a longer
 // wait), follows the network going and coming back, and hands each message to the handler main.js gives it.
-// A connect for a new place adds what the entry asks for to the URL (&code=, &altcha=: entry.js).
+// A connect for a new place adds what the entry asks for to the hello (code, altcha: entry.js), which keeps
+// them out of the URL too.
 // After a final state (stop) it reconnects no more until the user joins again (restart).
 
 import { t } from '../i18n.js';
@@ -23,29 +24,29 @@ let ws = null;
 let stopped = false; // a final state: no more reconnects
 let lostAnnounced = false;
 let handle = () => {}; // what reads the server's messages (protocol.js, set by main.js)
-let urlExtra = () => ''; // what a new socket's URL adds: the entry's code and solution (entry.js)
+let helloExtra = () => ({}); // what a new socket's hello adds: the entry's code and solution (entry.js)
 
 // onMessage sets the handler of the server's messages, each parsed from its JSON.
 export function onMessage(f) {
   handle = f;
 }
 
-// addToURL sets what each connect adds to the socket's URL (called once per connect, so it may hand
-// something over once).
-export function addToURL(f) {
-  urlExtra = f;
+// addToHello sets what each connect adds to the socket's hello (called once per connect, so it may hand
+// something over once): an object of the entry's fields, code and altcha, each only when there is one.
+export function addToHello(f) {
+  helloExtra = f;
 }
 
-// socketURL carries no token: the token is a bearer secret, and it travels in the hello. extra is the
-// entry's query (&code=, &altcha=), if any.
-function socketURL(extra) {
+// socketURL carries no token, code nor solution: they are bearer secrets, and they travel in the hello.
+function socketURL() {
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  return `${proto}//${location.host}/ws/screenings/${enc}?auth=message${extra}`;
+  return `${proto}//${location.host}/ws/screenings/${enc}?auth=message`;
 }
 
-// sayHello sends the socket's first message: the stored token, or none for a new place.
-function sayHello(sock) {
-  const hello = store.token ? { type: 'hello', token: store.token } : { type: 'hello' };
+// sayHello sends the socket's first message: the stored token (none for a new place), and extra, what the
+// entry adds.
+function sayHello(sock, extra = {}) {
+  const hello = store.token ? { type: 'hello', token: store.token, ...extra } : { type: 'hello', ...extra };
   try {
     sock.send(JSON.stringify(hello));
   } catch (_) { /* closed already: onclose reconnects */ }
@@ -62,8 +63,9 @@ export function connect() {
   }
   setConn(retry.attempt > 0 || lostAnnounced ? 'reconnecting' : 'connecting');
   let sock;
+  const extra = helloExtra();
   try {
-    sock = new WebSocket(socketURL(urlExtra()));
+    sock = new WebSocket(socketURL());
   } catch (_) {
     retryLater(retry.backoff());
     return;
@@ -71,7 +73,7 @@ export function connect() {
   ws = sock;
   sock.onopen = () => {
     if (ws !== sock) return;
-    sayHello(sock); // the server reads nothing else first, and registers nothing until it comes
+    sayHello(sock, extra); // the server reads nothing else first, and registers nothing until it comes
     setConn('open');
   };
   sock.onmessage = (ev) => {
@@ -170,7 +172,7 @@ export function sayLeaving() {
     setTimeout(() => sock.close(1000), leaveWaitMs);
   } else if (store.token) {
     // Not connected just now: connect once to say so, so the place does not hold up the line.
-    const once = new WebSocket(socketURL(''));
+    const once = new WebSocket(socketURL());
     once.onopen = () => sayHello(once);
     once.onmessage = () => {
       once.onmessage = null;
