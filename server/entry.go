@@ -120,7 +120,7 @@ type arrival struct {
 func (a arrival) brought(s *Server, hello hub.Hello, urlCode, urlAltcha string, now time.Time) arrival {
 	a.code = cmp.Or(hello.Code, urlCode)
 	if a.rules.powCost > 0 {
-		a.proof, a.powCode, a.powWhy = s.checkProof(a.screening, cmp.Or(hello.Altcha, urlAltcha), now)
+		a.proof, a.powCode, a.powWhy = s.checkProof(a.screening, a.rules.powCost, cmp.Or(hello.Altcha, urlAltcha), now)
 	}
 	return a
 }

@@ -61,7 +61,7 @@ func (s *Server) challenge(c echo.Context) error {
 	}
 	ch, err := altcha.Create(altcha.Options{
 		Cost: s.Pow.Iterations, Counter: drawCounter(max(rules.powCost, 1)),
-		ExpiresAt: now.Add(s.Pow.Expires), Data: map[string]string{"screening": id},
+		ExpiresAt: now.Add(s.Pow.Expires), Data: map[string]string{"screening": id, "cost": strconv.Itoa(rules.powCost)},
 	}, s.Pow.Secrets)
 	if err != nil {
 		return fmt.Errorf("challenge for %s: %w", id, err)
@@ -86,9 +86,11 @@ type proof struct {
 }
 
 // checkProof verifies the payload a socket of the screening brings, statelessly: the signature, the
-// expiry, the solution, and that the challenge was made for this screening. It does not spend it. code
-// and why explain a payload that is missing or does not verify.
-func (s *Server) checkProof(screening, payload string, now time.Time) (p *proof, code, why string) {
+// expiry, the solution, that the challenge was made for this screening, and for a cost at least the
+// screening's now (cost): a challenge drawn while the line asked less, say none, is worth no place once the
+// operator has raised it. It does not spend it. code and why explain a payload that is missing or does not
+// verify.
+func (s *Server) checkProof(screening string, cost int, payload string, now time.Time) (p *proof, code, why string) {
 	if payload == "" {
 		return nil, codePowRequired, "this line asks for a proof of work first: solve a challenge of GET /api/screenings/" +
 			screening + "/challenge and send the solution's payload as the hello's altcha"
@@ -100,6 +102,12 @@ func (s *Server) checkProof(screening, payload string, now time.Time) (p *proof,
 	if err == nil && decoded.Challenge.Parameters.Data["screening"] != screening {
 		err = errOtherScreening
 	}
+	if err == nil {
+		// A challenge without a cost (made before challenges said theirs) counts as one of no cost.
+		if made, cerr := strconv.Atoi(decoded.Challenge.Parameters.Data["cost"]); cerr != nil || made < cost {
+			err = errCheaperChallenge
+		}
+	}
 	if err != nil {
 		return nil, codePowInvalid, proofRefusal(err)
 	}
@@ -107,7 +115,10 @@ func (s *Server) checkProof(screening, payload string, now time.Time) (p *proof,
 	return &proof{id: decoded.Challenge.Signature, expires: time.Unix(params.ExpiresAt, 0)}, "", ""
 }
 
-var errOtherScreening = errors.New("a challenge of another screening")
+var (
+	errOtherScreening   = errors.New("a challenge of another screening")
+	errCheaperChallenge = errors.New("a challenge of a lower cost than the screening asks now")
+)
 
 // proofRefusal is what a socket whose payload did not verify is told: why, and to solve a new challenge.
 func proofRefusal(err error) string {
@@ -121,6 +132,8 @@ func proofRefusal(err error) string {
 		why = "the challenge is not one this server made"
 	case errors.Is(err, errOtherScreening):
 		why = "the challenge was made for another screening"
+	case errors.Is(err, errCheaperChallenge):
+		why = "the challenge was made while the line asked for less work than it does now"
 	}
 	return why + "; solve a new challenge"
 }

@@ -9,6 +9,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func benchChallenge(b *testing.B, screening string, iterations, cost int) altcha
 	b.Helper()
 	ch, err := altcha.Create(altcha.Options{
 		Cost: iterations, Counter: drawCounter(max(cost, 1)),
-		ExpiresAt: time.Now().Add(5 * time.Minute), Data: map[string]string{"screening": screening},
+		ExpiresAt: time.Now().Add(5 * time.Minute), Data: map[string]string{"screening": screening, "cost": strconv.Itoa(cost)},
 	}, benchPowSecrets)
 	if err != nil {
 		b.Fatal(err)
@@ -46,12 +47,12 @@ func BenchmarkCheckProof(b *testing.B) {
 	}
 	payload := altcha.Payload{Challenge: ch, Solution: sol}.Encode()
 	now := time.Now()
-	if p, code, why := s.checkProof("s1", payload, now); p == nil {
+	if p, code, why := s.checkProof("s1", 20, payload, now); p == nil {
 		b.Fatalf("checkProof = %s (%s), want a proof", code, why)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if p, code, _ := s.checkProof("s1", payload, now); p == nil {
+		if p, code, _ := s.checkProof("s1", 20, payload, now); p == nil {
 			b.Fatalf("checkProof refused with %s", code)
 		}
 	}

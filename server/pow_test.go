@@ -244,3 +244,30 @@ func TestTheOperatorSetsAScreeningsCostLive(t *testing.T) {
 		}
 	})
 }
+
+// A challenge says the cost it was drawn for: one drawn while the line asked for less (none, say) buys no
+// place once the operator raised the cost, while one drawn at a higher cost stays good when it is lowered.
+func TestAChallengeDrawnAtALowerCostBuysNoPlaceOnceTheCostIsRaised(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			c.Pow.Iterations = 10
+			c.Admin.Key = adminKey
+		})
+		patch := func(body string) {
+			t.Helper()
+			if r := a.adminCall(t, http.MethodPatch, "/api/admin/screenings/s1/admission", body); r.status != http.StatusOK {
+				t.Fatalf("PATCH %s = %d %s", body, r.status, r)
+			}
+		}
+		cheap := solved(t, a.challengeOf(t, "s1")) // drawn at cost 0
+		patch(`{"pow_cost": 30}`)
+		wantRefused(t, "a solution of a challenge drawn at cost 0", a.powSocket(t, "s1", cheap, ""), "POW_INVALID")
+		dear := solved(t, a.challengeOf(t, "s1"))
+		wantPlace(t, "a solution drawn at the cost asked", a.powSocket(t, "s1", solved(t, a.challengeOf(t, "s1")), ""), true)
+		patch(`{"pow_cost": 5}`)
+		wantPlace(t, "a solution drawn at a higher cost than asked now", a.powSocket(t, "s1", dear, ""), true)
+		if n := a.waitingIn(t, "s1"); n != 2 {
+			t.Errorf("%d wait, want 2", n)
+		}
+	})
+}
