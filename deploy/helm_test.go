@@ -132,7 +132,7 @@ func portNames(ports any) string {
 
 func TestChartDefaultsProbeDrainAndRunUnprivileged(t *testing.T) {
 	m := mustRender(t)
-	for _, kind := range []string{"Deployment", "Service", "Secret", "PodDisruptionBudget"} {
+	for _, kind := range []string{"Deployment", "Service", "Secret", "PodDisruptionBudget", "NetworkPolicy"} {
 		if m[kind] == nil {
 			t.Errorf("the defaults render no %s", kind)
 		}
@@ -160,7 +160,7 @@ func TestChartDefaultsProbeDrainAndRunUnprivileged(t *testing.T) {
 		{"image", at(c, "image"), "waitroom:dev"},
 		{"secret read", at(c, "envFrom", 0, "secretRef", "name"), at(m["Secret"], "metadata", "name")},
 		{"container ports", portNames(at(c, "ports")), "http,ops"},
-		{"service ports", portNames(at(m["Service"], "spec", "ports")), "http,ops"},
+		{"service ports", portNames(at(m["Service"], "spec", "ports")), "http"},
 		{"no startup probe", at(c, "startupProbe"), nil},
 	}
 	for _, ck := range checks {
@@ -234,6 +234,72 @@ func TestChartWithEveryOptionalPartOn(t *testing.T) {
 	}
 }
 
+// ingressRules reads a NetworkPolicy's ingress rules by port: each port's allowed peers, "anyone" for a
+// rule with no from. A rule with no ports would open every port: it is an error.
+func ingressRules(t *testing.T, np any) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	rules, _ := at(np, "spec", "ingress").([]any)
+	for i, r := range rules {
+		ports, _ := at(r, "ports").([]any)
+		if len(ports) == 0 {
+			t.Errorf("NetworkPolicy rule %d has no ports: it opens every port", i)
+		}
+		peers := "anyone"
+		if from, ok := at(r, "from").([]any); ok && len(from) > 0 {
+			peers = fmt.Sprint(from)
+		}
+		for _, p := range ports {
+			out[fmt.Sprint(at(p, "port"))] = append(out[fmt.Sprint(at(p, "port"))], peers)
+		}
+	}
+	return out
+}
+
+func TestChartKeepsTheOpsPortOffTheServiceAndBehindANetworkPolicy(t *testing.T) {
+	m := mustRender(t)
+	if got := portNames(at(m["Service"], "spec", "ports")); got != "http" {
+		t.Errorf("the defaults' Service ports = %s, want http alone (the ops port published only on request)", got)
+	}
+	np := m["NetworkPolicy"]
+	if got, want := fmt.Sprint(at(np, "spec", "podSelector", "matchLabels")), fmt.Sprint(at(m["Deployment"], "spec", "selector", "matchLabels")); got != want {
+		t.Errorf("NetworkPolicy selects %s, want the Deployment's pods %s", got, want)
+	}
+	if got := fmt.Sprint(at(np, "spec", "policyTypes")); got != "[Ingress]" {
+		t.Errorf("NetworkPolicy policyTypes = %s, want [Ingress] (egress to Redis, PostgreSQL and webhooks left open)", got)
+	}
+	rules := ingressRules(t, np)
+	if got := fmt.Sprint(rules["http"]); got != "[anyone]" {
+		t.Errorf("NetworkPolicy lets %s reach the http port, want anyone", got)
+	}
+	if got := fmt.Sprint(rules["ops"]); got != "[[map[namespaceSelector:map[matchLabels:map[kubernetes.io/metadata.name:monitoring]]]]]" {
+		t.Errorf("NetworkPolicy lets %s reach the ops port, want the monitoring namespace alone", got)
+	}
+	if len(rules) != 2 {
+		t.Errorf("NetworkPolicy opens %v, want http and ops alone", rules)
+	}
+
+	m = mustRender(t, "--set-json", "networkPolicy.opsFrom=[]")
+	if rules := ingressRules(t, m["NetworkPolicy"]); rules["ops"] != nil || len(rules) != 1 {
+		t.Errorf("with no opsFrom the NetworkPolicy opens %v, want http alone", rules)
+	}
+	if m := mustRender(t, "--set", "networkPolicy.enabled=false"); m["NetworkPolicy"] != nil {
+		t.Error("networkPolicy.enabled=false still renders a NetworkPolicy")
+	}
+
+	m = mustRender(t, "-f", chart+"/ci/all-on-values.yaml")
+	rules = ingressRules(t, m["NetworkPolicy"])
+	if got := fmt.Sprint(rules["gate"]); got != "[anyone]" {
+		t.Errorf("with the gate on the NetworkPolicy lets %s reach the gate port, want anyone", got)
+	}
+	if got := fmt.Sprint(rules["ops"]); !strings.Contains(got, "kubernetes.io/metadata.name:observability") || !strings.Contains(got, "app.kubernetes.io/name:prometheus") {
+		t.Errorf("NetworkPolicy lets %s reach the ops port, want the values' Prometheus pods", got)
+	}
+	if len(rules) != 3 {
+		t.Errorf("NetworkPolicy opens %v, want http, gate and ops", rules)
+	}
+}
+
 func TestChartUsesAnExistingSecretInsteadOfItsOwn(t *testing.T) {
 	m := mustRender(t, "--set", "secrets.existingSecret=waitroom-keys")
 	if m["Secret"] != nil {
@@ -254,6 +320,7 @@ func TestChartRefusesValuesTheServerOrTheDrainCannotWorkWith(t *testing.T) {
 		{"http.behindProxy=true", "http.behindProxy needs http.trustedProxies"},
 		{"gate.enabled=true", "gate.enabled needs gate.upstream and gate.paths"},
 		{"secrets.adminKey=short", "at least 16 characters"},
+		{"serviceMonitor.enabled=true", "serviceMonitor.enabled needs service.publishOpsPort"},
 	} {
 		if _, err := render(t, "--set", tc.set); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("helm template --set %s: %v, want a refusal with %q", tc.set, err, tc.want)

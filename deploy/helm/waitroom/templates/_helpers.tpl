@@ -63,6 +63,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.gate.enabled (or (not .Values.gate.upstream) (not .Values.gate.paths)) }}
 {{- fail "gate.enabled needs gate.upstream and gate.paths" }}
 {{- end }}
+{{- if and .Values.serviceMonitor.enabled (not .Values.service.publishOpsPort) }}
+{{- fail "serviceMonitor.enabled needs service.publishOpsPort: true (the ServiceMonitor scrapes the Service's ops port), and a networkPolicy.opsFrom that admits the Prometheus pods" }}
+{{- end }}
 {{- if le (int .Values.drain.terminationGracePeriodSeconds) (add (int .Values.drain.preStopSleepSeconds) 10) }}
 {{- fail "drain.terminationGracePeriodSeconds must exceed drain.preStopSleepSeconds + 10 (the server's drain)" }}
 {{- end }}
