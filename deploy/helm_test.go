@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/waitroom/waitroom/config"
 	"gopkg.in/yaml.v3"
 )
 
@@ -174,6 +175,14 @@ func TestChartDefaultsProbeDrainAndRunUnprivileged(t *testing.T) {
 			t.Errorf("env %s = %q, want %q", k, env[k], want)
 		}
 	}
+	for _, k := range []string{"WAITROOM_BOOKING_CONFIRM_KEY", "WAITROOM_WEBHOOKS_SECRET", "WAITROOM_POW_SECRET"} {
+		if v := at(m["Secret"], "data", k); v != nil {
+			t.Errorf("the defaults' Secret has %s = %v, want none unless set", k, v)
+		}
+	}
+	if v, ok := env["WAITROOM_WEBHOOKS_URL"]; ok {
+		t.Errorf("the defaults set WAITROOM_WEBHOOKS_URL = %q, want webhooks off", v)
+	}
 	// No keys given: one Ed25519 key is generated, kid:base64 of a 32-byte seed.
 	keys := secretValue(t, m, "WAITROOM_PASS_KEYS")
 	kid, seed, ok := strings.Cut(keys, ":")
@@ -231,6 +240,47 @@ func TestChartWithEveryOptionalPartOn(t *testing.T) {
 	}
 	if got := secretValue(t, m, "WAITROOM_ADMIN_KEY"); got != "ci-admin-key-0123456789" {
 		t.Errorf("WAITROOM_ADMIN_KEY = %q", got)
+	}
+	for k, want := range map[string]string{
+		"WAITROOM_BOOKING_CONFIRM_KEY": "ci-confirm-key-0123456789",
+		"WAITROOM_WEBHOOKS_SECRET":     "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw6sHz2oC9NHs=",
+		"WAITROOM_POW_SECRET":          "ci-pow-secret-0123456789abcdefghijklmnop",
+	} {
+		if got := secretValue(t, m, k); got != want {
+			t.Errorf("Secret %s = %q, want %q", k, got, want)
+		}
+		if _, inEnv := envOf(m)[k]; inEnv {
+			t.Errorf("%s is in the pod's env in the clear, want it in the Secret alone", k)
+		}
+	}
+	if got := envOf(m)["WAITROOM_WEBHOOKS_URL"]; got != "https://shop.example/hooks/waitroom" {
+		t.Errorf("env WAITROOM_WEBHOOKS_URL = %q, want the values' webhooks.url", got)
+	}
+}
+
+// TestChartRendersWhatTheServerAccepts loads the all-on rendering's env and Secret as the server's config
+// would read them: they pass its validation, and each of the chart's values reaches the setting it names.
+func TestChartRendersWhatTheServerAccepts(t *testing.T) {
+	m := mustRender(t, "-f", chart+"/ci/all-on-values.yaml")
+	vars := envOf(m)
+	data, _ := at(m["Secret"], "data").(map[string]any)
+	for k := range data {
+		vars[k] = secretValue(t, m, k)
+	}
+	c, err := config.Load("", false, func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("the server refuses the all-on rendering's settings: %v", err)
+	}
+	for _, ck := range []struct{ setting, got, want string }{
+		{"booking.confirm_key", c.Booking.ConfirmKey, "ci-confirm-key-0123456789"},
+		{"webhooks.secret", c.Webhooks.Secret, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw6sHz2oC9NHs="},
+		{"webhooks.url", c.Webhooks.URL, "https://shop.example/hooks/waitroom"},
+		{"pow.secret", c.Pow.Secret, "ci-pow-secret-0123456789abcdefghijklmnop"},
+		{"admin.key", c.Admin.Key, "ci-admin-key-0123456789"},
+	} {
+		if ck.got != ck.want {
+			t.Errorf("the server reads %s = %q, want %q", ck.setting, ck.got, ck.want)
+		}
 	}
 }
 
@@ -308,6 +358,10 @@ func TestChartUsesAnExistingSecretInsteadOfItsOwn(t *testing.T) {
 	if got := at(container(m), "envFrom", 0, "secretRef", "name"); got != "waitroom-keys" {
 		t.Errorf("the pods read the Secret %v, want waitroom-keys", got)
 	}
+	// The webhooks' secret may be one of that Secret's keys.
+	if _, err := render(t, "--set", "secrets.existingSecret=waitroom-keys", "--set", "webhooks.url=https://shop.example/hooks"); err != nil {
+		t.Errorf("webhooks.url with an existingSecret: %v, want it rendered (the secret is the existing Secret's)", err)
+	}
 }
 
 func TestChartRefusesValuesTheServerOrTheDrainCannotWorkWith(t *testing.T) {
@@ -321,6 +375,14 @@ func TestChartRefusesValuesTheServerOrTheDrainCannotWorkWith(t *testing.T) {
 		{"gate.enabled=true", "gate.enabled needs gate.upstream and gate.paths"},
 		{"secrets.adminKey=short", "at least 16 characters"},
 		{"serviceMonitor.enabled=true", "serviceMonitor.enabled needs service.publishOpsPort"},
+		{"secrets.confirmKey=short", "secrets.confirmKey must be at least 16 characters"},
+		{"secrets.confirmKey=same-key-0123456789,secrets.adminKey=same-key-0123456789", "secrets.confirmKey must not be secrets.adminKey"},
+		{"secrets.webhooksSecret=whsec_this-is-not-base64-at-all!!", `secrets.webhooksSecret must be "whsec_" and standard, padded base64`},
+		{"secrets.webhooksSecret=0123456789abcdefghijklmnopqrstuvwxyz", `secrets.webhooksSecret must be "whsec_"`},
+		{"secrets.webhooksSecret=whsec_paWlpaWlpaWlpaWlpaWlpQ==", "secrets.webhooksSecret must decode to 24 to 64 bytes, got 16"},
+		{"secrets.powSecret=short", "secrets.powSecret must be at least 32 characters"},
+		{"webhooks.url=https://shop.example/hooks", "webhooks.url needs secrets.webhooksSecret"},
+		{"webhooks.url=ftp://shop.example/hooks,secrets.webhooksSecret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "webhooks.url must be an http(s) URL"},
 	} {
 		if _, err := render(t, "--set", tc.set); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("helm template --set %s: %v, want a refusal with %q", tc.set, err, tc.want)

@@ -57,6 +57,35 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.secrets.passSecret (lt (len .Values.secrets.passSecret) 32) }}
 {{- fail "secrets.passSecret must be at least 32 characters" }}
 {{- end }}
+{{- with .Values.secrets.confirmKey }}
+{{- if lt (len .) 16 }}
+{{- fail "secrets.confirmKey must be at least 16 characters" }}
+{{- end }}
+{{- if eq . $.Values.secrets.adminKey }}
+{{- fail "secrets.confirmKey must not be secrets.adminKey: the payment backend needs no operator's power" }}
+{{- end }}
+{{- end }}
+{{- with .Values.secrets.webhooksSecret }}
+{{- /* As the server reads it (config's webhooks.secret): standard, padded base64 after "whsec_". */}}
+{{- if not (regexMatch "^whsec_([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$" .) }}
+{{- fail "secrets.webhooksSecret must be \"whsec_\" and standard, padded base64 of 24 to 64 random bytes" }}
+{{- end }}
+{{- $bytes := len (trimPrefix "whsec_" . | b64dec) }}
+{{- if or (lt $bytes 24) (gt $bytes 64) }}
+{{- fail (printf "secrets.webhooksSecret must decode to 24 to 64 bytes, got %d bytes" $bytes) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.secrets.powSecret (lt (len .Values.secrets.powSecret) 32) }}
+{{- fail "secrets.powSecret must be at least 32 characters" }}
+{{- end }}
+{{- with .Values.webhooks.url }}
+{{- if not (or (hasPrefix "https://" .) (hasPrefix "http://" .)) }}
+{{- fail "webhooks.url must be an http(s) URL" }}
+{{- end }}
+{{- if and (not $.Values.secrets.webhooksSecret) (not $.Values.secrets.existingSecret) }}
+{{- fail "webhooks.url needs secrets.webhooksSecret (or WAITROOM_WEBHOOKS_SECRET in secrets.existingSecret): the server signs every webhook" }}
+{{- end }}
+{{- end }}
 {{- if and .Values.http.behindProxy (not .Values.http.trustedProxies) }}
 {{- fail "http.behindProxy needs http.trustedProxies: the addresses of the proxies whose X-Forwarded-For is believed" }}
 {{- end }}
