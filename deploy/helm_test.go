@@ -350,6 +350,16 @@ func TestChartKeepsTheOpsPortOffTheServiceAndBehindANetworkPolicy(t *testing.T) 
 	}
 }
 
+func TestChartRendersAnIngressBehindTheProxySettings(t *testing.T) {
+	m := mustRender(t, "--set", "ingress.enabled=true,http.behindProxy=true,http.trustedProxies={10.0.0.0/8}")
+	if m["Ingress"] == nil {
+		t.Fatal("ingress.enabled with http.behindProxy renders no Ingress")
+	}
+	if env := envOf(m); env["WAITROOM_HTTP_BEHIND_PROXY"] != "true" || env["WAITROOM_HTTP_TRUSTED_PROXIES"] != "10.0.0.0/8" {
+		t.Errorf("env behind_proxy %q, trusted_proxies %q, want true and 10.0.0.0/8", env["WAITROOM_HTTP_BEHIND_PROXY"], env["WAITROOM_HTTP_TRUSTED_PROXIES"])
+	}
+}
+
 func TestChartUsesAnExistingSecretInsteadOfItsOwn(t *testing.T) {
 	m := mustRender(t, "--set", "secrets.existingSecret=waitroom-keys")
 	if m["Secret"] != nil {
@@ -375,6 +385,9 @@ func TestChartRefusesValuesTheServerOrTheDrainCannotWorkWith(t *testing.T) {
 		{"gate.enabled=true", "gate.enabled needs gate.upstream and gate.paths"},
 		{"secrets.adminKey=short", "at least 16 characters"},
 		{"serviceMonitor.enabled=true", "serviceMonitor.enabled needs service.publishOpsPort"},
+		// Behind an Ingress every TCP peer is the controller: one address for the limits and the admin lockout.
+		{"ingress.enabled=true", "ingress.enabled needs http.behindProxy: true"},
+		{"ingress.enabled=true,http.behindProxy=false,http.trustedProxies={10.0.0.0/8}", "ingress.enabled needs http.behindProxy: true"},
 		{"secrets.confirmKey=short", "secrets.confirmKey must be at least 16 characters"},
 		{"secrets.confirmKey=same-key-0123456789,secrets.adminKey=same-key-0123456789", "secrets.confirmKey must not be secrets.adminKey"},
 		{"secrets.webhooksSecret=whsec_this-is-not-base64-at-all!!", `secrets.webhooksSecret must be "whsec_" and standard, padded base64`},

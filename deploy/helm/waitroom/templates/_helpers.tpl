@@ -86,6 +86,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- fail "webhooks.url needs secrets.webhooksSecret (or WAITROOM_WEBHOOKS_SECRET in secrets.existingSecret): the server signs every webhook" }}
 {{- end }}
 {{- end }}
+{{- if and .Values.ingress.enabled (not .Values.http.behindProxy) }}
+{{- fail "ingress.enabled needs http.behindProxy: true and http.trustedProxies (the ingress controller's pods): behind an Ingress every request comes from the controller, so without them every client is one address and the per-address limits and the admin lockout lock out everyone at once" }}
+{{- end }}
 {{- if and .Values.http.behindProxy (not .Values.http.trustedProxies) }}
 {{- fail "http.behindProxy needs http.trustedProxies: the addresses of the proxies whose X-Forwarded-For is believed" }}
 {{- end }}
