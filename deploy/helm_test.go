@@ -277,6 +277,8 @@ func TestChartRendersWhatTheServerAccepts(t *testing.T) {
 		{"webhooks.url", c.Webhooks.URL, "https://shop.example/hooks/waitroom"},
 		{"pow.secret", c.Pow.Secret, "ci-pow-secret-0123456789abcdefghijklmnop"},
 		{"admin.key", c.Admin.Key, "ci-admin-key-0123456789"},
+		{"booking.checkout", c.Booking.Checkout, "hold"},
+		{"booking.checkout_url", c.Booking.CheckoutURL, "https://shop.example/pay?order={code}"},
 	} {
 		if ck.got != ck.want {
 			t.Errorf("the server reads %s = %q, want %q", ck.setting, ck.got, ck.want)
@@ -357,6 +359,42 @@ func TestChartRendersAnIngressBehindTheProxySettings(t *testing.T) {
 	}
 	if env := envOf(m); env["WAITROOM_HTTP_BEHIND_PROXY"] != "true" || env["WAITROOM_HTTP_TRUSTED_PROXIES"] != "10.0.0.0/8" {
 		t.Errorf("env behind_proxy %q, trusted_proxies %q, want true and 10.0.0.0/8", env["WAITROOM_HTTP_BEHIND_PROXY"], env["WAITROOM_HTTP_TRUSTED_PROXIES"])
+	}
+}
+
+// TestChartSellsInHoldModeOnlyWithACheckoutURLAndAConfirmKey: booking.checkout and booking.checkoutUrl
+// reach the pods, and a hold-mode sale the payment backend could not take part in is refused (without a
+// checkout URL the buyers get the server's demo page, whose Pay button confirms without payment; without
+// a confirm key no order could be confirmed).
+func TestChartSellsInHoldModeOnlyWithACheckoutURLAndAConfirmKey(t *testing.T) {
+	const url = "https://shop.example/pay?order={code}"
+	env := envOf(mustRender(t))
+	if env["WAITROOM_BOOKING_CHECKOUT"] != "instant" {
+		t.Errorf("the defaults' WAITROOM_BOOKING_CHECKOUT = %q, want instant", env["WAITROOM_BOOKING_CHECKOUT"])
+	}
+	if v, ok := env["WAITROOM_BOOKING_CHECKOUT_URL"]; ok {
+		t.Errorf("the defaults set WAITROOM_BOOKING_CHECKOUT_URL = %q, want it unset", v)
+	}
+	env = envOf(mustRender(t, "--set", "booking.checkout=hold", "--set-string", "booking.checkoutUrl="+url, "--set", "secrets.confirmKey=confirm-key-0123456789"))
+	if env["WAITROOM_BOOKING_CHECKOUT"] != "hold" || env["WAITROOM_BOOKING_CHECKOUT_URL"] != url {
+		t.Errorf("env checkout %q, checkout URL %q, want hold and %s", env["WAITROOM_BOOKING_CHECKOUT"], env["WAITROOM_BOOKING_CHECKOUT_URL"], url)
+	}
+	if _, err := render(t, "--set", "booking.checkout=hold", "--set-string", "booking.checkoutUrl="+url, "--set", "secrets.existingSecret=waitroom-keys"); err != nil {
+		t.Errorf("hold mode with the confirm key in an existingSecret: %v, want it rendered", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "booking.checkout=later"}, "booking.checkout must be instant or hold"},
+		{[]string{"--set", "booking.checkout=hold", "--set", "secrets.confirmKey=confirm-key-0123456789"}, "booking.checkout hold needs booking.checkoutUrl"},
+		{[]string{"--set", "booking.checkout=hold", "--set-string", "booking.checkoutUrl=" + url}, "booking.checkout hold needs secrets.confirmKey"},
+		{[]string{"--set-string", "booking.checkoutUrl=https://shop.example/pay"}, "booking.checkoutUrl must be an http(s) URL with {code} in it"},
+		{[]string{"--set-string", "booking.checkoutUrl=shop.example/pay?order={code}"}, "booking.checkoutUrl must be an http(s) URL with {code} in it"},
+	} {
+		if _, err := render(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("helm template %v: %v, want a refusal with %q", tc.args, err, tc.want)
+		}
 	}
 }
 

@@ -57,6 +57,22 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.secrets.passSecret (lt (len .Values.secrets.passSecret) 32) }}
 {{- fail "secrets.passSecret must be at least 32 characters" }}
 {{- end }}
+{{- if not (has .Values.booking.checkout (list "instant" "hold")) }}
+{{- fail "booking.checkout must be instant or hold" }}
+{{- end }}
+{{- with .Values.booking.checkoutUrl }}
+{{- if not (and (contains "{code}" .) (or (hasPrefix "https://" .) (hasPrefix "http://" .))) }}
+{{- fail "booking.checkoutUrl must be an http(s) URL with {code} in it (https://shop.example/pay?order={code})" }}
+{{- end }}
+{{- end }}
+{{- if eq .Values.booking.checkout "hold" }}
+{{- if not .Values.booking.checkoutUrl }}
+{{- fail "booking.checkout hold needs booking.checkoutUrl: without it buyers get the server's demo checkout, whose Pay button confirms without payment" }}
+{{- end }}
+{{- if and (not .Values.secrets.confirmKey) (not .Values.secrets.existingSecret) }}
+{{- fail "booking.checkout hold needs secrets.confirmKey (or WAITROOM_BOOKING_CONFIRM_KEY in secrets.existingSecret): the payment backend's key to confirm a paid order" }}
+{{- end }}
+{{- end }}
 {{- with .Values.secrets.confirmKey }}
 {{- if lt (len .) 16 }}
 {{- fail "secrets.confirmKey must be at least 16 characters" }}
