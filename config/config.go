@@ -348,12 +348,6 @@ func (c Config) Validate() error {
 	if c.Booking.ConfirmKey != "" && c.Booking.ConfirmKey == c.Admin.Key {
 		errs = append(errs, errors.New("booking.confirm_key must not be the admin key: the payment backend needs no operator's power"))
 	}
-	if w := c.Webhooks; w.URL != "" && (!strings.HasPrefix(w.Secret, "whsec_") || len(w.Secret) < 30) {
-		errs = append(errs, errors.New("webhooks.secret must be set with webhooks.url: \"whsec_\" and the base64 of at least 24 random bytes"))
-	}
-	if w := c.Webhooks; w.URL != "" && !(strings.HasPrefix(w.URL, "https://") || strings.HasPrefix(w.URL, "http://")) {
-		errs = append(errs, fmt.Errorf("webhooks.url %q: want an http(s) URL", w.URL))
-	}
 	if c.Database.MinConns < 0 {
 		errs = append(errs, fmt.Errorf("database.min_conns must not be negative (0 opens connections on demand only), got %d", c.Database.MinConns))
 	}
@@ -366,6 +360,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.Pass.validate()...)
 	errs = append(errs, c.HTTP.validate()...)
 	errs = append(errs, c.Gate.validate()...)
+	errs = append(errs, c.Webhooks.validate()...)
 	errs = append(errs, c.Pow.validate()...)
 	errs = append(errs, c.Bots.validate()...)
 	switch strings.ToLower(c.Log.Level) {

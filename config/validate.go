@@ -1,8 +1,11 @@
-// The checks of the listeners' settings (http.*) and the gate's (gate.*), apart from Validate's list.
+// The checks of the listeners' settings (http.*), the gate's (gate.*) and the webhooks' (webhooks.*), apart
+// from Validate's list.
 
 package config
 
 import (
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -109,6 +112,43 @@ func (g Gate) validate() []error {
 	}
 	if !slices.Contains(GateModes, g.Mode) {
 		errs = append(errs, fmt.Errorf("gate.mode %q: want auto, queue_all or passthrough", g.Mode))
+	}
+	return errs
+}
+
+// Webhook secrets: the Standard Webhooks form, "whsec_" and the base64 of the HMAC key.
+const (
+	webhookSecretPrefix = "whsec_"
+	minWebhookKeyBytes  = 24
+	maxWebhookKeyBytes  = 64
+)
+
+// validate names what cannot work in the webhooks' settings. The secret is decoded as the Standard Webhooks
+// library decodes it when the deliverer starts (standard, padded base64 after "whsec_"), so a secret it
+// could not read is refused here rather than stopping the server once it runs; a secret set without a URL
+// is checked too, as it is meant for a URL to come.
+func (w Webhooks) validate() []error {
+	var errs []error
+	if w.URL != "" && !(strings.HasPrefix(w.URL, "https://") || strings.HasPrefix(w.URL, "http://")) {
+		errs = append(errs, fmt.Errorf("webhooks.url %q: want an http(s) URL", w.URL))
+	}
+	if w.Secret == "" {
+		if w.URL != "" {
+			errs = append(errs, errors.New(`webhooks.secret must be set with webhooks.url: "whsec_" and the base64 of 24 to 64 random bytes`))
+		}
+		return errs
+	}
+	encoded, ok := strings.CutPrefix(w.Secret, webhookSecretPrefix)
+	if !ok {
+		return append(errs, errors.New(`webhooks.secret must start with "whsec_", then the base64 of 24 to 64 random bytes`))
+	}
+	// The decoder's error gives a position, never the secret's text.
+	key, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return append(errs, fmt.Errorf(`webhooks.secret is not base64 after "whsec_" (standard alphabet, padded): %v`, err))
+	}
+	if n := len(key); n < minWebhookKeyBytes || n > maxWebhookKeyBytes {
+		errs = append(errs, fmt.Errorf("webhooks.secret must decode to %d to %d bytes, got %d bytes", minWebhookKeyBytes, maxWebhookKeyBytes, n))
 	}
 	return errs
 }

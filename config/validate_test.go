@@ -1,8 +1,12 @@
 package config
 
 import (
+	"bytes"
+	"encoding/base64"
 	"strings"
 	"testing"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 func TestGatePathsLongestPrefixFirst(t *testing.T) {
@@ -51,5 +55,55 @@ func TestListenerAndGateSettingsRefusedWithTheirKey(t *testing.T) {
 	}
 	if p, _ := ParsePrefix(c.HTTP.TrustedProxies[1]); p.String() != "192.168.1.7/32" {
 		t.Errorf("ParsePrefix(%q) = %s, want 192.168.1.7/32", c.HTTP.TrustedProxies[1], p)
+	}
+}
+
+// TestWebhookSecretIsDecodedAsTheSignerDecodesIt checks webhooks.secret the way the Standard Webhooks
+// library reads it when the deliverer starts: "whsec_" and standard, padded base64 of 24 to 64 bytes. A
+// secret config accepts must be one the library accepts, and one the library cannot read must be refused
+// here, naming the key, rather than stop the server once it runs.
+func TestWebhookSecretIsDecodedAsTheSignerDecodesIt(t *testing.T) {
+	b64 := func(n int) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xa5}, n)) }
+	cases := []struct {
+		what, url, secret string
+		want              string // "" accepted; else a part of the error
+	}{
+		{"24 bytes", "https://shop.example/hooks", "whsec_" + b64(24), ""},
+		{"32 bytes", "https://shop.example/hooks", "whsec_" + b64(32), ""},
+		{"64 bytes", "https://shop.example/hooks", "whsec_" + b64(64), ""},
+		{"the docs' example", "https://shop.example/hooks", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", ""},
+		{"no URL, no secret", "", "", ""},
+		{"no secret", "https://shop.example/hooks", "", "webhooks.secret must be set with webhooks.url"},
+		{"no prefix", "https://shop.example/hooks", b64(32), `webhooks.secret must start with "whsec_"`},
+		{"not base64, long enough", "https://shop.example/hooks", "whsec_this-is-not-base64-at-all!!", "webhooks.secret is not base64"},
+		{"URL-safe alphabet", "https://shop.example/hooks", "whsec_" + strings.Repeat("-_", 16), "webhooks.secret is not base64"},
+		{"unpadded", "https://shop.example/hooks", "whsec_" + strings.TrimRight(b64(25), "="), "webhooks.secret is not base64"},
+		{"16 bytes in 30 characters", "https://shop.example/hooks", "whsec_" + b64(16), "webhooks.secret must decode to 24 to 64 bytes, got 16 bytes"},
+		{"23 bytes", "https://shop.example/hooks", "whsec_" + b64(23), "got 23 bytes"},
+		{"65 bytes", "https://shop.example/hooks", "whsec_" + b64(65), "got 65 bytes"},
+		{"a bad secret without a URL", "", "whsec_this-is-not-base64-at-all!!", "webhooks.secret is not base64"},
+	}
+	for _, tc := range cases {
+		_, err := Load("", false, env(map[string]string{"WAITROOM_WEBHOOKS_URL": tc.url, "WAITROOM_WEBHOOKS_SECRET": tc.secret}))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: Load(webhooks.secret %q) = %v, want it accepted", tc.what, tc.secret, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: Load(webhooks.secret %q) = %v, want an error with %q", tc.what, tc.secret, err, tc.want)
+		}
+		if err == nil && tc.secret != "" {
+			if _, err := standardwebhooks.NewWebhook(tc.secret); err != nil {
+				t.Errorf("%s: config accepts %q, which the webhook library refuses: %v", tc.what, tc.secret, err)
+			}
+		}
+		if err != nil && strings.Contains(err.Error(), tc.secret) && tc.secret != "" {
+			t.Errorf("%s: the error %q repeats the secret", tc.what, err)
+		}
+	}
+	// The refusals the library would have met at run time are those it cannot decode.
+	for _, s := range []string{"whsec_this-is-not-base64-at-all!!", "whsec_" + strings.Repeat("-_", 16), "whsec_" + strings.TrimRight(b64(25), "=")} {
+		if _, err := standardwebhooks.NewWebhook(s); err == nil {
+			t.Errorf("the webhook library reads %q: the case does not show a run-time failure", s)
+		}
 	}
 }

@@ -132,9 +132,10 @@ func TestComposeFileRefusesToStartWithoutTheSecrets(t *testing.T) {
 	}
 }
 
-// TestNginxConfigIsValid runs `nginx -t` on nginx.conf, its upstream names resolved to loopback (they are
-// compose's service names), when nginx is installed; with WAITROOM_REQUIRE_NGINX set (.ci/run) it must be.
-func TestNginxConfigIsValid(t *testing.T) {
+// nginxBinary finds nginx; without it the nginx tests skip, unless WAITROOM_REQUIRE_NGINX (.ci/run) asks
+// for it.
+func nginxBinary(t *testing.T) string {
+	t.Helper()
 	nginx, err := exec.LookPath("nginx")
 	if err != nil {
 		if os.Getenv("WAITROOM_REQUIRE_NGINX") != "" {
@@ -142,6 +143,13 @@ func TestNginxConfigIsValid(t *testing.T) {
 		}
 		t.Skip("nginx is not installed")
 	}
+	return nginx
+}
+
+// TestNginxConfigIsValid runs `nginx -t` on nginx.conf, its upstream names resolved to loopback (they are
+// compose's service names), when nginx is installed; with WAITROOM_REQUIRE_NGINX set (.ci/run) it must be.
+func TestNginxConfigIsValid(t *testing.T) {
+	nginx := nginxBinary(t)
 	conf, err := os.ReadFile("nginx/nginx.conf")
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/waitroom/waitroom/config"
 	"gopkg.in/yaml.v3"
 )
 
@@ -132,7 +133,7 @@ func portNames(ports any) string {
 
 func TestChartDefaultsProbeDrainAndRunUnprivileged(t *testing.T) {
 	m := mustRender(t)
-	for _, kind := range []string{"Deployment", "Service", "Secret", "PodDisruptionBudget"} {
+	for _, kind := range []string{"Deployment", "Service", "Secret", "PodDisruptionBudget", "NetworkPolicy"} {
 		if m[kind] == nil {
 			t.Errorf("the defaults render no %s", kind)
 		}
@@ -160,7 +161,7 @@ func TestChartDefaultsProbeDrainAndRunUnprivileged(t *testing.T) {
 		{"image", at(c, "image"), "waitroom:dev"},
 		{"secret read", at(c, "envFrom", 0, "secretRef", "name"), at(m["Secret"], "metadata", "name")},
 		{"container ports", portNames(at(c, "ports")), "http,ops"},
-		{"service ports", portNames(at(m["Service"], "spec", "ports")), "http,ops"},
+		{"service ports", portNames(at(m["Service"], "spec", "ports")), "http"},
 		{"no startup probe", at(c, "startupProbe"), nil},
 	}
 	for _, ck := range checks {
@@ -173,6 +174,14 @@ func TestChartDefaultsProbeDrainAndRunUnprivileged(t *testing.T) {
 		if env[k] != want {
 			t.Errorf("env %s = %q, want %q", k, env[k], want)
 		}
+	}
+	for _, k := range []string{"WAITROOM_BOOKING_CONFIRM_KEY", "WAITROOM_WEBHOOKS_SECRET", "WAITROOM_POW_SECRET"} {
+		if v := at(m["Secret"], "data", k); v != nil {
+			t.Errorf("the defaults' Secret has %s = %v, want none unless set", k, v)
+		}
+	}
+	if v, ok := env["WAITROOM_WEBHOOKS_URL"]; ok {
+		t.Errorf("the defaults set WAITROOM_WEBHOOKS_URL = %q, want webhooks off", v)
 	}
 	// No keys given: one Ed25519 key is generated, kid:base64 of a 32-byte seed.
 	keys := secretValue(t, m, "WAITROOM_PASS_KEYS")
@@ -232,6 +241,161 @@ func TestChartWithEveryOptionalPartOn(t *testing.T) {
 	if got := secretValue(t, m, "WAITROOM_ADMIN_KEY"); got != "ci-admin-key-0123456789" {
 		t.Errorf("WAITROOM_ADMIN_KEY = %q", got)
 	}
+	for k, want := range map[string]string{
+		"WAITROOM_BOOKING_CONFIRM_KEY": "ci-confirm-key-0123456789",
+		"WAITROOM_WEBHOOKS_SECRET":     "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw6sHz2oC9NHs=",
+		"WAITROOM_POW_SECRET":          "ci-pow-secret-0123456789abcdefghijklmnop",
+	} {
+		if got := secretValue(t, m, k); got != want {
+			t.Errorf("Secret %s = %q, want %q", k, got, want)
+		}
+		if _, inEnv := envOf(m)[k]; inEnv {
+			t.Errorf("%s is in the pod's env in the clear, want it in the Secret alone", k)
+		}
+	}
+	if got := envOf(m)["WAITROOM_WEBHOOKS_URL"]; got != "https://shop.example/hooks/waitroom" {
+		t.Errorf("env WAITROOM_WEBHOOKS_URL = %q, want the values' webhooks.url", got)
+	}
+}
+
+// TestChartRendersWhatTheServerAccepts loads the all-on rendering's env and Secret as the server's config
+// would read them: they pass its validation, and each of the chart's values reaches the setting it names.
+func TestChartRendersWhatTheServerAccepts(t *testing.T) {
+	m := mustRender(t, "-f", chart+"/ci/all-on-values.yaml")
+	vars := envOf(m)
+	data, _ := at(m["Secret"], "data").(map[string]any)
+	for k := range data {
+		vars[k] = secretValue(t, m, k)
+	}
+	c, err := config.Load("", false, func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("the server refuses the all-on rendering's settings: %v", err)
+	}
+	for _, ck := range []struct{ setting, got, want string }{
+		{"booking.confirm_key", c.Booking.ConfirmKey, "ci-confirm-key-0123456789"},
+		{"webhooks.secret", c.Webhooks.Secret, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw6sHz2oC9NHs="},
+		{"webhooks.url", c.Webhooks.URL, "https://shop.example/hooks/waitroom"},
+		{"pow.secret", c.Pow.Secret, "ci-pow-secret-0123456789abcdefghijklmnop"},
+		{"admin.key", c.Admin.Key, "ci-admin-key-0123456789"},
+		{"booking.checkout", c.Booking.Checkout, "hold"},
+		{"booking.checkout_url", c.Booking.CheckoutURL, "https://shop.example/pay?order={code}"},
+	} {
+		if ck.got != ck.want {
+			t.Errorf("the server reads %s = %q, want %q", ck.setting, ck.got, ck.want)
+		}
+	}
+}
+
+// ingressRules reads a NetworkPolicy's ingress rules by port: each port's allowed peers, "anyone" for a
+// rule with no from. A rule with no ports would open every port: it is an error.
+func ingressRules(t *testing.T, np any) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	rules, _ := at(np, "spec", "ingress").([]any)
+	for i, r := range rules {
+		ports, _ := at(r, "ports").([]any)
+		if len(ports) == 0 {
+			t.Errorf("NetworkPolicy rule %d has no ports: it opens every port", i)
+		}
+		peers := "anyone"
+		if from, ok := at(r, "from").([]any); ok && len(from) > 0 {
+			peers = fmt.Sprint(from)
+		}
+		for _, p := range ports {
+			out[fmt.Sprint(at(p, "port"))] = append(out[fmt.Sprint(at(p, "port"))], peers)
+		}
+	}
+	return out
+}
+
+func TestChartKeepsTheOpsPortOffTheServiceAndBehindANetworkPolicy(t *testing.T) {
+	m := mustRender(t)
+	if got := portNames(at(m["Service"], "spec", "ports")); got != "http" {
+		t.Errorf("the defaults' Service ports = %s, want http alone (the ops port published only on request)", got)
+	}
+	np := m["NetworkPolicy"]
+	if got, want := fmt.Sprint(at(np, "spec", "podSelector", "matchLabels")), fmt.Sprint(at(m["Deployment"], "spec", "selector", "matchLabels")); got != want {
+		t.Errorf("NetworkPolicy selects %s, want the Deployment's pods %s", got, want)
+	}
+	if got := fmt.Sprint(at(np, "spec", "policyTypes")); got != "[Ingress]" {
+		t.Errorf("NetworkPolicy policyTypes = %s, want [Ingress] (egress to Redis, PostgreSQL and webhooks left open)", got)
+	}
+	rules := ingressRules(t, np)
+	if got := fmt.Sprint(rules["http"]); got != "[anyone]" {
+		t.Errorf("NetworkPolicy lets %s reach the http port, want anyone", got)
+	}
+	if got := fmt.Sprint(rules["ops"]); got != "[[map[namespaceSelector:map[matchLabels:map[kubernetes.io/metadata.name:monitoring]]]]]" {
+		t.Errorf("NetworkPolicy lets %s reach the ops port, want the monitoring namespace alone", got)
+	}
+	if len(rules) != 2 {
+		t.Errorf("NetworkPolicy opens %v, want http and ops alone", rules)
+	}
+
+	m = mustRender(t, "--set-json", "networkPolicy.opsFrom=[]")
+	if rules := ingressRules(t, m["NetworkPolicy"]); rules["ops"] != nil || len(rules) != 1 {
+		t.Errorf("with no opsFrom the NetworkPolicy opens %v, want http alone", rules)
+	}
+	if m := mustRender(t, "--set", "networkPolicy.enabled=false"); m["NetworkPolicy"] != nil {
+		t.Error("networkPolicy.enabled=false still renders a NetworkPolicy")
+	}
+
+	m = mustRender(t, "-f", chart+"/ci/all-on-values.yaml")
+	rules = ingressRules(t, m["NetworkPolicy"])
+	if got := fmt.Sprint(rules["gate"]); got != "[anyone]" {
+		t.Errorf("with the gate on the NetworkPolicy lets %s reach the gate port, want anyone", got)
+	}
+	if got := fmt.Sprint(rules["ops"]); !strings.Contains(got, "kubernetes.io/metadata.name:observability") || !strings.Contains(got, "app.kubernetes.io/name:prometheus") {
+		t.Errorf("NetworkPolicy lets %s reach the ops port, want the values' Prometheus pods", got)
+	}
+	if len(rules) != 3 {
+		t.Errorf("NetworkPolicy opens %v, want http, gate and ops", rules)
+	}
+}
+
+func TestChartRendersAnIngressBehindTheProxySettings(t *testing.T) {
+	m := mustRender(t, "--set", "ingress.enabled=true,http.behindProxy=true,http.trustedProxies={10.0.0.0/8}")
+	if m["Ingress"] == nil {
+		t.Fatal("ingress.enabled with http.behindProxy renders no Ingress")
+	}
+	if env := envOf(m); env["WAITROOM_HTTP_BEHIND_PROXY"] != "true" || env["WAITROOM_HTTP_TRUSTED_PROXIES"] != "10.0.0.0/8" {
+		t.Errorf("env behind_proxy %q, trusted_proxies %q, want true and 10.0.0.0/8", env["WAITROOM_HTTP_BEHIND_PROXY"], env["WAITROOM_HTTP_TRUSTED_PROXIES"])
+	}
+}
+
+// TestChartSellsInHoldModeOnlyWithACheckoutURLAndAConfirmKey: booking.checkout and booking.checkoutUrl
+// reach the pods, and a hold-mode sale the payment backend could not take part in is refused (without a
+// checkout URL the buyers get the server's demo page, whose Pay button confirms without payment; without
+// a confirm key no order could be confirmed).
+func TestChartSellsInHoldModeOnlyWithACheckoutURLAndAConfirmKey(t *testing.T) {
+	const url = "https://shop.example/pay?order={code}"
+	env := envOf(mustRender(t))
+	if env["WAITROOM_BOOKING_CHECKOUT"] != "instant" {
+		t.Errorf("the defaults' WAITROOM_BOOKING_CHECKOUT = %q, want instant", env["WAITROOM_BOOKING_CHECKOUT"])
+	}
+	if v, ok := env["WAITROOM_BOOKING_CHECKOUT_URL"]; ok {
+		t.Errorf("the defaults set WAITROOM_BOOKING_CHECKOUT_URL = %q, want it unset", v)
+	}
+	env = envOf(mustRender(t, "--set", "booking.checkout=hold", "--set-string", "booking.checkoutUrl="+url, "--set", "secrets.confirmKey=confirm-key-0123456789"))
+	if env["WAITROOM_BOOKING_CHECKOUT"] != "hold" || env["WAITROOM_BOOKING_CHECKOUT_URL"] != url {
+		t.Errorf("env checkout %q, checkout URL %q, want hold and %s", env["WAITROOM_BOOKING_CHECKOUT"], env["WAITROOM_BOOKING_CHECKOUT_URL"], url)
+	}
+	if _, err := render(t, "--set", "booking.checkout=hold", "--set-string", "booking.checkoutUrl="+url, "--set", "secrets.existingSecret=waitroom-keys"); err != nil {
+		t.Errorf("hold mode with the confirm key in an existingSecret: %v, want it rendered", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "booking.checkout=later"}, "booking.checkout must be instant or hold"},
+		{[]string{"--set", "booking.checkout=hold", "--set", "secrets.confirmKey=confirm-key-0123456789"}, "booking.checkout hold needs booking.checkoutUrl"},
+		{[]string{"--set", "booking.checkout=hold", "--set-string", "booking.checkoutUrl=" + url}, "booking.checkout hold needs secrets.confirmKey"},
+		{[]string{"--set-string", "booking.checkoutUrl=https://shop.example/pay"}, "booking.checkoutUrl must be an http(s) URL with {code} in it"},
+		{[]string{"--set-string", "booking.checkoutUrl=shop.example/pay?order={code}"}, "booking.checkoutUrl must be an http(s) URL with {code} in it"},
+	} {
+		if _, err := render(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("helm template %v: %v, want a refusal with %q", tc.args, err, tc.want)
+		}
+	}
 }
 
 func TestChartUsesAnExistingSecretInsteadOfItsOwn(t *testing.T) {
@@ -241,6 +405,10 @@ func TestChartUsesAnExistingSecretInsteadOfItsOwn(t *testing.T) {
 	}
 	if got := at(container(m), "envFrom", 0, "secretRef", "name"); got != "waitroom-keys" {
 		t.Errorf("the pods read the Secret %v, want waitroom-keys", got)
+	}
+	// The webhooks' secret may be one of that Secret's keys.
+	if _, err := render(t, "--set", "secrets.existingSecret=waitroom-keys", "--set", "webhooks.url=https://shop.example/hooks"); err != nil {
+		t.Errorf("webhooks.url with an existingSecret: %v, want it rendered (the secret is the existing Secret's)", err)
 	}
 }
 
@@ -254,6 +422,18 @@ func TestChartRefusesValuesTheServerOrTheDrainCannotWorkWith(t *testing.T) {
 		{"http.behindProxy=true", "http.behindProxy needs http.trustedProxies"},
 		{"gate.enabled=true", "gate.enabled needs gate.upstream and gate.paths"},
 		{"secrets.adminKey=short", "at least 16 characters"},
+		{"serviceMonitor.enabled=true", "serviceMonitor.enabled needs service.publishOpsPort"},
+		// Behind an Ingress every TCP peer is the controller: one address for the limits and the admin lockout.
+		{"ingress.enabled=true", "ingress.enabled needs http.behindProxy: true"},
+		{"ingress.enabled=true,http.behindProxy=false,http.trustedProxies={10.0.0.0/8}", "ingress.enabled needs http.behindProxy: true"},
+		{"secrets.confirmKey=short", "secrets.confirmKey must be at least 16 characters"},
+		{"secrets.confirmKey=same-key-0123456789,secrets.adminKey=same-key-0123456789", "secrets.confirmKey must not be secrets.adminKey"},
+		{"secrets.webhooksSecret=whsec_this-is-not-base64-at-all!!", `secrets.webhooksSecret must be "whsec_" and standard, padded base64`},
+		{"secrets.webhooksSecret=0123456789abcdefghijklmnopqrstuvwxyz", `secrets.webhooksSecret must be "whsec_"`},
+		{"secrets.webhooksSecret=whsec_paWlpaWlpaWlpaWlpaWlpQ==", "secrets.webhooksSecret must decode to 24 to 64 bytes, got 16"},
+		{"secrets.powSecret=short", "secrets.powSecret must be at least 32 characters"},
+		{"webhooks.url=https://shop.example/hooks", "webhooks.url needs secrets.webhooksSecret"},
+		{"webhooks.url=ftp://shop.example/hooks,secrets.webhooksSecret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "webhooks.url must be an http(s) URL"},
 	} {
 		if _, err := render(t, "--set", tc.set); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("helm template --set %s: %v, want a refusal with %q", tc.set, err, tc.want)
