@@ -45,4 +45,6 @@ func (q *Queue) Decoy(ctx context.Context, screening, token string) (zeroBasedRa
 	return n, true, nil
 }
 
-func (q *Queue) decoyKey(screening, token string) string { return Key(q.prefix, screening, "decoy:"+token) }
+func (q *Queue) decoyKey(screening, token string) string {
+	return Key(q.prefix, screening, "decoy:"+token)
+}
