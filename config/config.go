@@ -188,9 +188,13 @@ type Booking struct {
 	// HoldTTL until it is confirmed), for the screenings without a mode of their own.
 	Checkout string        `koanf:"checkout"`
 	HoldTTL  time.Duration `koanf:"hold_ttl"`
-	// CheckoutURL is where a buyer pays for a held order, with {code} for its code; empty: the server's
-	// own demo checkout page.
+	// CheckoutURL is where a buyer pays for a held order, with {code} for its code. Hold mode needs it, or
+	// DemoCheckout.
 	CheckoutURL string `koanf:"checkout_url"`
+	// DemoCheckout serves the server's own demo checkout page (/checkout/{code}), whose Pay button confirms
+	// a held order with no payment and no key: for `make run` and demos, never beside a confirm key or a
+	// checkout URL.
+	DemoCheckout bool `koanf:"demo_checkout"`
 	// ConfirmKey is the bearer key of the payment backend's confirm call; empty: that call is off.
 	ConfirmKey string `koanf:"confirm_key"`
 }
@@ -335,6 +339,7 @@ func (c Config) Validate() error {
 	if c.Booking.Checkout != "instant" && c.Booking.Checkout != "hold" {
 		errs = append(errs, fmt.Errorf("booking.checkout %q: want instant or hold", c.Booking.Checkout))
 	}
+	errs = append(errs, c.Booking.validateCheckout()...)
 	if u := c.Booking.CheckoutURL; u != "" && (!strings.Contains(u, "{code}") || !(strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://"))) {
 		errs = append(errs, fmt.Errorf("booking.checkout_url %q: want an http(s) URL with {code} in it", u))
 	}
