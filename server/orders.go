@@ -1,6 +1,6 @@
-// The box office's routes: an order as its buyer sees it, confirmed by the payment backend (or by the demo
-// checkout), cancelled by its buyer or the operator, listed and exported for the operator; and the ticket's
-// QR code.
+// The box office's routes: an order as its buyer sees it, confirmed by the payment backend (or, with
+// booking.demo_checkout, by the demo checkout), cancelled by its buyer or the operator, listed and exported
+// for the operator; and the ticket's QR code.
 
 package server
 
@@ -18,14 +18,23 @@ import (
 	"github.com/waitroom/waitroom/booking"
 )
 
-// Checkout is how buyers pay for held orders (booking.checkout_url, booking.confirm_key).
+// Checkout is how buyers pay for held orders (booking.checkout_url, booking.demo_checkout,
+// booking.confirm_key).
 type Checkout struct {
-	// URL is where a buyer pays, {code} standing for the order's code; empty: the demo checkout page
-	// (/checkout/{code}), whose Pay button confirms the order (POST /api/orders/{code}/pay).
+	// URL is where a buyer pays, {code} standing for the order's code.
 	URL string
+	// Demo serves the demo checkout: its page (/checkout/{code}) and its Pay button's route (POST
+	// /api/orders/{code}/pay), which confirms an order with no payment and no key. Only beside neither a
+	// URL nor a confirm key (config.Validate refuses them together); otherwise, as without Demo, neither
+	// exists (404).
+	Demo bool
 	// ConfirmKey is the bearer key of POST /api/orders/{code}/confirm; empty: that route is off (404).
 	ConfirmKey string
 }
+
+// demo reports whether the demo checkout is served: asked for, with no real checkout beside it. The check
+// is the server's own too, so that no configuration, validated or not, pays for free beside a confirm key.
+func (c Checkout) demo() bool { return c.Demo && c.URL == "" && c.ConfirmKey == "" }
 
 var (
 	// errBadConfirmKey: the confirm call came without the confirm key, or with another.
@@ -59,24 +68,29 @@ func (s *Server) viewOf(o booking.Order) orderView {
 	return orderView{Order: o, orderLinks: s.linksOf(o.Code, o.Status)}
 }
 
-// checkoutURL is where the buyer of the held order code pays.
+// checkoutURL is where the buyer of the held order code pays; "" when there is nowhere (a hold made before
+// the server lost its checkout).
 func (s *Server) checkoutURL(code string) string {
-	if s.Checkout.URL == "" {
+	switch {
+	case s.Checkout.URL != "":
+		return strings.ReplaceAll(s.Checkout.URL, "{code}", code)
+	case s.Checkout.demo():
 		return "/checkout/" + code
 	}
-	return strings.ReplaceAll(s.Checkout.URL, "{code}", code)
+	return ""
 }
 
-// orderRoutes serves the orders' public routes and, when the confirm key is set, the payment backend's.
+// orderRoutes serves the orders' public routes, the payment backend's when the confirm key is set, and the
+// demo checkout's only when it is asked for and there is no real checkout.
 func (s *Server) orderRoutes(api *echo.Group) {
 	api.GET("/orders/:code", s.getOrder)
 	api.POST("/orders/:code/cancel", s.cancelOrder)
 	if s.Checkout.ConfirmKey != "" {
 		api.POST("/orders/:code/confirm", s.confirmOrder, s.requireConfirmKey)
 	}
-	if s.Checkout.URL == "" {
+	if s.Checkout.demo() {
 		// The demo checkout: anyone with the order's code pays by pressing Pay. Never on a real sale, where
-		// checkout_url names the shop that takes the money.
+		// checkout_url names the shop that takes the money and the payment backend confirms with its key.
 		api.POST("/orders/:code/pay", s.confirmOrder)
 		s.e.GET("/checkout/:code", page("checkout.html"), noCache)
 	}

@@ -127,10 +127,15 @@ func TestBadOrderCodesAreRefused(t *testing.T) {
 	})
 }
 
-// Without a confirm key the confirm route does not exist; without a checkout URL the demo checkout pays.
-func TestTheDemoCheckoutPaysWithoutAShop(t *testing.T) {
+// demoCheckout is a server that sells in hold mode with the demo checkout, as make run has it.
+func demoCheckout(c *config.Config) {
+	c.Booking.Checkout, c.Booking.DemoCheckout = "hold", true
+}
+
+// Without a confirm key the confirm route does not exist; with booking.demo_checkout the demo checkout pays.
+func TestTheDemoCheckoutPaysWhenAskedFor(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		a := newApp(t, env, func(c *config.Config) { c.Booking.Checkout = "hold" })
+		a := newApp(t, env, demoCheckout)
 		passes := a.admit(t, "s1", 1)
 		var held orderView
 		created(t, a.reserve(t, "s1", passes[0], `{"count":2}`), &held)
@@ -143,6 +148,9 @@ func TestTheDemoCheckoutPaysWithoutAShop(t *testing.T) {
 		if r := a.get(t, "/checkout/"+held.Code); r.status != http.StatusOK || !strings.Contains(string(r.body), "<html") {
 			t.Errorf("GET /checkout/{code} = %d", r.status)
 		}
+		if r := a.get(t, "/static/checkout/main.js"); r.status != http.StatusOK {
+			t.Errorf("GET /static/checkout/main.js = %d, want 200", r.status)
+		}
 		var got orderView
 		r := a.post(t, "/api/orders/"+held.Code+"/pay", "")
 		decode(t, "pay", r, &got)
@@ -154,6 +162,49 @@ func TestTheDemoCheckoutPaysWithoutAShop(t *testing.T) {
 			t.Errorf("GET qr.png = %d, %d bytes; want a PNG", qr.status, len(qr.body))
 		}
 	})
+}
+
+// The demo checkout, which confirms with no payment and no key, exists only when asked for, and never beside
+// a confirm key or a shop: otherwise a reservation names no demo page, and the pay route, the page and its
+// module are not found. The finding: in hold mode with a confirm key and no checkout URL, reserve, then
+// POST /pay without any key was answered 200 confirmed.
+func TestNoDemoCheckoutUnlessAskedForAndNeverBesideARealOne(t *testing.T) {
+	for name, edit := range map[string]func(*config.Config){
+		"hold, a confirm key, no checkout URL": func(c *config.Config) {
+			c.Booking.Checkout, c.Booking.ConfirmKey = "hold", confirmKey
+		},
+		"hold, nothing else": func(c *config.Config) { c.Booking.Checkout = "hold" },
+		"the demo asked for beside a confirm key": func(c *config.Config) {
+			demoCheckout(c)
+			c.Booking.ConfirmKey = confirmKey
+		},
+		"the demo asked for beside a shop": func(c *config.Config) {
+			demoCheckout(c)
+			c.Booking.CheckoutURL = "https://shop.example/pay?order={code}"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := newApp(t, testenv.New(t, testenv.Embedded), edit)
+			passes := a.admit(t, "s1", 1)
+			var held orderView
+			created(t, a.reserve(t, "s1", passes[0], `{"seats":["A1"]}`), &held)
+			if held.Status != "held" || strings.Contains(held.CheckoutURL, "/checkout/") {
+				t.Errorf("reservation = %+v, want held with no demo checkout URL", held)
+			}
+			if r := a.post(t, "/api/orders/"+held.Code+"/pay", ""); r.status != http.StatusNotFound {
+				t.Errorf("POST /api/orders/{code}/pay = %d %s, want 404", r.status, r)
+			}
+			for _, path := range []string{"/checkout/" + held.Code, "/static/checkout.html", "/static/checkout/main.js"} {
+				if r := a.get(t, path); r.status != http.StatusNotFound {
+					t.Errorf("GET %s = %d, want 404", path, r.status)
+				}
+			}
+			var got orderView
+			if decode(t, "GET order", a.get(t, "/api/orders/"+held.Code), &got); got.Status != "held" {
+				t.Errorf("order after the refused pay = %+v, want still held", got)
+			}
+		})
+	}
 }
 
 func TestTheOperatorListsAndExportsOrders(t *testing.T) {

@@ -69,7 +69,8 @@ type Deps struct {
 	AdminKey string
 	// AdmissionDefaults are the settings a screening leaves unset (admission.*), for the operator's view.
 	AdmissionDefaults queue.Settings
-	// Checkout is how buyers pay for held orders (booking.checkout_url, booking.confirm_key).
+	// Checkout is how buyers pay for held orders (booking.checkout_url, booking.demo_checkout,
+	// booking.confirm_key).
 	Checkout Checkout
 	Webhooks *webhook.Outbox // the webhooks' outbox, listed for the operator (nil: an empty list)
 	PassKeys KeySet          // the passes' public keys, served at /.well-known/jwks.json (nil: none)

@@ -120,7 +120,7 @@ func New(cfg config.Config, b Backends) (*App, error) {
 			RegistrationBurst: cfg.Limits.RegistrationBurst,
 		},
 		BehindProxy: cfg.HTTP.BehindProxy,
-		Checkout:    server.Checkout{URL: cfg.Booking.CheckoutURL, ConfirmKey: cfg.Booking.ConfirmKey},
+		Checkout:    server.Checkout{URL: cfg.Booking.CheckoutURL, Demo: cfg.Booking.DemoCheckout, ConfirmKey: cfg.Booking.ConfirmKey},
 		Webhooks:    a.Outbox,
 		PassKeys:    a.Passes,
 		Gate:        gateLinks,
