@@ -122,7 +122,8 @@ type admissionBody struct {
 	BatchSize int    `json:"batch_size,omitempty"`
 	MaxActive int    `json:"max_active,omitempty"`
 	ActiveTTL string `json:"active_ttl,omitempty"`
-	// Checkout is the screening's checkout mode, "instant" or "hold" (PATCH only; absent: unchanged).
+	// Checkout is the screening's checkout mode, "instant" or "hold" (PATCH only; absent: unchanged); hold
+	// only on a server where buyers have somewhere to pay (Checkout.payable).
 	Checkout string `json:"checkout,omitempty"`
 	// GateMode is the room's mode at the gate, "auto", "queue_all" or "passthrough", or "default" to drop
 	// the room's own and follow gate.mode again (PATCH only; absent: unchanged). The operator's view shows
@@ -300,6 +301,9 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 	settings, err := body.settings()
 	if err != nil {
 		return err
+	}
+	if body.Checkout == booking.CheckoutHold && !s.Checkout.payable() {
+		return errNoCheckout // before any change: a refused PATCH changes nothing
 	}
 	ctx := c.Request().Context()
 	if body.Checkout != "" {

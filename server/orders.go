@@ -36,11 +36,17 @@ type Checkout struct {
 // is the server's own too, so that no configuration, validated or not, pays for free beside a confirm key.
 func (c Checkout) demo() bool { return c.Demo && c.URL == "" && c.ConfirmKey == "" }
 
+// payable reports whether a held order has somewhere to be paid: a screening may sell in hold mode only
+// then.
+func (c Checkout) payable() bool { return c.URL != "" || c.demo() }
+
 var (
 	// errBadConfirmKey: the confirm call came without the confirm key, or with another.
 	errBadConfirmKey = errors.New("orders: missing or wrong confirm key")
 	// errBadStatus: an orders listing asked for a status no order has.
 	errBadStatus = errors.New("orders: unknown status")
+	// errNoCheckout: the operator asked for hold checkout on a server where buyers have nowhere to pay.
+	errNoCheckout = errors.New("orders: hold checkout without a checkout")
 )
 
 // orderView is an order as the API shows it: with where its buyer pays (while it is held) and its ticket.

@@ -207,6 +207,61 @@ func TestNoDemoCheckoutUnlessAskedForAndNeverBesideARealOne(t *testing.T) {
 	}
 }
 
+// The operator cannot switch a screening to hold mode on a server where its buyers would have nowhere to
+// pay (no checkout URL, no demo checkout): the PATCH is refused with a code and words that say so, and
+// changes nothing, not even its other fields; with a checkout URL, or the demo, it is done.
+func TestHoldIsRefusedAtTheAdminAPIWithoutACheckout(t *testing.T) {
+	patch := `{"checkout":"hold","max_active":7}`
+	for name, edit := range map[string]func(*config.Config){
+		"no checkout":                   func(c *config.Config) {},
+		"a confirm key, no checkout":    func(c *config.Config) { c.Booking.ConfirmKey = confirmKey },
+		"the demo beside a confirm key": func(c *config.Config) { c.Booking.DemoCheckout, c.Booking.ConfirmKey = true, confirmKey },
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := newApp(t, testenv.New(t, testenv.Embedded), func(c *config.Config) {
+				c.Admin.Key = adminKey
+				edit(c)
+			})
+			e := wantError(t, "PATCH "+patch, a.adminCall(t, http.MethodPatch, "/api/admin/screenings/s1/admission", patch), http.StatusUnprocessableEntity, "NO_CHECKOUT")
+			for _, key := range []string{"booking.checkout_url", "booking.demo_checkout"} {
+				if !strings.Contains(e.Error.Message, key) {
+					t.Errorf("refusal %q does not name %s", e.Error.Message, key)
+				}
+			}
+			var sc struct {
+				Checkout  string `json:"checkout"`
+				Admission struct {
+					MaxActive int `json:"max_active"`
+				} `json:"admission"`
+			}
+			decode(t, "GET s1", a.adminCall(t, http.MethodGet, "/api/admin/screenings/s1", ""), &sc)
+			if sc.Checkout == "hold" || sc.Admission.MaxActive == 7 {
+				t.Errorf("s1 after the refused PATCH = %+v, want neither hold nor max_active 7", sc)
+			}
+			passes := a.admit(t, "s1", 1)
+			var o orderView
+			if created(t, a.reserve(t, "s1", passes[0], `{"seats":["A1"]}`), &o); o.Status != "confirmed" {
+				t.Errorf("reservation after the refused PATCH = %+v, want confirmed (instant)", o)
+			}
+		})
+	}
+	for name, edit := range map[string]func(*config.Config){
+		"a checkout URL": func(c *config.Config) { c.Booking.CheckoutURL = "https://shop.example/pay?order={code}" },
+		"the demo":       func(c *config.Config) { c.Booking.DemoCheckout = true },
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := newApp(t, testenv.New(t, testenv.Embedded), func(c *config.Config) {
+				c.Admin.Key = adminKey
+				edit(c)
+			})
+			var got struct{ Checkout string }
+			if decode(t, "PATCH "+patch, a.adminCall(t, http.MethodPatch, "/api/admin/screenings/s1/admission", patch), &got); got.Checkout != "hold" {
+				t.Errorf("PATCH %s = %+v, want checkout hold", patch, got)
+			}
+		})
+	}
+}
+
 func TestTheOperatorListsAndExportsOrders(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		a := newApp(t, env, holdMode)
