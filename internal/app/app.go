@@ -3,7 +3,8 @@
 //
 // Where things are: app.go (the App, New, Run: the wiring and the background work), main.go (Main: flags,
 // configuration, the backends, the listener, the drain), report.go (this instance's report to the control
-// room), passes.go (the passes' keys or secret).
+// room), passes.go (the passes' keys or secret), checkout.go (the start's check that every hold-mode
+// screening has somewhere to pay).
 package app
 
 import (
