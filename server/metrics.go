@@ -27,6 +27,8 @@ type httpMetrics struct {
 	requests            *prometheus.HistogramVec
 	reservations        *prometheus.CounterVec
 	reservationDuration prometheus.Histogram
+	// keyRefusals counts the refused attempts at a bearer key (adminguard.go).
+	keyRefusals *prometheus.CounterVec
 	// patterns holds every route's pattern, filled by know once the routes are in, read only after.
 	patterns map[string]bool
 }
@@ -48,10 +50,14 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Help:    "Time the reservation handler took, from the decoded request to the answer, whatever its outcome.",
 			Buckets: latencyBuckets,
 		}),
+		keyRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "waitroom", Name: "key_refusals_total",
+			Help: "Requests refused at a bearer key, by key (admin, confirm) and reason: wrong_key (401: a key was compared and was wrong) or locked_out (429: the address had used up its attempts, no key compared).",
+		}, []string{"key", "reason"}),
 		patterns: map[string]bool{},
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.reservations, m.reservationDuration)
+		reg.MustRegister(m.requests, m.reservations, m.reservationDuration, m.keyRefusals)
 	}
 	return m
 }

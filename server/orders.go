@@ -5,7 +5,6 @@
 package server
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
@@ -104,14 +103,13 @@ func (s *Server) orderRoutes(api *echo.Group) {
 	s.e.GET("/t/:code/qr.png", s.ticketQR)
 }
 
-// requireConfirmKey lets through a request whose Authorization is "Bearer <booking.confirm_key>", compared
-// in constant time.
+// requireConfirmKey lets through a request whose Authorization is "Bearer <booking.confirm_key>", from an
+// address that has not used up its attempts at the key: the admin key's guard, with counts of its own
+// (adminguard.go).
 func (s *Server) requireConfirmKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.Checkout.ConfirmKey)) != 1 {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="waitroom confirm"`)
-			return errBadConfirmKey
+		if err := s.checkBearer(c, s.confirmKeys, s.Checkout.ConfirmKey, errBadConfirmKey); err != nil {
+			return err
 		}
 		return next(c)
 	}
