@@ -169,6 +169,10 @@ type Limits struct {
 	SocketsPerAddress      int     `koanf:"sockets_per_address"`
 	RegistrationsPerSecond float64 `koanf:"registrations_per_second"`
 	RegistrationBurst      int     `koanf:"registration_burst"`
+	// OrdersPerSecond and OrdersBurst pace one address's requests to an order's routes (its JSON, its
+	// ticket page and QR code, the buyer's cancel, the demo checkout; not the payment backend's confirm).
+	OrdersPerSecond float64 `koanf:"orders_per_second"`
+	OrdersBurst     int     `koanf:"orders_burst"`
 }
 
 // Admin guards the operator's API and control room.
@@ -221,7 +225,7 @@ func Default() Config {
 		Redis:     Redis{Prefix: "wr:"},
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
-		Limits:    Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000},
+		Limits:    Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000, OrdersPerSecond: 20, OrdersBurst: 100},
 		Booking: Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4, DBTimeout: 5 * time.Second,
 			Checkout: "instant", HoldTTL: 10 * time.Minute},
 		Database: Database{MinConns: 10},
@@ -322,11 +326,15 @@ func (c Config) Validate() error {
 	atLeastOne("admission.batch_size", c.Admission.BatchSize)
 	atLeastOne("admission.max_active", c.Admission.MaxActive)
 	positive("queue.grace", c.Queue.Grace)
-	if c.Limits.SocketsPerAddress < 0 || c.Limits.RegistrationsPerSecond < 0 || c.Limits.RegistrationBurst < 0 {
+	if c.Limits.SocketsPerAddress < 0 || c.Limits.RegistrationsPerSecond < 0 || c.Limits.RegistrationBurst < 0 ||
+		c.Limits.OrdersPerSecond < 0 || c.Limits.OrdersBurst < 0 {
 		errs = append(errs, errors.New("limits.* must not be negative (0 turns a limit off)"))
 	}
 	if c.Limits.RegistrationsPerSecond > 0 && c.Limits.RegistrationBurst < 1 {
 		errs = append(errs, errors.New("limits.registration_burst must be at least 1 when limits.registrations_per_second is set"))
+	}
+	if c.Limits.OrdersPerSecond > 0 && c.Limits.OrdersBurst < 1 {
+		errs = append(errs, errors.New("limits.orders_burst must be at least 1 when limits.orders_per_second is set"))
 	}
 	if c.Admin.Key != "" && len(c.Admin.Key) < 16 {
 		errs = append(errs, fmt.Errorf("admin.key must be at least 16 characters, got %d", len(c.Admin.Key)))

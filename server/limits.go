@@ -21,6 +21,10 @@ type Limits struct {
 	// faster).
 	RegistrationsPerSecond float64
 	RegistrationBurst      int
+	// OrdersPerSecond and OrdersBurst pace one address's requests to an order's routes (429 when faster;
+	// orders.go).
+	OrdersPerSecond float64
+	OrdersBurst     int
 }
 
 // addressLimits applies Limits per client address. Safe for concurrent use.

@@ -118,7 +118,7 @@ func New(cfg config.Config, b Backends) (*App, error) {
 		Scheduler: a.Scheduler, AdminKey: cfg.Admin.Key, AdmissionDefaults: defaults, Log: a.Log,
 		Limits: server.Limits{
 			SocketsPerAddress: cfg.Limits.SocketsPerAddress, RegistrationsPerSecond: cfg.Limits.RegistrationsPerSecond,
-			RegistrationBurst: cfg.Limits.RegistrationBurst,
+			RegistrationBurst: cfg.Limits.RegistrationBurst, OrdersPerSecond: cfg.Limits.OrdersPerSecond, OrdersBurst: cfg.Limits.OrdersBurst,
 		},
 		BehindProxy: cfg.HTTP.BehindProxy,
 		Checkout:    server.Checkout{URL: cfg.Booking.CheckoutURL, Demo: cfg.Booking.DemoCheckout, ConfirmKey: cfg.Booking.ConfirmKey},
