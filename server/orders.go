@@ -5,12 +5,15 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -232,17 +235,94 @@ func csvTime(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
+const (
+	// ticketQRMaxAge is how long a browser may keep a ticket's QR code: it only names the ticket page, which
+	// shows the order as it stands.
+	ticketQRMaxAge = 5 * time.Minute
+	// maxKeptQRs bounds the QR codes kept (about 650 bytes each); past it the cache is emptied and fills
+	// again, as the entry rules' cache is.
+	maxKeptQRs = 4096
+	// maxKeptQRURL: the QR code of a longer ticket URL (a Host header of a client's making) is drawn but
+	// not kept.
+	maxKeptQRURL = 256
+)
+
+// qrImage is a drawn QR code and its entity tag.
+type qrImage struct {
+	png  []byte
+	etag string
+}
+
+// qrCache keeps the QR codes of confirmed orders' tickets, by the URL each encodes: the order's code and
+// the scheme and host it was asked on, so one client's Host header never reaches another's image. A code
+// kept stays right after a refund: the image names the ticket page, which says the order is cancelled.
+// Safe for concurrent use.
+type qrCache struct {
+	mu   sync.Mutex
+	kept map[string]qrImage
+}
+
+func newQRCache() *qrCache { return &qrCache{kept: map[string]qrImage{}} }
+
+func (q *qrCache) get(url string) (qrImage, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	img, ok := q.kept[url]
+	return img, ok
+}
+
+func (q *qrCache) put(url string, img qrImage) {
+	if len(url) > maxKeptQRURL {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.kept) >= maxKeptQRs {
+		clear(q.kept) // tickets come and go; a map of them all is kept from growing for ever
+	}
+	q.kept[url] = img
+}
+
 // ticketQR answers the QR code of the ticket: a PNG of the ticket page's absolute URL, which the door
-// scans to see the ticket as it stands (confirmed, or cancelled since).
+// scans to see the ticket as it stands (confirmed, or cancelled since). A confirmed order's is drawn once
+// and kept (qrCache): asked again, it is answered without reading the order or drawing it, and a browser
+// that has it (If-None-Match) is answered 304.
 func (s *Server) ticketQR(c echo.Context) error {
 	code := c.Param("code")
-	if _, err := s.Store.Order(c.Request().Context(), code); err != nil {
-		return err
+	url := c.Scheme() + "://" + c.Request().Host + "/t/" + code
+	img, ok := s.qrs.get(url)
+	if !ok {
+		o, err := s.Store.Order(c.Request().Context(), code)
+		if err != nil {
+			return err
+		}
+		png, err := qrcode.Encode(url, qrcode.Medium, 320)
+		if err != nil {
+			return fmt.Errorf("orders: QR code: %w", err)
+		}
+		s.metrics.qrDrawn.Inc()
+		sum := sha256.Sum256(png)
+		img = qrImage{png: png, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		if o.Status == booking.StatusConfirmed {
+			s.qrs.put(url, img)
+		}
 	}
-	png, err := qrcode.Encode(c.Scheme()+"://"+c.Request().Host+"/t/"+code, qrcode.Medium, 320)
-	if err != nil {
-		return fmt.Errorf("orders: QR code: %w", err)
+	h := c.Response().Header()
+	h.Set("Cache-Control", fmt.Sprintf("private, max-age=%d", int(ticketQRMaxAge.Seconds())))
+	h.Set("ETag", img.etag)
+	if etagMatches(c.Request().Header.Get("If-None-Match"), img.etag) {
+		return c.NoContent(http.StatusNotModified)
 	}
-	c.Response().Header().Set("Cache-Control", "private, max-age=300")
-	return c.Blob(http.StatusOK, "image/png", png)
+	return c.Blob(http.StatusOK, "image/png", img.png)
+}
+
+// etagMatches reports whether an If-None-Match header names etag (weakly compared, as RFC 9110 asks of
+// If-None-Match) or is "*".
+func etagMatches(ifNoneMatch, etag string) bool {
+	for _, tag := range strings.Split(ifNoneMatch, ",") {
+		if tag = strings.TrimSpace(tag); tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
+			return true
+		}
+	}
+	return false
 }

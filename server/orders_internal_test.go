@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,5 +117,21 @@ func TestOrderRoutesArePacedPerAddress(t *testing.T) {
 		if rec := serveFrom(backend, "203.0.113.9", http.MethodPost, "/api/orders/"+code+"/confirm", "Bearer "+key); rec.Code != http.StatusNotFound {
 			t.Fatalf("confirm %d from one address = %d, want 404 (not paced)", i+1, rec.Code)
 		}
+	}
+}
+
+// The QR cache never holds more than maxKeptQRs codes, nor one of a URL longer than maxKeptQRURL.
+func TestTheQRCacheIsBounded(t *testing.T) {
+	q := newQRCache()
+	for i := range maxKeptQRs + 10 {
+		q.put(fmt.Sprintf("http://h/t/%026d", i), qrImage{png: []byte{1}})
+		if n := len(q.kept); n > maxKeptQRs {
+			t.Fatalf("after %d puts the cache holds %d, want at most %d", i+1, n, maxKeptQRs)
+		}
+	}
+	long := "http://" + strings.Repeat("h", maxKeptQRURL) + "/t/x"
+	q.put(long, qrImage{png: []byte{1}})
+	if _, ok := q.get(long); ok {
+		t.Errorf("a %d-byte URL's code was kept, want only URLs of at most %d bytes", len(long), maxKeptQRURL)
 	}
 }

@@ -4,9 +4,12 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -259,6 +262,92 @@ func TestHoldIsRefusedAtTheAdminAPIWithoutACheckout(t *testing.T) {
 				t.Errorf("PATCH %s = %+v, want checkout hold", patch, got)
 			}
 		})
+	}
+}
+
+// qrFrom gets the QR code of the order code's ticket, asked on host, with If-None-Match etag ("" none).
+func (a *testServer) qrFrom(t *testing.T, host, code, etag string) response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, a.ts.URL+"/t/"+code+"/qr.png", nil)
+	req.Host = host
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+	}
+	res, err := a.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: res.StatusCode, body: b, header: res.Header}
+}
+
+// drawn is how many QR codes the server has drawn, by its metric.
+func (a *testServer) drawn(t *testing.T) int {
+	t.Helper()
+	for line := range strings.Lines(a.metrics(t)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "waitroom_ticket_qr_drawn_total "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("waitroom_ticket_qr_drawn_total %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	t.Fatal("/metrics has no waitroom_ticket_qr_drawn_total")
+	return 0
+}
+
+// A confirmed order's QR code is drawn once and then answered as it was, byte for byte, with its entity
+// tag (304 to a browser that has it); a held order's is drawn each time (it is not a ticket yet); and one
+// asked on another host is drawn for that host, never answered with another host's image.
+func TestATicketsQRIsDrawnOnceAndKept(t *testing.T) {
+	a := newApp(t, testenv.New(t, testenv.Embedded), demoCheckout)
+	passes := a.admit(t, "s1", 1)
+	var held orderView
+	created(t, a.reserve(t, "s1", passes[0], `{"seats":["A1"]}`), &held)
+	const host = "tickets.example"
+	for range 2 {
+		if r := a.qrFrom(t, host, held.Code, ""); r.status != http.StatusOK {
+			t.Fatalf("QR of a held order = %d, want 200", r.status)
+		}
+	}
+	if n := a.drawn(t); n != 2 {
+		t.Errorf("QR codes drawn for a held order asked twice = %d, want 2 (not kept)", n)
+	}
+	if r := a.post(t, "/api/orders/"+held.Code+"/pay", ""); r.status != http.StatusOK {
+		t.Fatalf("pay = %d %s", r.status, r)
+	}
+	first := a.qrFrom(t, host, held.Code, "")
+	etag := first.header.Get("ETag")
+	if first.status != http.StatusOK || !strings.HasPrefix(string(first.body), "\x89PNG") || etag == "" ||
+		first.header.Get("Cache-Control") != "private, max-age=300" {
+		t.Fatalf("QR of the confirmed order = %d, %d bytes, ETag %q, Cache-Control %q; want a PNG, an ETag, private for 300 s",
+			first.status, len(first.body), etag, first.header.Get("Cache-Control"))
+	}
+	for i := range 3 {
+		if again := a.qrFrom(t, host, held.Code, ""); again.status != http.StatusOK || !bytes.Equal(again.body, first.body) || again.header.Get("ETag") != etag {
+			t.Errorf("QR asked again (#%d) = %d, %d bytes, ETag %q; want the same image and tag", i+1, again.status, len(again.body), again.header.Get("ETag"))
+		}
+	}
+	if r := a.qrFrom(t, host, held.Code, etag); r.status != http.StatusNotModified || len(r.body) != 0 {
+		t.Errorf("QR with If-None-Match of its tag = %d, %d bytes; want 304, empty", r.status, len(r.body))
+	}
+	if n := a.drawn(t); n != 3 {
+		t.Errorf("QR codes drawn after the confirmed one was asked five times = %d, want 3 (drawn once)", n)
+	}
+	other := a.qrFrom(t, "evil.example", held.Code, "")
+	if other.status != http.StatusOK || bytes.Equal(other.body, first.body) {
+		t.Errorf("QR asked on another host = %d, the first host's image: %v; want its own", other.status, bytes.Equal(other.body, first.body))
+	}
+	if again := a.qrFrom(t, host, held.Code, ""); !bytes.Equal(again.body, first.body) {
+		t.Errorf("QR on the first host after another host's = a different image, want the first host's")
+	}
+	if n := a.drawn(t); n != 4 {
+		t.Errorf("QR codes drawn after a second host = %d, want 4", n)
 	}
 }
 

@@ -98,8 +98,10 @@ type Server struct {
 	metrics                *httpMetrics
 	// now is the clock of the per-address counts (the keys' guards, the orders' pace; a test's own clock).
 	now func() time.Time
-	// orders paces each address's requests to an order's routes (orders.go).
+	// orders paces each address's requests to an order's routes; qrs keeps the tickets' QR codes
+	// (orders.go).
 	orders *limit.Rate
+	qrs    *qrCache
 	// entry keeps the screenings' entry rules (entry.go); challenges paces each address's challenges
 	// (pow.go); bots counts the failures and the held sockets (bots.go).
 	entry        *entryCache
@@ -115,6 +117,7 @@ func New(d Deps) *Server {
 	s.entry = newEntryCache(s.readRules)
 	s.challenges = limit.NewRate(d.Limits.RegistrationsPerSecond, d.Limits.RegistrationBurst)
 	s.orders = limit.NewRate(d.Limits.OrdersPerSecond, d.Limits.OrdersBurst)
+	s.qrs = newQRCache()
 	s.bots = newBotWatch(d.Bots)
 	s.entryMetrics = newEntryMetrics(d.Registerer, &s.bots.held)
 	s.clientIP = limit.ClientAddress(nil)
