@@ -4,9 +4,12 @@ GO ?= go
 .PHONY: run test test-cluster test-faults soak-faults lint build bench-booking bench-replay bench-boxoffice image test-image helm-check
 
 # The embedded default: in-process Redis, SQLite under data/, the demo screening, a 1 s admission interval so
-# the line visibly moves. Any WAITROOM_* variable set in the environment wins.
+# the line visibly moves, and the demo checkout (booking.demo_checkout: Pay confirms a held order, no money
+# taken). Any WAITROOM_* variable set in the environment wins (WAITROOM_BOOKING_DEMO_CHECKOUT=false beside a
+# confirm key or a checkout URL).
 run:
-	WAITROOM_ADMISSION_INTERVAL=$${WAITROOM_ADMISSION_INTERVAL:-1s} $(GO) run ./cmd/waitroom
+	WAITROOM_ADMISSION_INTERVAL=$${WAITROOM_ADMISSION_INTERVAL:-1s} \
+	WAITROOM_BOOKING_DEMO_CHECKOUT=$${WAITROOM_BOOKING_DEMO_CHECKOUT:-true} $(GO) run ./cmd/waitroom
 
 # Every test, with the race detector: the embedded backends always, the real Redis and PostgreSQL when they
 # answer (with CI set, a missing service fails the run). Tests keep their artifacts (the browser test's

@@ -173,6 +173,10 @@ type Limits struct {
 	// many; past it the address's sockets are held (bots.infinite_queue) or refused RATE_LIMITED without
 	// trying their code, whether or not they brought a proof of work.
 	WrongCodesPerMinute int `koanf:"wrong_codes_per_minute"`
+	// OrdersPerSecond and OrdersBurst pace one address's requests to an order's routes (its JSON, its
+	// ticket page and QR code, the buyer's cancel, the demo checkout; not the payment backend's confirm).
+	OrdersPerSecond float64 `koanf:"orders_per_second"`
+	OrdersBurst     int     `koanf:"orders_burst"`
 }
 
 // Admin guards the operator's API and control room.
@@ -192,9 +196,13 @@ type Booking struct {
 	// HoldTTL until it is confirmed), for the screenings without a mode of their own.
 	Checkout string        `koanf:"checkout"`
 	HoldTTL  time.Duration `koanf:"hold_ttl"`
-	// CheckoutURL is where a buyer pays for a held order, with {code} for its code; empty: the server's
-	// own demo checkout page.
+	// CheckoutURL is where a buyer pays for a held order, with {code} for its code. Hold mode needs it, or
+	// DemoCheckout.
 	CheckoutURL string `koanf:"checkout_url"`
+	// DemoCheckout serves the server's own demo checkout page (/checkout/{code}), whose Pay button confirms
+	// a held order with no payment and no key: for `make run` and demos, never beside a confirm key or a
+	// checkout URL.
+	DemoCheckout bool `koanf:"demo_checkout"`
 	// ConfirmKey is the bearer key of the payment backend's confirm call; empty: that call is off.
 	ConfirmKey string `koanf:"confirm_key"`
 }
@@ -221,7 +229,8 @@ func Default() Config {
 		Redis:     Redis{Prefix: "wr:"},
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
-		Limits:    Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000, WrongCodesPerMinute: 10},
+		Limits: Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000, WrongCodesPerMinute: 10,
+			OrdersPerSecond: 20, OrdersBurst: 100},
 		Booking: Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4, DBTimeout: 5 * time.Second,
 			Checkout: "instant", HoldTTL: 10 * time.Minute},
 		Database: Database{MinConns: 10},
@@ -322,11 +331,15 @@ func (c Config) Validate() error {
 	atLeastOne("admission.batch_size", c.Admission.BatchSize)
 	atLeastOne("admission.max_active", c.Admission.MaxActive)
 	positive("queue.grace", c.Queue.Grace)
-	if c.Limits.SocketsPerAddress < 0 || c.Limits.RegistrationsPerSecond < 0 || c.Limits.RegistrationBurst < 0 || c.Limits.WrongCodesPerMinute < 0 {
+	if c.Limits.SocketsPerAddress < 0 || c.Limits.RegistrationsPerSecond < 0 || c.Limits.RegistrationBurst < 0 ||
+		c.Limits.WrongCodesPerMinute < 0 || c.Limits.OrdersPerSecond < 0 || c.Limits.OrdersBurst < 0 {
 		errs = append(errs, errors.New("limits.* must not be negative (0 turns a limit off)"))
 	}
 	if c.Limits.RegistrationsPerSecond > 0 && c.Limits.RegistrationBurst < 1 {
 		errs = append(errs, errors.New("limits.registration_burst must be at least 1 when limits.registrations_per_second is set"))
+	}
+	if c.Limits.OrdersPerSecond > 0 && c.Limits.OrdersBurst < 1 {
+		errs = append(errs, errors.New("limits.orders_burst must be at least 1 when limits.orders_per_second is set"))
 	}
 	if c.Admin.Key != "" && len(c.Admin.Key) < 16 {
 		errs = append(errs, fmt.Errorf("admin.key must be at least 16 characters, got %d", len(c.Admin.Key)))
@@ -339,6 +352,7 @@ func (c Config) Validate() error {
 	if c.Booking.Checkout != "instant" && c.Booking.Checkout != "hold" {
 		errs = append(errs, fmt.Errorf("booking.checkout %q: want instant or hold", c.Booking.Checkout))
 	}
+	errs = append(errs, c.Booking.validateCheckout()...)
 	if u := c.Booking.CheckoutURL; u != "" && (!strings.Contains(u, "{code}") || !(strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://"))) {
 		errs = append(errs, fmt.Errorf("booking.checkout_url %q: want an http(s) URL with {code} in it", u))
 	}

@@ -1,5 +1,6 @@
-// The admin API's log and its guard on the key: each request is logged once, by its route's pattern, with
-// the server's own request id and the client's address; wrong keys are throttled per address.
+// The admin API's log and the guard on the keys: each admin request is logged once, by its route's pattern,
+// with the server's own request id and the client's address; wrong admin keys, and wrong confirm keys, are
+// throttled per address, each key on its own.
 
 package server_test
 
@@ -69,6 +70,13 @@ func TestWrongAdminKeysAreThrottledPerAddress(t *testing.T) {
 	if res := a.adminFrom(t, guesser, adminKey, "/api/admin/screenings"); res.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("the throttled address after others' successes = %d, want still 429", res.StatusCode)
 	}
+	metrics := a.metrics(t)
+	for _, want := range []string{`waitroom_key_refusals_total{key="admin",reason="wrong_key"} 11`,
+		`waitroom_key_refusals_total{key="admin",reason="locked_out"} 3`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 // An operator's right keys use up nothing, nor do calls with no key (the control room's probe whether the
@@ -81,6 +89,91 @@ func TestRightAdminKeysAndNoKeysAreNeverThrottled(t *testing.T) {
 		}
 		if res := a.adminFrom(t, "203.0.113.20", "", "/api/admin/screenings"); res.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("call %d with no key = %d, want 401", i+1, res.StatusCode)
+		}
+	}
+}
+
+// confirmFrom posts the confirm of the order code with key as the confirm key ("" sends no Authorization),
+// from client (an X-Forwarded-For the server trusts), and returns the answer.
+func (a *testServer) confirmFrom(t *testing.T, client, key, code string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, a.ts.URL+"/api/orders/"+code+"/confirm", nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("X-Forwarded-For", client)
+	res, err := a.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res
+}
+
+// newConfirmGuardedApp sells in hold mode with a confirm key and the admin API, behind a trusted proxy (the
+// test's loopback peer), so a test can play several client addresses.
+func newConfirmGuardedApp(t *testing.T) *testServer {
+	return newApp(t, testenv.New(t, testenv.Embedded), func(c *config.Config) {
+		holdMode(c)
+		c.HTTP.BehindProxy, c.HTTP.TrustedProxies = true, []string{"127.0.0.1"}
+	})
+}
+
+// The confirm key is guarded as the admin key is: ten wrong keys from one address are answered 401, then
+// 429 with Retry-After even with the right key (not compared), while the payment backend's address confirms,
+// and the admin key of the guessing address is not locked by its confirm keys (each key its own count). The
+// refusals are counted by key and reason.
+func TestWrongConfirmKeysAreThrottledPerAddress(t *testing.T) {
+	a := newConfirmGuardedApp(t)
+	const guesser, backend = "198.51.100.66", "203.0.113.10"
+	passes := a.admit(t, "s1", 1)
+	var held orderView
+	created(t, a.reserve(t, "s1", passes[0], `{"seats":["A1"]}`), &held)
+	for i := range 10 {
+		if res := a.confirmFrom(t, guesser, "wrong-key-"+strconv.Itoa(i), held.Code); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong confirm key %d = %d, want 401", i+1, res.StatusCode)
+		}
+	}
+	res := a.confirmFrom(t, guesser, "wrong-key-again", held.Code)
+	retry, _ := strconv.Atoi(res.Header.Get("Retry-After"))
+	if res.StatusCode != http.StatusTooManyRequests || retry < 1 || retry > 60 {
+		t.Errorf("11th wrong confirm key = %d, Retry-After %q; want 429 with 1..60 s", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	if res := a.confirmFrom(t, guesser, confirmKey, held.Code); res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the right confirm key from the throttled address = %d, want 429 (the key is not compared)", res.StatusCode)
+	}
+	if res := a.confirmFrom(t, guesser, "", held.Code); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no confirm key from the throttled address = %d, want 401 (no key tried)", res.StatusCode)
+	}
+	if res := a.adminFrom(t, guesser, adminKey, "/api/admin/screenings"); res.StatusCode != http.StatusOK {
+		t.Errorf("the admin key from the address throttled at the confirm key = %d, want 200 (each key its own count)", res.StatusCode)
+	}
+	if res := a.confirmFrom(t, backend, confirmKey, held.Code); res.StatusCode != http.StatusOK {
+		t.Errorf("the right confirm key from the payment backend = %d, want 200", res.StatusCode)
+	}
+	if res := a.confirmFrom(t, guesser, confirmKey, held.Code); res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the throttled address after the backend's success = %d, want still 429", res.StatusCode)
+	}
+	metrics := a.metrics(t)
+	for _, want := range []string{`waitroom_key_refusals_total{key="confirm",reason="wrong_key"} 10`,
+		`waitroom_key_refusals_total{key="confirm",reason="locked_out"} 3`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(metrics, `waitroom_key_refusals_total{key="admin"`) {
+		t.Errorf("/metrics counts admin refusals; the admin key was only ever right")
+	}
+}
+
+// The payment backend's right keys use up nothing: many confirms in a row from one address, all answered
+// as without the guard.
+func TestRightConfirmKeysAreNeverThrottled(t *testing.T) {
+	a := newConfirmGuardedApp(t)
+	guess := "aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	for i := range 30 {
+		if res := a.confirmFrom(t, "203.0.113.20", confirmKey, guess); res.StatusCode != http.StatusNotFound {
+			t.Fatalf("confirm %d with the right key = %d, want 404 (the key passes; no such order)", i+1, res.StatusCode)
 		}
 	}
 }

@@ -123,6 +123,9 @@ func classifyOrder(err error) (int, apiErrorBody, bool) {
 		return http.StatusConflict, apiErrorBody{Code: "NOT_ENOUGH_SEATS", Message: "not that many seats are free together; ask for fewer or pick them"}, true
 	case errors.Is(err, errBadConfirmKey):
 		return http.StatusUnauthorized, apiErrorBody{Code: "BAD_CONFIRM_KEY", Message: "confirming needs Authorization: Bearer <confirm key>"}, true
+	case errors.Is(err, errNoCheckout):
+		return http.StatusUnprocessableEntity, apiErrorBody{Code: "NO_CHECKOUT", Message: "hold checkout needs somewhere for buyers to pay, " +
+			"and this server has neither booking.checkout_url nor booking.demo_checkout: set one (and restart), or keep the screening instant"}, true
 	case errors.Is(err, errBadStatus):
 		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: "status is one of held, confirmed, cancelled, expired"}, true
 	case errors.Is(err, webhook.ErrBadState):

@@ -24,6 +24,10 @@ type Limits struct {
 	// WrongCodesPerMinute is how many refused access codes one address may try a minute (bursts of as
 	// many); beyond it the address tries no code until its count has refilled.
 	WrongCodesPerMinute int
+	// OrdersPerSecond and OrdersBurst pace one address's requests to an order's routes (429 when faster;
+	// orders.go).
+	OrdersPerSecond float64
+	OrdersBurst     int
 }
 
 // addressLimits applies Limits per client address. Safe for concurrent use.

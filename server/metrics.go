@@ -27,6 +27,10 @@ type httpMetrics struct {
 	requests            *prometheus.HistogramVec
 	reservations        *prometheus.CounterVec
 	reservationDuration prometheus.Histogram
+	// keyRefusals counts the refused attempts at a bearer key (adminguard.go).
+	keyRefusals *prometheus.CounterVec
+	// qrDrawn counts the tickets' QR codes drawn, not those answered from the cache (orders.go).
+	qrDrawn prometheus.Counter
 	// patterns holds every route's pattern, filled by know once the routes are in, read only after.
 	patterns map[string]bool
 }
@@ -48,10 +52,18 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Help:    "Time the reservation handler took, from the decoded request to the answer, whatever its outcome.",
 			Buckets: latencyBuckets,
 		}),
+		keyRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "waitroom", Name: "key_refusals_total",
+			Help: "Requests refused at a bearer key, by key (admin, confirm) and reason: wrong_key (401: a key was compared and was wrong) or locked_out (429: the address had used up its attempts, no key compared).",
+		}, []string{"key", "reason"}),
+		qrDrawn: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "waitroom", Name: "ticket_qr_drawn_total",
+			Help: "Tickets' QR codes drawn (GET /t/{code}/qr.png); a confirmed order's is drawn once per instance and host, then answered from memory.",
+		}),
 		patterns: map[string]bool{},
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.reservations, m.reservationDuration)
+		reg.MustRegister(m.requests, m.reservations, m.reservationDuration, m.keyRefusals, m.qrDrawn)
 	}
 	return m
 }

@@ -1,15 +1,19 @@
-// The box office's routes: an order as its buyer sees it, confirmed by the payment backend (or by the demo
-// checkout), cancelled by its buyer or the operator, listed and exported for the operator; and the ticket's
-// QR code.
+// The box office's routes: an order as its buyer sees it, confirmed by the payment backend (or, with
+// booking.demo_checkout, by the demo checkout), cancelled by its buyer or the operator, listed and exported
+// for the operator; and the ticket's QR code.
 
 package server
 
 import (
-	"crypto/subtle"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -18,20 +22,35 @@ import (
 	"github.com/waitroom/waitroom/booking"
 )
 
-// Checkout is how buyers pay for held orders (booking.checkout_url, booking.confirm_key).
+// Checkout is how buyers pay for held orders (booking.checkout_url, booking.demo_checkout,
+// booking.confirm_key).
 type Checkout struct {
-	// URL is where a buyer pays, {code} standing for the order's code; empty: the demo checkout page
-	// (/checkout/{code}), whose Pay button confirms the order (POST /api/orders/{code}/pay).
+	// URL is where a buyer pays, {code} standing for the order's code.
 	URL string
+	// Demo serves the demo checkout: its page (/checkout/{code}) and its Pay button's route (POST
+	// /api/orders/{code}/pay), which confirms an order with no payment and no key. Only beside neither a
+	// URL nor a confirm key (config.Validate refuses them together); otherwise, as without Demo, neither
+	// exists (404).
+	Demo bool
 	// ConfirmKey is the bearer key of POST /api/orders/{code}/confirm; empty: that route is off (404).
 	ConfirmKey string
 }
+
+// demo reports whether the demo checkout is served: asked for, with no real checkout beside it. The check
+// is the server's own too, so that no configuration, validated or not, pays for free beside a confirm key.
+func (c Checkout) demo() bool { return c.Demo && c.URL == "" && c.ConfirmKey == "" }
+
+// payable reports whether a held order has somewhere to be paid: a screening may sell in hold mode only
+// then.
+func (c Checkout) payable() bool { return c.URL != "" || c.demo() }
 
 var (
 	// errBadConfirmKey: the confirm call came without the confirm key, or with another.
 	errBadConfirmKey = errors.New("orders: missing or wrong confirm key")
 	// errBadStatus: an orders listing asked for a status no order has.
 	errBadStatus = errors.New("orders: unknown status")
+	// errNoCheckout: the operator asked for hold checkout on a server where buyers have nowhere to pay.
+	errNoCheckout = errors.New("orders: hold checkout without a checkout")
 )
 
 // orderView is an order as the API shows it: with where its buyer pays (while it is held) and its ticket.
@@ -59,39 +78,64 @@ func (s *Server) viewOf(o booking.Order) orderView {
 	return orderView{Order: o, orderLinks: s.linksOf(o.Code, o.Status)}
 }
 
-// checkoutURL is where the buyer of the held order code pays.
+// checkoutURL is where the buyer of the held order code pays; "" when there is nowhere (a hold made before
+// the server lost its checkout).
 func (s *Server) checkoutURL(code string) string {
-	if s.Checkout.URL == "" {
+	switch {
+	case s.Checkout.URL != "":
+		return strings.ReplaceAll(s.Checkout.URL, "{code}", code)
+	case s.Checkout.demo():
 		return "/checkout/" + code
 	}
-	return strings.ReplaceAll(s.Checkout.URL, "{code}", code)
+	return ""
 }
 
-// orderRoutes serves the orders' public routes and, when the confirm key is set, the payment backend's.
+// orderRoutes serves the orders' public routes, the payment backend's when the confirm key is set, and the
+// demo checkout's only when it is asked for and there is no real checkout. The buyers' routes are paced
+// per address (paceOrders); the payment backend's, one address confirming a whole sale, is guarded by its
+// key instead.
 func (s *Server) orderRoutes(api *echo.Group) {
-	api.GET("/orders/:code", s.getOrder)
-	api.POST("/orders/:code/cancel", s.cancelOrder)
+	api.GET("/orders/:code", s.getOrder, s.paceOrders)
+	api.POST("/orders/:code/cancel", s.cancelOrder, s.paceOrders)
 	if s.Checkout.ConfirmKey != "" {
 		api.POST("/orders/:code/confirm", s.confirmOrder, s.requireConfirmKey)
 	}
-	if s.Checkout.URL == "" {
+	if s.Checkout.demo() {
 		// The demo checkout: anyone with the order's code pays by pressing Pay. Never on a real sale, where
-		// checkout_url names the shop that takes the money.
-		api.POST("/orders/:code/pay", s.confirmOrder)
-		s.e.GET("/checkout/:code", page("checkout.html"), noCache)
+		// checkout_url names the shop that takes the money and the payment backend confirms with its key.
+		api.POST("/orders/:code/pay", s.confirmOrder, s.paceOrders)
+		s.e.GET("/checkout/:code", page("checkout.html"), s.paceOrders, noCache)
 	}
-	s.e.GET("/t/:code", page("ticket.html"), noCache)
-	s.e.GET("/t/:code/qr.png", s.ticketQR)
+	s.e.GET("/t/:code", page("ticket.html"), s.paceOrders, noCache)
+	s.e.GET("/t/:code/qr.png", s.ticketQR, s.paceOrders)
 }
 
-// requireConfirmKey lets through a request whose Authorization is "Bearer <booking.confirm_key>", compared
-// in constant time.
+// paceOrders lets a request to an order's routes through while its client address keeps to
+// limits.orders_per_second (bursts of limits.orders_burst): each reads the database or draws an image, and
+// one address asking without end would keep the database busy for everyone. Faster: 429 RATE_LIMITED with
+// Retry-After, the time one more request takes to come back.
+func (s *Server) paceOrders(next echo.HandlerFunc) echo.HandlerFunc {
+	if s.orders == nil {
+		return next // limits.orders_per_second is 0: no pace
+	}
+	retry := strconv.Itoa(max(1, int(math.Ceil(1/s.Limits.OrdersPerSecond))))
+	return func(c echo.Context) error {
+		if s.orders.Allow(s.clientIP(c.Request()), s.now()) {
+			return next(c)
+		}
+		c.Response().Header().Set("Retry-After", retry)
+		return c.JSON(http.StatusTooManyRequests, apiError{Error: apiErrorBody{Code: "RATE_LIMITED",
+			Message: "too many requests for orders from your address; retry in " + retry + " s"}})
+	}
+}
+
+// requireConfirmKey lets through a request whose Authorization is "Bearer <booking.confirm_key>", from an
+// address that has not used up its attempts at the key: the admin key's guard, with counts of its own
+// (adminguard.go).
 func (s *Server) requireConfirmKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.Checkout.ConfirmKey)) != 1 {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="waitroom confirm"`)
-			return errBadConfirmKey
+		if err := s.checkBearer(c, s.confirmKeys, s.Checkout.ConfirmKey, errBadConfirmKey); err != nil {
+			return err
 		}
 		return next(c)
 	}
@@ -191,17 +235,94 @@ func csvTime(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
+const (
+	// ticketQRMaxAge is how long a browser may keep a ticket's QR code: it only names the ticket page, which
+	// shows the order as it stands.
+	ticketQRMaxAge = 5 * time.Minute
+	// maxKeptQRs bounds the QR codes kept (about 650 bytes each); past it the cache is emptied and fills
+	// again, as the entry rules' cache is.
+	maxKeptQRs = 4096
+	// maxKeptQRURL: the QR code of a longer ticket URL (a Host header of a client's making) is drawn but
+	// not kept.
+	maxKeptQRURL = 256
+)
+
+// qrImage is a drawn QR code and its entity tag.
+type qrImage struct {
+	png  []byte
+	etag string
+}
+
+// qrCache keeps the QR codes of confirmed orders' tickets, by the URL each encodes: the order's code and
+// the scheme and host it was asked on, so one client's Host header never reaches another's image. A code
+// kept stays right after a refund: the image names the ticket page, which says the order is cancelled.
+// Safe for concurrent use.
+type qrCache struct {
+	mu   sync.Mutex
+	kept map[string]qrImage
+}
+
+func newQRCache() *qrCache { return &qrCache{kept: map[string]qrImage{}} }
+
+func (q *qrCache) get(url string) (qrImage, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	img, ok := q.kept[url]
+	return img, ok
+}
+
+func (q *qrCache) put(url string, img qrImage) {
+	if len(url) > maxKeptQRURL {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.kept) >= maxKeptQRs {
+		clear(q.kept) // tickets come and go; a map of them all is kept from growing for ever
+	}
+	q.kept[url] = img
+}
+
 // ticketQR answers the QR code of the ticket: a PNG of the ticket page's absolute URL, which the door
-// scans to see the ticket as it stands (confirmed, or cancelled since).
+// scans to see the ticket as it stands (confirmed, or cancelled since). A confirmed order's is drawn once
+// and kept (qrCache): asked again, it is answered without reading the order or drawing it, and a browser
+// that has it (If-None-Match) is answered 304.
 func (s *Server) ticketQR(c echo.Context) error {
 	code := c.Param("code")
-	if _, err := s.Store.Order(c.Request().Context(), code); err != nil {
-		return err
+	url := c.Scheme() + "://" + c.Request().Host + "/t/" + code
+	img, ok := s.qrs.get(url)
+	if !ok {
+		o, err := s.Store.Order(c.Request().Context(), code)
+		if err != nil {
+			return err
+		}
+		png, err := qrcode.Encode(url, qrcode.Medium, 320)
+		if err != nil {
+			return fmt.Errorf("orders: QR code: %w", err)
+		}
+		s.metrics.qrDrawn.Inc()
+		sum := sha256.Sum256(png)
+		img = qrImage{png: png, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		if o.Status == booking.StatusConfirmed {
+			s.qrs.put(url, img)
+		}
 	}
-	png, err := qrcode.Encode(c.Scheme()+"://"+c.Request().Host+"/t/"+code, qrcode.Medium, 320)
-	if err != nil {
-		return fmt.Errorf("orders: QR code: %w", err)
+	h := c.Response().Header()
+	h.Set("Cache-Control", fmt.Sprintf("private, max-age=%d", int(ticketQRMaxAge.Seconds())))
+	h.Set("ETag", img.etag)
+	if etagMatches(c.Request().Header.Get("If-None-Match"), img.etag) {
+		return c.NoContent(http.StatusNotModified)
 	}
-	c.Response().Header().Set("Cache-Control", "private, max-age=300")
-	return c.Blob(http.StatusOK, "image/png", png)
+	return c.Blob(http.StatusOK, "image/png", img.png)
+}
+
+// etagMatches reports whether an If-None-Match header names etag (weakly compared, as RFC 9110 asks of
+// If-None-Match) or is "*".
+func etagMatches(ifNoneMatch, etag string) bool {
+	for _, tag := range strings.Split(ifNoneMatch, ",") {
+		if tag = strings.TrimSpace(tag); tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
+			return true
+		}
+	}
+	return false
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/waitroom/waitroom/web"
 )
 
 func (s *Server) routes() {
@@ -47,5 +46,5 @@ func (s *Server) routes() {
 	s.e.GET("/s/:id", s.roomPage(), noCache)
 	// The operator's control room; it asks for the admin key and calls /api/admin with it.
 	s.e.GET("/admin", page("admin.html"), noCache)
-	s.e.Group("/static", noCache).StaticFS("/", web.FS)
+	s.e.Group("/static", noCache).StaticFS("/", s.staticFS())
 }

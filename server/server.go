@@ -5,7 +5,7 @@
 // (every route of the public handler), ops.go (the operators' listener: metrics, profiler), sockets.go (the
 // waiting room's socket: upgrade, limits, then the hub's welcome), reservations.go, screenings.go (the
 // public reads), health.go (/healthz, /readyz), pages.go (the embedded pages), admin.go (the operator's API
-// and live stream), adminguard.go (the throttle on wrong admin keys), limits.go (per-address limits, the
+// and live stream), adminguard.go (the throttle on wrong admin and confirm keys), limits.go (per-address limits, the
 // client's address behind trusted proxies), errors.go (package errors to statuses and bodies), metrics.go
 // (the requests' and reservations' metrics), webhooks.go (the operator's list of the webhooks), pow.go
 // (the proof of work: challenges, a payload's check), entry.go (what a socket must bring to take a place,
@@ -69,7 +69,8 @@ type Deps struct {
 	AdminKey string
 	// AdmissionDefaults are the settings a screening leaves unset (admission.*), for the operator's view.
 	AdmissionDefaults queue.Settings
-	// Checkout is how buyers pay for held orders (booking.checkout_url, booking.confirm_key).
+	// Checkout is how buyers pay for held orders (booking.checkout_url, booking.demo_checkout,
+	// booking.confirm_key).
 	Checkout Checkout
 	Webhooks *webhook.Outbox // the webhooks' outbox, listed for the operator (nil: an empty list)
 	PassKeys KeySet          // the passes' public keys, served at /.well-known/jwks.json (nil: none)
@@ -90,10 +91,17 @@ type Server struct {
 	done     chan struct{} // closed by StopStreams
 	stopOnce sync.Once
 	addrs    *addressLimits
-	// adminKeys counts each address's attempts at the admin key (adminguard.go).
-	adminKeys *adminGuard
-	clientIP  func(*http.Request) string
-	metrics   *httpMetrics
+	// adminKeys and confirmKeys count each address's attempts at the admin key and at the confirm key
+	// (adminguard.go).
+	adminKeys, confirmKeys *keyGuard
+	clientIP               func(*http.Request) string
+	metrics                *httpMetrics
+	// now is the clock of the per-address counts (the keys' guards, the orders' pace; a test's own clock).
+	now func() time.Time
+	// orders paces each address's requests to an order's routes; qrs keeps the tickets' QR codes
+	// (orders.go).
+	orders *limit.Rate
+	qrs    *qrCache
 	// entry keeps the screenings' entry rules (entry.go); challenges paces each address's challenges
 	// (pow.go); wrongCodes counts each address's refused access codes (entry.go); bots counts the failures
 	// and the held sockets (bots.go).
@@ -107,10 +115,12 @@ type Server struct {
 // New builds the routes.
 func New(d Deps) *Server {
 	s := &Server{Deps: d, e: echo.New(), done: make(chan struct{}), addrs: newAddressLimits(d.Limits),
-		adminKeys: newAdminGuard()}
+		adminKeys: newKeyGuard(adminKeyName), confirmKeys: newKeyGuard(confirmKeyName), now: time.Now}
 	s.entry = newEntryCache(s.readRules)
 	s.challenges = limit.NewRate(d.Limits.RegistrationsPerSecond, d.Limits.RegistrationBurst)
 	s.wrongCodes = limit.NewRate(float64(d.Limits.WrongCodesPerMinute)/60, d.Limits.WrongCodesPerMinute)
+	s.orders = limit.NewRate(d.Limits.OrdersPerSecond, d.Limits.OrdersBurst)
+	s.qrs = newQRCache()
 	s.bots = newBotWatch(d.Bots)
 	s.entryMetrics = newEntryMetrics(d.Registerer, &s.bots.held)
 	s.clientIP = limit.ClientAddress(nil)

@@ -20,6 +20,8 @@ func TestAnOrderHeldThenPaidReachesTheReceiverSigned(t *testing.T) {
 			"WAITROOM_WEBHOOKS_URL":    r.URL + "/hooks",
 			"WAITROOM_WEBHOOKS_SECRET": secret,
 			"WAITROOM_ADMIN_KEY":       apptest.AdminKey,
+			// The demo checkout pays the hold below.
+			"WAITROOM_BOOKING_DEMO_CHECKOUT": "true",
 		})
 		if code := srv.Admin(t, http.MethodPatch, "/screenings/demo/admission", map[string]any{"checkout": "hold"}, nil); code != http.StatusOK {
 			t.Fatalf("PATCH checkout hold = %d, want 200", code)

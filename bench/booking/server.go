@@ -133,7 +133,8 @@ func (s *server) start(bin string, env serverEnv) error {
 
 // vars is the server's WAITROOM_* environment: listening on addr (its ops listener on opsAddr), pointed at the bench's Redis prefix and
 // database, with the demo off, the floor route on, the scheduler slowed to one tick an hour, and the
-// checkout asked for (hold: with the default hold_ttl of 10 minutes, no hold lapses during the run).
+// checkout asked for (hold: with the default hold_ttl of 10 minutes, no hold lapses during the run; the
+// demo checkout gives the held orders, never paid, somewhere to pay, as make run does).
 func (env serverEnv) vars(addr, opsAddr string) []string {
 	return []string{
 		"WAITROOM_HTTP_ADDR=" + addr,
@@ -148,6 +149,7 @@ func (env serverEnv) vars(addr, opsAddr string) []string {
 		"WAITROOM_LOG_LEVEL=warn",
 		"WAITROOM_BENCH_PPROF=" + strconv.FormatBool(env.pprof),
 		"WAITROOM_BOOKING_CHECKOUT=" + env.checkout,
+		"WAITROOM_BOOKING_DEMO_CHECKOUT=true",
 	}
 }
 

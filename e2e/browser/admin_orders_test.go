@@ -23,9 +23,11 @@ import (
 func TestAdminOrdersBrowserCancelsAPaidTicket(t *testing.T) {
 	path := chromium(t)
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		// The demo checkout, as make run has it: the control room may switch a screening to hold mode.
 		srv := apptest.Start(t, env, map[string]string{
-			"WAITROOM_ADMIN_KEY":          apptest.AdminKey,
-			"WAITROOM_ADMISSION_INTERVAL": "500ms",
+			"WAITROOM_ADMIN_KEY":             apptest.AdminKey,
+			"WAITROOM_ADMISSION_INTERVAL":    "500ms",
+			"WAITROOM_BOOKING_DEMO_CHECKOUT": "true",
 		})
 		// The page asks whether the admin API is on before it has the key (401).
 		admin := newTab(t, path, networkStatus(http.StatusUnauthorized))

@@ -31,9 +31,10 @@ var pageAxeSource string
 // holdSettings start a server whose demo screening holds each order until it is paid on the demo checkout.
 func holdSettings() map[string]string {
 	return map[string]string{
-		"WAITROOM_ADMIN_KEY":          apptest.AdminKey,
-		"WAITROOM_ADMISSION_INTERVAL": "500ms",
-		"WAITROOM_BOOKING_CHECKOUT":   "hold",
+		"WAITROOM_ADMIN_KEY":             apptest.AdminKey,
+		"WAITROOM_ADMISSION_INTERVAL":    "500ms",
+		"WAITROOM_BOOKING_CHECKOUT":      "hold",
+		"WAITROOM_BOOKING_DEMO_CHECKOUT": "true",
 	}
 }
 

@@ -653,8 +653,9 @@ func TestBrowserHoldModeShowsTheHoldAndTheCheckout(t *testing.T) {
 	path := chromium(t)
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		srv := apptest.Start(t, env, map[string]string{
-			"WAITROOM_ADMIN_KEY":        apptest.AdminKey,
-			"WAITROOM_BOOKING_CHECKOUT": "hold",
+			"WAITROOM_ADMIN_KEY":             apptest.AdminKey,
+			"WAITROOM_BOOKING_CHECKOUT":      "hold",
+			"WAITROOM_BOOKING_DEMO_CHECKOUT": "true",
 		})
 		tab := newTab(t, path)
 		saleScreening(t, srv, "pay", "Pay later", 1, 3, 2)

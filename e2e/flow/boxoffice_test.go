@@ -16,7 +16,7 @@ import (
 const boxConfirmKey = "confirm-key-0123456789abcdef"
 
 // twoInstances starts two servers over the real backends that sell screening "pair" (one row of two seats)
-// with mode ("instant" or "hold").
+// with mode ("instant" or "hold"), a shop's checkout URL (never visited: the test confirms with the key).
 func twoInstances(t *testing.T, mode string) (*testenv.Env, *apptest.Server, *apptest.Server) {
 	env := testenv.New(t, testenv.Real)
 	env.Demo(t, "pair", 1, 2)
@@ -28,6 +28,7 @@ func twoInstances(t *testing.T, mode string) (*testenv.Env, *apptest.Server, *ap
 		"WAITROOM_BOOKING_HOLD_TTL":     "1m",
 		"WAITROOM_ADMIN_KEY":            apptest.AdminKey,
 		"WAITROOM_BOOKING_CONFIRM_KEY":  boxConfirmKey,
+		"WAITROOM_BOOKING_CHECKOUT_URL": "https://shop.example/pay?order={code}",
 		"WAITROOM_DEMO_ENABLED":         "false",
 	}
 	return env, apptest.Start(t, env, settings), apptest.Start(t, env, settings)

@@ -3,7 +3,8 @@
 //
 // Where things are: app.go (the App, New, Run: the wiring and the background work), main.go (Main: flags,
 // configuration, the backends, the listener, the drain), report.go (this instance's report to the control
-// room), passes.go (the passes' keys or secret).
+// room), passes.go (the passes' keys or secret), checkout.go (the start's check that every hold-mode
+// screening has somewhere to pay).
 package app
 
 import (
@@ -118,9 +119,10 @@ func New(cfg config.Config, b Backends) (*App, error) {
 		Limits: server.Limits{
 			SocketsPerAddress: cfg.Limits.SocketsPerAddress, RegistrationsPerSecond: cfg.Limits.RegistrationsPerSecond,
 			RegistrationBurst: cfg.Limits.RegistrationBurst, WrongCodesPerMinute: cfg.Limits.WrongCodesPerMinute,
+			OrdersPerSecond: cfg.Limits.OrdersPerSecond, OrdersBurst: cfg.Limits.OrdersBurst,
 		},
 		BehindProxy: cfg.HTTP.BehindProxy,
-		Checkout:    server.Checkout{URL: cfg.Booking.CheckoutURL, ConfirmKey: cfg.Booking.ConfirmKey},
+		Checkout:    server.Checkout{URL: cfg.Booking.CheckoutURL, Demo: cfg.Booking.DemoCheckout, ConfirmKey: cfg.Booking.ConfirmKey},
 		Webhooks:    a.Outbox,
 		PassKeys:    a.Passes,
 		Gate:        gateLinks,

@@ -61,6 +61,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 			return err
 		}
 	}
+	if err := checkHoldScreenings(ctx, booking.NewStore(db), cfg.Booking); err != nil {
+		return err
+	}
 	if err := drawPassKey(&cfg.Pass, log); err != nil {
 		return err
 	}

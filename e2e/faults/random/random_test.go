@@ -157,6 +157,7 @@ func runSchedule(t *testing.T, p plan) {
 		"WAITROOM_BOOKING_CHECKOUT":     "hold",
 		"WAITROOM_BOOKING_HOLD_TTL":     holdTTL.String(),
 		"WAITROOM_BOOKING_CONFIRM_KEY":  confirmKey,
+		"WAITROOM_BOOKING_CHECKOUT_URL": "https://shop.example/pay?order={code}", // never visited: users confirm with the key
 		"WAITROOM_ADMIN_KEY":            apptest.AdminKey,
 		"WAITROOM_WEBHOOKS_URL":         hooks.URL,
 		"WAITROOM_WEBHOOKS_SECRET":      webhookSecret,
