@@ -166,6 +166,11 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.settings.ReadTimeout > 0 && !isUpgrade(r) {
 		_ = http.NewResponseController(w).SetReadDeadline(g.now().Add(g.settings.ReadTimeout))
 	}
+	if refusedPath(r.URL.Path) {
+		// The origin might read such a path as a protected one the gate does not see in it.
+		http.Error(w, "bad path", http.StatusBadRequest)
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, Prefix) {
 		if r.URL.Path == EnterPath {
 			g.enter(w, r)
@@ -182,6 +187,12 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, ok := g.protecting(r.URL.Path)
+	if !ok && strings.Contains(r.URL.Path, "%") {
+		// Decoded once more, as an origin that decodes twice reads it ("/%2563heckout" is /checkout there).
+		if twice, err := url.PathUnescape(r.URL.Path); err == nil {
+			p, ok = g.protecting(cleanPath(twice))
+		}
+	}
 	if !ok {
 		g.metrics.count("", outcomeUnprotected)
 		g.forward(w, r, nil)
@@ -244,19 +255,47 @@ func (g *Gate) protected(w http.ResponseWriter, r *http.Request, room string) {
 	g.toTheLine(w, r, st)
 }
 
-// protecting returns the protected prefix p falls under, matched by whole segments and regardless of case
-// (an origin that ignores case must not be reached around the gate).
+// protecting returns the protected prefix p falls under, regardless of case (an origin that ignores case
+// must not be reached around the gate). The prefix must end where p does or be followed by a character that
+// ends a name for some origin: anything but a letter, a digit, '-' or '_'. So "/checkout/x", "/checkout.json"
+// (Rails routes formats), "/checkout " and "/checkout~" are protected; "/checkouts" and "/checkout-old" are
+// other paths.
 func (g *Gate) protecting(p string) (Path, bool) {
 	for _, pp := range g.settings.Paths {
 		prefix := strings.TrimSuffix(pp.Prefix, "/")
 		if len(p) < len(prefix) || !strings.EqualFold(p[:len(prefix)], prefix) {
 			continue
 		}
-		if len(p) == len(prefix) || p[len(prefix)] == '/' || prefix == "" {
+		if len(p) == len(prefix) || prefix == "" || !continuesName(p[len(prefix)]) {
 			return pp, true
 		}
 	}
 	return Path{}, false
+}
+
+// continuesName reports whether c, after a prefix, makes it another name ("/checkouts", "/checkout-old").
+func continuesName(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
+
+// refusedPath reports whether the decoded path p holds a character that origins read apart from the gate,
+// as it is or percent-encoded once more (for an origin that decodes twice): ';' (Tomcat, Jetty and Spring
+// strip ";jsessionid=…" path parameters, so "/checkout;x" is /checkout there), '\' (a separator on Windows
+// and to some routers: "/a\..\checkout"), NUL and the other control characters (which some cut a path at).
+// The decoded path holds what the client sent both raw and encoded ("%3B" is ';' here).
+func refusedPath(p string) bool {
+	if strings.ContainsFunc(p, isRefusedRune) {
+		return true
+	}
+	if !strings.Contains(p, "%") {
+		return false
+	}
+	twice, err := url.PathUnescape(p)
+	return err == nil && strings.ContainsFunc(twice, isRefusedRune)
+}
+
+func isRefusedRune(c rune) bool {
+	return c == ';' || c == '\\' || c < 0x20 || c == 0x7f
 }
 
 // cleanPath is p with its dot segments and doubled slashes resolved, its trailing slash kept.
