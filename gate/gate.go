@@ -98,8 +98,8 @@ type Settings struct {
 	Direct *limit.Rate
 	// CacheSize bounds the verified cookies kept in memory (0: defaultCacheSize).
 	CacheSize int
-	// ReadTimeout bounds reading a request that is not an upgrade, its body included (0: no bound). The
-	// gate's listener sets none of its own, so an upgraded connection is never cut by it.
+	// ReadTimeout bounds reading a request that is not a WebSocket upgrade (isWebSocket), its body included
+	// (0: no bound). The gate's listener sets none of its own, so an upgraded connection is never cut by it.
 	ReadTimeout time.Duration
 }
 
@@ -163,8 +163,12 @@ func New(s Settings, lines Lines, passes Passes, rooms Rooms, reg prometheus.Reg
 // ServeHTTP decides the request: the gate's own routes, an unprotected path (to the origin), or a protected
 // one (through with an admission, or to the line).
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.settings.ReadTimeout > 0 && !isUpgrade(r) {
+	webSocket := isWebSocket(r)
+	if g.settings.ReadTimeout > 0 && !webSocket {
 		_ = http.NewResponseController(w).SetReadDeadline(g.now().Add(g.settings.ReadTimeout))
+	}
+	if !webSocket && asksUpgrade(r.Header) {
+		r = withoutUpgrade(r)
 	}
 	if refusedPath(r.URL.Path) {
 		// The origin might read such a path as a protected one the gate does not see in it.
@@ -201,9 +205,53 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.protected(w, r, p.Room)
 }
 
-// isUpgrade reports whether r asks to switch protocols (a WebSocket), which outlives any request deadline.
-func isUpgrade(r *http.Request) bool {
-	return r.Header.Get("Upgrade") != "" && strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
+// isWebSocket reports whether r asks for the one upgrade the gate forwards: to a WebSocket alone, on a GET
+// without a body. Such a request outlives any read deadline once upgraded, and has nothing to read before.
+func isWebSocket(r *http.Request) bool {
+	up := r.Header.Values("Upgrade")
+	return r.Method == http.MethodGet && r.ContentLength == 0 && len(r.TransferEncoding) == 0 &&
+		len(up) == 1 && strings.EqualFold(strings.TrimSpace(up[0]), "websocket") && hasToken(r.Header.Values("Connection"), "upgrade")
+}
+
+// asksUpgrade reports whether h asks to switch protocols in any way.
+func asksUpgrade(h http.Header) bool {
+	return len(h.Values("Upgrade")) > 0 || hasToken(h.Values("Connection"), "upgrade")
+}
+
+// withoutUpgrade is r as a plain request: its Upgrade header gone, and "upgrade" out of its Connection.
+// Go's reverse proxy forwards any upgrade the client asks for, and an origin that accepts one (h2c, say)
+// would take raw requests over the tunnel past every decision of the gate; so only a WebSocket is
+// forwarded, and any other upgrade reaches the origin as the plain request it also is.
+func withoutUpgrade(r *http.Request) *http.Request {
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.Header = r.Header.Clone()
+	r2.Header.Del("Upgrade")
+	var kept []string
+	for _, v := range r2.Header.Values("Connection") {
+		for t := range strings.SplitSeq(v, ",") {
+			if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, "upgrade") {
+				kept = append(kept, t)
+			}
+		}
+	}
+	r2.Header.Del("Connection")
+	if len(kept) > 0 {
+		r2.Header.Set("Connection", strings.Join(kept, ", "))
+	}
+	return r2
+}
+
+// hasToken reports whether the comma-separated header values hold token, in any case.
+func hasToken(values []string, token string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SetRoomPort sets the port the waiting room is served on (http.addr's, once it listens), for the

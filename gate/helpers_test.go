@@ -45,7 +45,8 @@ type seen struct {
 }
 
 // origin is a small site of the test's own: it records every request, answers "origin <path>", releases
-// the admission on /checkout/done, and echoes a WebSocket on /checkout/ws.
+// the admission on /checkout/done, echoes a WebSocket on /checkout/ws, and reads the whole body of /upload
+// before it answers.
 type origin struct {
 	*httptest.Server
 	mu   sync.Mutex
@@ -60,6 +61,8 @@ func newOrigin(t *testing.T) *origin {
 		o.reqs = append(o.reqs, seen{Method: r.Method, URI: r.RequestURI, Header: r.Header.Clone()})
 		o.mu.Unlock()
 		switch r.URL.Path {
+		case "/upload":
+			_, _ = io.Copy(io.Discard, r.Body)
 		case "/checkout/done":
 			w.Header().Set(gate.ReleaseHeader, "1")
 		case "/checkout/ws", "/ws":
@@ -97,6 +100,7 @@ type fixture struct {
 	passes *queue.Passes
 	store  *booking.Store
 	origin *origin
+	g      *gate.Gate
 	gate   *httptest.Server
 	reg    *prometheus.Registry
 }
@@ -127,7 +131,7 @@ func newFixture(t *testing.T, env *testenv.Env, maxActive int, mode string, opts
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.gate = httptest.NewServer(g)
+	f.g, f.gate = g, httptest.NewServer(g)
 	t.Cleanup(f.gate.Close)
 	return f
 }
