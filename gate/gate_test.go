@@ -321,6 +321,41 @@ func TestUnprotectedPathsReachTheOriginUntouchedButStripped(t *testing.T) {
 	})
 }
 
+// nginx (underscores_in_headers on), CGI and PHP read X-Waitroom_Token as X-Waitroom-Token: the gate's
+// namespace is stripped in every spelling, both ways.
+func TestTheGatesHeadersInAnySpellingNeitherReachTheOriginNorComeBack(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		f := newFixture(t, env, 1, booking.GateQueueAll)
+		req, err := http.NewRequest(http.MethodGet, f.gate.URL+"/about", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"X-Waitroom_token", "x_waitroom_release", "X_WAITROOM_PASS", "x-waitroom-admitted"} {
+			req.Header[name] = []string{"forged"} // as written, not canonicalized
+		}
+		req.Header.Set("X-Waitroomer", "kept")
+		resp, _ := do(t, req)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /about = %d, want 200", resp.StatusCode)
+		}
+		reqs := f.origin.requests()
+		got := reqs[len(reqs)-1].Header
+		for name := range got {
+			if n := strings.ToLower(strings.ReplaceAll(name, "_", "-")); strings.HasPrefix(n, "x-waitroom-") {
+				t.Errorf("the origin saw the client's %s", name)
+			}
+		}
+		if got.Get("X-Waitroomer") != "kept" {
+			t.Errorf("the origin did not see X-Waitroomer, outside the namespace")
+		}
+		for name := range resp.Header {
+			if n := strings.ToLower(strings.ReplaceAll(name, "_", "-")); strings.HasPrefix(n, "x-waitroom-") {
+				t.Errorf("the client saw the origin's %s", name)
+			}
+		}
+	})
+}
+
 func TestAWebSocketGoesThroughTheGateWithAnAdmission(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		f := newFixture(t, env, 1, booking.GateAuto)

@@ -79,6 +79,7 @@ func newOrigin(t *testing.T) *origin {
 			}
 		}
 		w.Header().Set("X-Waitroom-Internal", "origin's own")
+		w.Header()["x_waitroom_internal"] = []string{"origin's own, with underscores"}
 		http.SetCookie(w, &http.Cookie{Name: gate.CookiePrefix + room, Value: "set by the origin"})
 		_, _ = io.WriteString(w, "origin "+r.URL.Path)
 	}))

@@ -20,6 +20,30 @@ const ReleaseHeader = "X-Waitroom-Release"
 // headerPrefix is the gate's header namespace: never taken from a client, never passed on from the origin.
 const headerPrefix = "X-Waitroom-"
 
+// isGateHeader reports whether a header's name is in the gate's namespace, in any case and with '_' for any
+// '-': nginx (with underscores_in_headers), CGI and PHP read X-Waitroom_Token as X-Waitroom-Token.
+func isGateHeader(name string) bool {
+	if len(name) < len(headerPrefix) {
+		return false
+	}
+	for i := range len(headerPrefix) {
+		if c := name[i]; c != '_' || headerPrefix[i] != '-' {
+			if lower(c) != lower(headerPrefix[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lower is the ASCII letter c in lower case; any other byte as it is.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
 // The transport's pool to the origin: enough idle connections per host that a busy gate reuses them
 // instead of opening one per request.
 const (
@@ -65,10 +89,11 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request, adm *admission) {
 	g.proxy.ServeHTTP(w, r)
 }
 
-// stripRequest removes the gate's cookies and every X-Waitroom-* header from a request to the origin.
+// stripRequest removes the gate's cookies and every header of its namespace (isGateHeader) from a request
+// to the origin.
 func stripRequest(h http.Header) {
 	for name := range h {
-		if strings.HasPrefix(name, headerPrefix) {
+		if isGateHeader(name) {
 			delete(h, name)
 		}
 	}
@@ -96,7 +121,7 @@ func stripRequest(h http.Header) {
 func (g *Gate) modifyResponse(resp *http.Response) error {
 	release := resp.Header.Get(ReleaseHeader) == "1"
 	for name := range resp.Header {
-		if strings.HasPrefix(name, headerPrefix) {
+		if isGateHeader(name) {
 			delete(resp.Header, name)
 		}
 	}
