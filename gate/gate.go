@@ -170,6 +170,13 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !webSocket && asksUpgrade(r.Header) {
 		r = withoutUpgrade(r)
 	}
+	if !strings.HasPrefix(r.RequestURI, "/") {
+		// An absolute-form target (GET http://host/… HTTP/1.1) is for a forward proxy, which the gate is not:
+		// Go takes its host over the Host line, which a proxy in front may have checked or routed by, and
+		// the origin would serve that host. CONNECT's authority form likewise.
+		http.Error(w, "absolute-form request", http.StatusBadRequest)
+		return
+	}
 	if refusedPath(r.URL.Path) {
 		// The origin might read such a path as a protected one the gate does not see in it.
 		http.Error(w, "bad path", http.StatusBadRequest)

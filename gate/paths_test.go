@@ -118,3 +118,24 @@ func (f *fixture) raw(t *testing.T, request string) *http.Response {
 	resp.Body.Close()
 	return resp
 }
+
+// Go takes the host of an absolute-form target over the Host line, and the origin would serve that host:
+// the gate, which is no forward proxy, refuses the form.
+func TestAnAbsoluteFormRequestIsRefused(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		f := newFixture(t, env, 1, booking.GateAuto)
+		for _, request := range []string{
+			"GET http://internal.example/about HTTP/1.1\r\nHost: shop.example\r\n\r\n",
+			"GET http://shop.example/about HTTP/1.1\r\nHost: shop.example\r\n\r\n",
+			"GET http://internal.example/checkout/cart HTTP/1.1\r\nHost: shop.example\r\n\r\n",
+			"CONNECT internal.example:443 HTTP/1.1\r\nHost: internal.example:443\r\n\r\n",
+		} {
+			if resp := f.raw(t, request); resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("%q = %d, want 400", strings.SplitN(request, "\r\n", 2)[0], resp.StatusCode)
+			}
+		}
+		for _, r := range f.origin.requests() {
+			t.Errorf("the origin saw %s for host %q", r.URI, r.Header.Get("X-Forwarded-Host"))
+		}
+	})
+}
