@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"path"
 	"strings"
@@ -77,10 +78,15 @@ type Settings struct {
 	Upstream *url.URL
 	// Paths are the protected prefixes, longest first (config.Gate.GatePaths).
 	Paths []Path
-	// RoomURL is the waiting room's public base URL; empty: the request's host on RoomPort.
+	// RoomURL is the waiting room's public base URL; empty: the host the request reached on RoomPort.
 	RoomURL string
-	// PublicURL is the gate's own public base URL (gate.public_url); empty: the request's scheme and host.
+	// PublicURL is the gate's own public base URL (gate.public_url); empty: the scheme and host the request
+	// reached.
 	PublicURL string
+	// TrustedProxies are the peers whose Host and X-Forwarded-Proto say how a request reached the gate, for
+	// the URLs its answers name when RoomURL or PublicURL is empty (http.trusted_proxies, with
+	// http.behind_proxy); from any other peer the gate names its listener's own address. Nil: none.
+	TrustedProxies []netip.Prefix
 	// RoomPort is the port of http.addr, where the waiting room is served.
 	RoomPort string
 	// Mode is gate.mode, for a room without a mode of its own.

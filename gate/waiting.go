@@ -12,10 +12,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -118,12 +120,14 @@ func (g *Gate) roomPage(r *http.Request, room, to string) string {
 	return g.roomBase(r) + "/s/" + url.PathEscape(room) + "?to=" + url.QueryEscape(to)
 }
 
-// roomBase is the waiting room's base URL: gate.room_url, or the request's host on the room's port.
+// roomBase is the waiting room's base URL: gate.room_url, or the host the request reached on the room's
+// port (reached).
 func (g *Gate) roomBase(r *http.Request) string {
 	if g.settings.RoomURL != "" {
 		return strings.TrimSuffix(g.settings.RoomURL, "/")
 	}
-	return scheme(r) + "://" + hostOn(r.Host, g.settings.RoomPort)
+	scheme, host := g.reached(r)
+	return scheme + "://" + hostOn(host, g.settings.RoomPort)
 }
 
 // socketURL is the room's socket, on the waiting room's host.
@@ -137,19 +141,53 @@ func (g *Gate) socketURL(r *http.Request, room string) string {
 	return base + "/ws/screenings/" + url.PathEscape(room) + "?auth=message"
 }
 
-// enterURL is the gate's enter form: at gate.public_url, or as the request reached the gate.
+// enterURL is the gate's enter form: at gate.public_url, or as the request reached the gate (reached).
 func (g *Gate) enterURL(r *http.Request) string {
 	if g.settings.PublicURL != "" {
 		return strings.TrimSuffix(g.settings.PublicURL, "/") + EnterPath
 	}
-	return scheme(r) + "://" + r.Host + EnterPath
+	scheme, host := g.reached(r)
+	return scheme + "://" + host + EnterPath
 }
 
-func scheme(r *http.Request) string {
+// reached is the scheme and host (with its port, if any) by which the request reached the gate, as far as
+// the gate may believe them. From a trusted proxy (Settings.TrustedProxies) they are its Host and
+// X-Forwarded-Proto; from anyone else, who may write any Host, the connection's own scheme and the address
+// of the gate's listener it came in on. So a Host line cannot make the gate's answers name another host.
+func (g *Gate) reached(r *http.Request) (scheme, host string) {
+	scheme = "http"
 	if r.TLS != nil {
-		return "https"
+		scheme = "https"
 	}
-	return "http"
+	if g.fromTrustedProxy(r) {
+		first, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+		if p := strings.ToLower(strings.TrimSpace(first)); p == "http" || p == "https" {
+			scheme = p
+		}
+		return scheme, r.Host
+	}
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		return scheme, local.String()
+	}
+	return scheme, r.Host // not served by a net/http server: nothing else to go by
+}
+
+// fromTrustedProxy reports whether r's TCP peer is one of Settings.TrustedProxies.
+func (g *Gate) fromTrustedProxy(r *http.Request) bool {
+	if len(g.settings.TrustedProxies) == 0 {
+		return false
+	}
+	peer, err := netip.ParseAddr(limit.Peer(r.RemoteAddr))
+	if err != nil {
+		return false
+	}
+	peer = peer.Unmap().WithZone("")
+	for _, p := range g.settings.TrustedProxies {
+		if p.Contains(peer) {
+			return true
+		}
+	}
+	return false
 }
 
 // hostOn is the host name of hostport on port.

@@ -42,7 +42,8 @@ func (a *App) newGate(cfg config.Config) (*gate.Gate, server.GateLinks, error) {
 		Direct: limit.NewRate(cfg.Limits.RegistrationsPerSecond, cfg.Limits.RegistrationBurst),
 	}
 	if cfg.HTTP.BehindProxy {
-		settings.ClientAddress = limit.ClientAddress(trustedProxies(cfg.HTTP))
+		settings.TrustedProxies = trustedProxies(cfg.HTTP)
+		settings.ClientAddress = limit.ClientAddress(settings.TrustedProxies)
 	}
 	g, err := gate.New(settings, a.Queue, a.Passes, a.Store, a.Registry, a.Log)
 	if err != nil {
