@@ -35,7 +35,7 @@ func (g *Gate) enter(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unknown room", http.StatusBadRequest)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
+	keepPrivate(w.Header())
 	claims, ok := g.verified(r.Context(), pass, room)
 	if !ok {
 		// Forged, expired, another room's, or its slot gone: back to the line.

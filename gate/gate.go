@@ -70,6 +70,10 @@ type Rooms interface {
 type Path struct {
 	Prefix string
 	Room   string
+	// Cacheable keeps the origin's caching headers on the answers the origin gives under the prefix (static
+	// files, say); otherwise the gate marks each one private (keepPrivate). An answer that carries the
+	// gate's cookie is private whatever this says.
+	Cacheable bool
 }
 
 // Settings configure a Gate.
@@ -212,10 +216,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		g.metrics.count("", outcomeUnprotected)
-		g.forward(w, r, nil)
+		g.forward(w, r, passage{})
 		return
 	}
-	g.protected(w, r, p.Room)
+	g.protected(w, r, p)
 }
 
 // isWebSocket reports whether r asks for the one upgrade the gate forwards: to a WebSocket alone, on a GET
@@ -271,24 +275,28 @@ func hasToken(values []string, token string) bool {
 // redirects when gate.room_url is empty. Call it before the gate serves.
 func (g *Gate) SetRoomPort(port string) { g.settings.RoomPort = port }
 
-// protected serves a request under a protected prefix of room.
-func (g *Gate) protected(w http.ResponseWriter, r *http.Request, room string) {
+// protected serves a request under the protected prefix p. Every answer is one visitor's, kept out of
+// caches (keepPrivate), unless p is Cacheable and the answer the origin's without the gate's cookie; a
+// room in passthrough is protected still, so that nothing cached while it was off outlives its turn on.
+func (g *Gate) protected(w http.ResponseWriter, r *http.Request, p Path) {
 	ctx := r.Context()
+	room := p.Room
 	st, err := g.room(ctx, room)
 	if err != nil {
 		// Closed, not open: without its room the gate cannot tell who may pass.
-		http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
+		unavailable(w)
 		return
 	}
+	private := !p.Cacheable
 	if st.mode == booking.GatePassthrough {
 		g.metrics.count(room, outcomePassthrough)
-		g.forward(w, r, nil)
+		g.forward(w, r, passage{private: private})
 		return
 	}
 	adm, had := g.admitted(ctx, r, room)
 	if adm != nil {
 		g.metrics.count(room, outcomePassed)
-		g.forward(w, r, adm)
+		g.forward(w, r, passage{adm: adm, private: private})
 		return
 	}
 	if had {
@@ -303,12 +311,12 @@ func (g *Gate) protected(w http.ResponseWriter, r *http.Request, room string) {
 		adm, err := g.admitDirect(ctx, st)
 		if err == nil {
 			g.metrics.count(room, outcomeDirect)
-			g.forward(w, r, adm)
+			g.forward(w, r, passage{adm: adm, private: private})
 			return
 		}
 		if !errors.Is(err, queue.ErrNoDirect) {
 			g.log.Error("gate: direct admission", "room", room, "err", err)
-			http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
+			unavailable(w)
 			return
 		}
 	}

@@ -44,9 +44,15 @@ type seen struct {
 	Header      http.Header
 }
 
+// cacheable are the caching headers of every answer of the tests' origin.
+var cacheable = map[string]string{
+	"Cache-Control": "public, max-age=3600", "Vary": "Accept-Encoding", "CDN-Cache-Control": "max-age=3600",
+	"Surrogate-Control": "max-age=3600", "X-Accel-Expires": "3600",
+}
+
 // origin is a small site of the test's own: it records every request, answers "origin <path>", releases
-// the admission on /checkout/done, echoes a WebSocket on /checkout/ws, and reads the whole body of /upload
-// before it answers.
+// the admission on /checkout/done, echoes a WebSocket on /checkout/ws, reads the whole body of /upload
+// before it answers, and asks caches to keep every answer (cacheable).
 type origin struct {
 	*httptest.Server
 	mu   sync.Mutex
@@ -77,6 +83,10 @@ func newOrigin(t *testing.T) *origin {
 					return
 				}
 			}
+		}
+		// Every answer asks every cache to keep it an hour: the gate's to overrule on protected paths.
+		for name, v := range cacheable {
+			w.Header().Set(name, v)
 		}
 		w.Header().Set("X-Waitroom-Internal", "origin's own")
 		w.Header()["x_waitroom_internal"] = []string{"origin's own, with underscores"}

@@ -49,7 +49,7 @@ type waitingAnswer struct {
 // toTheLine answers a visitor of st's room who must wait: JSON for a client that asks for it and not for
 // HTML, a 303 to the waiting page otherwise.
 func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
-	w.Header().Set("Cache-Control", "no-store")
+	keepPrivate(w.Header())
 	page := g.roomPage(r, st.room.ID, r.URL.RequestURI())
 	if !wantsJSON(r) {
 		http.Redirect(w, r, page, http.StatusSeeOther)
@@ -69,7 +69,7 @@ func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
 	e, err := g.lines.Enter(r.Context(), st.room.ID, "", st.room.SaleOpensAt)
 	if err != nil && !errors.Is(err, queue.ErrClosed) {
 		g.log.Error("gate: put a JSON client in line", "room", st.room.ID, "err", err)
-		http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
+		unavailable(w)
 		return
 	}
 	if errors.Is(err, queue.ErrClosed) {

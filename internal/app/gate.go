@@ -33,7 +33,7 @@ func (a *App) newGate(cfg config.Config) (*gate.Gate, server.GateLinks, error) {
 	links := server.GateLinks{PublicURL: cfg.Gate.PublicURL, Port: portOf(cfg.Gate.Addr), Mode: cfg.Gate.Mode}
 	gp := make([]gate.Path, len(paths))
 	for i, p := range paths {
-		gp[i] = gate.Path{Prefix: p.Prefix, Room: p.Room}
+		gp[i] = gate.Path{Prefix: p.Prefix, Room: p.Room, Cacheable: p.Cacheable}
 		links.Rooms = append(links.Rooms, p.Room)
 	}
 	settings := gate.Settings{
