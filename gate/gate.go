@@ -4,10 +4,13 @@
 // visitor is let straight in while the room has space (mode auto), or sent to the room's waiting page (a
 // browser) or told where it stands (a JSON client). Every other path goes to the origin untouched.
 //
-// Guarantees: the origin never sees a protected request without a live admission for its room, nor the
-// gate's cookie, nor an X-Waitroom-* header a client sent; a direct admission never goes past max_active
-// nor ahead of anyone waiting (queue.AdmitDirect); a release the origin asks for (X-Waitroom-Release: 1)
-// frees the slot at once; a slot freed elsewhere is honoured within cookieRecheck.
+// Guarantees: the origin never sees a protected request without a live admission for its room (nor a path
+// it may read as a protected one: refusedPath, protecting; nor an upgrade but a WebSocket's), nor the
+// gate's cookie, nor an X-Waitroom-* header a client sent, in any spelling; a protected answer is never one
+// a cache may keep (keepPrivate), unless its prefix says so and it carries no cookie of the gate; a direct
+// admission never goes past max_active nor ahead of anyone waiting (queue.AdmitDirect); a JSON client's
+// place spends its address's pace of new places, shared with the sockets; a release the origin asks for
+// (X-Waitroom-Release: 1) frees the slot at once; a slot freed elsewhere is honoured within cookieRecheck.
 //
 // Where things are: gate.go (the Gate, its settings, the decision per request), admission.go (the cookie,
 // the cache of verified cookies, direct admission), proxy.go (the reverse proxy, what it strips, the
@@ -51,6 +54,7 @@ type Lines interface {
 	AdmitDirect(ctx context.Context, screening string, opensAt time.Time, s queue.Settings) (queue.Direct, error)
 	Enter(ctx context.Context, screening, token string, opensAt time.Time) (queue.Entry, error)
 	Disconnected(ctx context.Context, screening, token string) error
+	Counts(ctx context.Context, screening string) (waiting, active int64, err error)
 	CheckPass(ctx context.Context, c queue.Claims) error
 	Finish(ctx context.Context, c queue.Claims) error
 }
@@ -106,6 +110,14 @@ type Settings struct {
 	// registration_burst, as for new sockets); nil: not paced. A visitor over it waits in the line, so a
 	// client that throws its cookies away cannot take every free slot of a room.
 	Direct *limit.Rate
+	// Registrations paces the places the gate registers for JSON clients, per client address: the pace of
+	// new sockets, the same *limit.Rate (limits.registrations_per_second and registration_burst), so that an
+	// address has one pace whether it asks the gate or a socket; nil: not paced. A client over it gets 429
+	// RATE_LIMITED and no place.
+	Registrations *limit.Rate
+	// InfiniteQueue (bots.infinite_queue) shows a JSON client over Registrations a place behind everyone
+	// waiting, with a token registered nowhere, as a held socket is shown, instead of RATE_LIMITED.
+	InfiniteQueue bool
 	// CacheSize bounds the verified cookies kept in memory (0: defaultCacheSize).
 	CacheSize int
 	// ReadTimeout bounds reading a request that is not a WebSocket upgrade (isWebSocket), its body included

@@ -21,13 +21,16 @@ import (
 	"github.com/waitroom/waitroom/queue"
 )
 
+// errorBody is the error of a JSON answer (docs/protocol.md 7.1).
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
 // waitingAnswer is the JSON answer to a client that asked for JSON, with status 429.
 type waitingAnswer struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-	Room string `json:"room"`
+	Error errorBody `json:"error"`
+	Room  string    `json:"room"`
 	// RoomURL is the waiting room's page for the room, with the way back (to).
 	RoomURL string `json:"room_url"`
 	// Token is the client's place in the line: it follows it on the socket and collects its pass there.
@@ -66,6 +69,10 @@ func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
 		busy(w, st, a, "the site is busy: its waiting room asks a new place for a proof of work or an access code; take one on the socket")
 		return
 	}
+	if !g.settings.Registrations.Allow(g.settings.ClientAddress(r), g.now()) {
+		g.overPace(w, r, st, a)
+		return
+	}
 	e, err := g.lines.Enter(r.Context(), st.room.ID, "", st.room.SaleOpensAt)
 	if err != nil && !errors.Is(err, queue.ErrClosed) {
 		g.log.Error("gate: put a JSON client in line", "room", st.room.ID, "err", err)
@@ -87,14 +94,44 @@ func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
 	if e.State == queue.Waiting {
 		a.Position = e.ZeroBasedRank + 1
 	}
-	busy(w, st, a, "the site is busy: you have a place in its waiting room")
+	busy(w, st, a, placeMessage)
+}
+
+// placeMessage is the message of a JSON answer with a place.
+const placeMessage = "the site is busy: you have a place in its waiting room"
+
+// overPace answers a JSON client whose address has used up its pace of new places: 429 RATE_LIMITED, with
+// no token and nothing registered. With the infinite queue on it is held instead, as a socket over its
+// limits is (docs/protocol.md 12.4): the answer of a new place behind everyone now waiting, whose token is
+// registered nowhere, so its position never moves and a bot learns nothing from being caught.
+func (g *Gate) overPace(w http.ResponseWriter, r *http.Request, st roomState, a waitingAnswer) {
+	if g.settings.InfiniteQueue {
+		waiting, _, err := g.lines.Counts(r.Context(), st.room.ID)
+		if err != nil {
+			waiting = 0
+		}
+		g.metrics.count(st.room.ID, outcomeHeld)
+		a.Token, a.State, a.Position, a.Total = queue.NewToken(), string(queue.Waiting), waiting+1, waiting+1
+		busy(w, st, a, placeMessage)
+		return
+	}
+	g.metrics.count(st.room.ID, outcomeRateLimited)
+	w.Header().Set("Retry-After", retryAfter(st))
+	writeJSON(w, http.StatusTooManyRequests, struct {
+		Error errorBody `json:"error"`
+	}{errorBody{Code: "RATE_LIMITED", Message: "too many new places from your address; retry later"}})
 }
 
 // busy writes a, with message, as a 429 that asks the client to come back after one of the room's ticks.
 func busy(w http.ResponseWriter, st roomState, a waitingAnswer, message string) {
 	a.Error.Message = message
-	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(st.s.Interval.Seconds(), 1)))))
+	w.Header().Set("Retry-After", retryAfter(st))
 	writeJSON(w, http.StatusTooManyRequests, a)
+}
+
+// retryAfter is one of the room's ticks, in whole seconds (at least one).
+func retryAfter(st roomState) string {
+	return strconv.Itoa(int(math.Ceil(max(st.s.Interval.Seconds(), 1))))
 }
 
 // wantsJSON reports whether the client asked for JSON and not for HTML.
