@@ -51,7 +51,8 @@ type Gate struct {
 	// Addr is the gate's own listener, the address the site's visitors reach.
 	Addr string `koanf:"addr"`
 	// Paths are the protected path prefixes, each "prefix=room": the room is a screening id whose line the
-	// visitors of that prefix wait in ("/checkout=shop").
+	// visitors of that prefix wait in ("/checkout=shop"). "prefix=room;cache" keeps the origin's caching
+	// headers on the prefix's answers, which the gate otherwise marks private (GatePaths).
 	Paths []string `koanf:"paths"`
 	// RoomURL is the waiting room's public base URL (where /s/{room} is served); empty: the gate's own host
 	// on the port of http.addr.

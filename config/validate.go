@@ -63,21 +63,27 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 type GatePath struct {
 	Prefix string
 	Room   string
+	// Cacheable ("/prefix=room;cache") keeps the origin's caching headers on its answers under the prefix;
+	// without it the gate marks every answer there private, no-store, Vary: Cookie.
+	Cacheable bool
 }
 
-// GatePaths reads gate.paths, longest prefix first (so /checkout/vip is matched before /checkout).
+// GatePaths reads gate.paths, longest prefix first (so /checkout/vip is matched before /checkout). Each is
+// "/prefix=room", or "/prefix=room;cache" for a prefix whose answers caches may keep.
 func (g Gate) GatePaths() ([]GatePath, error) {
 	out := make([]GatePath, 0, len(g.Paths))
 	for _, p := range g.Paths {
 		prefix, room, ok := strings.Cut(p, "=")
-		prefix, room = strings.TrimSpace(prefix), strings.TrimSpace(room)
-		if !ok || !strings.HasPrefix(prefix, "/") || room == "" || strings.ContainsAny(room, "/?#=, ") {
-			return nil, fmt.Errorf("gate.paths: %q: want /prefix=room", p)
+		room, flag, flagged := strings.Cut(room, ";")
+		prefix, room, flag = strings.TrimSpace(prefix), strings.TrimSpace(room), strings.TrimSpace(flag)
+		if !ok || !strings.HasPrefix(prefix, "/") || room == "" || strings.ContainsAny(room, "/?#=, ") ||
+			strings.ContainsAny(prefix, ";\\") || (flagged && flag != "cache") {
+			return nil, fmt.Errorf("gate.paths: %q: want /prefix=room, or /prefix=room;cache for answers caches may keep", p)
 		}
 		if slices.ContainsFunc(out, func(o GatePath) bool { return o.Prefix == prefix }) {
 			return nil, fmt.Errorf("gate.paths: %q is listed twice", prefix)
 		}
-		out = append(out, GatePath{Prefix: prefix, Room: room})
+		out = append(out, GatePath{Prefix: prefix, Room: room, Cacheable: flagged})
 	}
 	slices.SortStableFunc(out, func(a, b GatePath) int { return len(b.Prefix) - len(a.Prefix) })
 	return out, nil

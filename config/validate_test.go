@@ -21,8 +21,26 @@ func TestGatePathsLongestPrefixFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(paths) != 3 || paths[0] != (GatePath{"/checkout/vip", "vip"}) {
+	if len(paths) != 3 || paths[0] != (GatePath{Prefix: "/checkout/vip", Room: "vip"}) {
 		t.Errorf("GatePaths() = %+v, want /checkout/vip first of 3", paths)
+	}
+}
+
+func TestAGatePathsCacheFlagKeepsTheOriginsCaching(t *testing.T) {
+	c, err := Load("", false, env(map[string]string{
+		"WAITROOM_GATE_UPSTREAM": "http://127.0.0.1:3000",
+		"WAITROOM_GATE_PATHS":    "/checkout=shop,/checkout-static=shop; cache",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := c.Gate.GatePaths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []GatePath{{Prefix: "/checkout-static", Room: "shop", Cacheable: true}, {Prefix: "/checkout", Room: "shop"}}
+	if len(paths) != 2 || paths[0] != want[0] || paths[1] != want[1] {
+		t.Errorf("GatePaths() = %+v, want %+v", paths, want)
 	}
 }
 
@@ -40,6 +58,10 @@ func TestListenerAndGateSettingsRefusedWithTheirKey(t *testing.T) {
 		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x"}, "gate.paths is empty"},
 		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "checkout=shop"}, "want /prefix=room"},
 		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s,/a=t"}, "listed twice"},
+		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s;cached"}, "/prefix=room;cache"},
+		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s;"}, "/prefix=room;cache"},
+		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s;cache;cache"}, "/prefix=room;cache"},
+		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a;x=s"}, "want /prefix=room"},
 		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s", "WAITROOM_GATE_MODE": "open"}, "gate.mode"},
 		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s", "WAITROOM_GATE_PUBLIC_URL": "https://shop.example/x"}, "gate.public_url"},
 	}

@@ -1,4 +1,5 @@
-// Tests of the cache of verified cookies: bounded whatever arrives, and a dropped cookie is gone.
+// Tests of the cache of verified cookies (bounded whatever arrives, and a dropped cookie is gone), of the way
+// back after the enter form, and of the names of the gate's header namespace.
 
 package gate
 
@@ -32,6 +33,18 @@ func TestSafeReturnKeepsOnlyPathsOnThisSite(t *testing.T) {
 	} {
 		if got := safeReturn(in); got != want {
 			t.Errorf("safeReturn(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestEveryFormOfTheGatesHeaderNamespaceIsTheGates(t *testing.T) {
+	for name, want := range map[string]bool{
+		"X-Waitroom-Token": true, "X-Waitroom_token": true, "x_waitroom_release": true, "X_WAITROOM-PASS": true,
+		"x-waitroom-": true, "X-Waitroom": false, "X-Waitroomy": false, "X-Waitroom.Token": false, "X-Other": false,
+		"XWaitroom-Token": false, "X-Waitroom\r-": false,
+	} {
+		if got := isGateHeader(name); got != want {
+			t.Errorf("isGateHeader(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

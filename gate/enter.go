@@ -1,5 +1,6 @@
 // The enter form: the room page posts an admitted visitor's pass here (fields pass, room, to), and the gate
-// checks it, sets its cookie and sends the visitor on to where it was going.
+// checks that the form comes from that page, checks the pass, sets its cookie and sends the visitor on to
+// where it was going.
 
 package gate
 
@@ -19,6 +20,11 @@ func (g *Gate) enter(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	if !g.fromTheRoom(r) {
+		// A form another site posts would push its own admission onto the visitor (login CSRF).
+		http.Error(w, "the enter form is taken from the waiting room's page only", http.StatusForbidden)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxEnterBytes)
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
@@ -29,7 +35,7 @@ func (g *Gate) enter(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unknown room", http.StatusBadRequest)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
+	keepPrivate(w.Header())
 	claims, ok := g.verified(r.Context(), pass, room)
 	if !ok {
 		// Forged, expired, another room's, or its slot gone: back to the line.
@@ -40,6 +46,47 @@ func (g *Gate) enter(w http.ResponseWriter, r *http.Request) {
 	setCookie(w.Header(), &admission{claims: claims, pass: pass})
 	g.metrics.count(room, outcomeEntered)
 	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// fromTheRoom reports whether the enter form comes from the waiting room's page: its Origin is the room's
+// (roomBase's scheme, host and port). Without an Origin, Sec-Fetch-Site must say same-origin or same-site;
+// a request with neither header is not a browser's (every browser since 2020 sends Origin with a form POST,
+// cross-site ones first), and is let in, for the clients that follow their place on the socket.
+func (g *Gate) fromTheRoom(r *http.Request) bool {
+	if origin := r.Header.Get("Origin"); origin != "" {
+		return sameOrigin(origin, g.roomBase(r))
+	}
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "same-site":
+		return true
+	}
+	return false
+}
+
+// sameOrigin reports whether the URLs a and b have one origin: scheme and host in any case, and one port
+// (a scheme's default one when it names none). "null" and anything that is not an http(s) URL is no one's.
+func sameOrigin(a, b string) bool {
+	ua, err := url.Parse(a)
+	if err != nil {
+		return false
+	}
+	ub, err := url.Parse(b)
+	if err != nil {
+		return false
+	}
+	return ua.Host != "" && strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Hostname(), ub.Hostname()) &&
+		portOf(ua) == portOf(ub) && (strings.EqualFold(ua.Scheme, "http") || strings.EqualFold(ua.Scheme, "https"))
+}
+
+// portOf is u's port, or its scheme's default.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
 }
 
 // safeReturn is to when it is a path on this site ("/…", not "//host" nor "/\host"), else "/".

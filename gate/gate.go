@@ -4,10 +4,13 @@
 // visitor is let straight in while the room has space (mode auto), or sent to the room's waiting page (a
 // browser) or told where it stands (a JSON client). Every other path goes to the origin untouched.
 //
-// Guarantees: the origin never sees a protected request without a live admission for its room, nor the
-// gate's cookie, nor an X-Waitroom-* header a client sent; a direct admission never goes past max_active
-// nor ahead of anyone waiting (queue.AdmitDirect); a release the origin asks for (X-Waitroom-Release: 1)
-// frees the slot at once; a slot freed elsewhere is honoured within cookieRecheck.
+// Guarantees: the origin never sees a protected request without a live admission for its room (nor a path
+// it may read as a protected one: refusedPath, protecting; nor an upgrade but a WebSocket's), nor the
+// gate's cookie, nor an X-Waitroom-* header a client sent, in any spelling; a protected answer is never one
+// a cache may keep (keepPrivate), unless its prefix says so and it carries no cookie of the gate; a direct
+// admission never goes past max_active nor ahead of anyone waiting (queue.AdmitDirect); a JSON client's
+// place spends its address's pace of new places, shared with the sockets; a release the origin asks for
+// (X-Waitroom-Release: 1) frees the slot at once; a slot freed elsewhere is honoured within cookieRecheck.
 //
 // Where things are: gate.go (the Gate, its settings, the decision per request), admission.go (the cookie,
 // the cache of verified cookies, direct admission), proxy.go (the reverse proxy, what it strips, the
@@ -22,6 +25,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"path"
 	"strings"
@@ -50,6 +54,7 @@ type Lines interface {
 	AdmitDirect(ctx context.Context, screening string, opensAt time.Time, s queue.Settings) (queue.Direct, error)
 	Enter(ctx context.Context, screening, token string, opensAt time.Time) (queue.Entry, error)
 	Disconnected(ctx context.Context, screening, token string) error
+	Counts(ctx context.Context, screening string) (waiting, active int64, err error)
 	CheckPass(ctx context.Context, c queue.Claims) error
 	Finish(ctx context.Context, c queue.Claims) error
 }
@@ -69,6 +74,10 @@ type Rooms interface {
 type Path struct {
 	Prefix string
 	Room   string
+	// Cacheable keeps the origin's caching headers on the answers the origin gives under the prefix (static
+	// files, say); otherwise the gate marks each one private (keepPrivate). An answer that carries the
+	// gate's cookie is private whatever this says.
+	Cacheable bool
 }
 
 // Settings configure a Gate.
@@ -77,10 +86,15 @@ type Settings struct {
 	Upstream *url.URL
 	// Paths are the protected prefixes, longest first (config.Gate.GatePaths).
 	Paths []Path
-	// RoomURL is the waiting room's public base URL; empty: the request's host on RoomPort.
+	// RoomURL is the waiting room's public base URL; empty: the host the request reached on RoomPort.
 	RoomURL string
-	// PublicURL is the gate's own public base URL (gate.public_url); empty: the request's scheme and host.
+	// PublicURL is the gate's own public base URL (gate.public_url); empty: the scheme and host the request
+	// reached.
 	PublicURL string
+	// TrustedProxies are the peers whose Host and X-Forwarded-Proto say how a request reached the gate, for
+	// the URLs its answers name when RoomURL or PublicURL is empty (http.trusted_proxies, with
+	// http.behind_proxy); from any other peer the gate names its listener's own address. Nil: none.
+	TrustedProxies []netip.Prefix
 	// RoomPort is the port of http.addr, where the waiting room is served.
 	RoomPort string
 	// Mode is gate.mode, for a room without a mode of its own.
@@ -96,10 +110,18 @@ type Settings struct {
 	// registration_burst, as for new sockets); nil: not paced. A visitor over it waits in the line, so a
 	// client that throws its cookies away cannot take every free slot of a room.
 	Direct *limit.Rate
+	// Registrations paces the places the gate registers for JSON clients, per client address: the pace of
+	// new sockets, the same *limit.Rate (limits.registrations_per_second and registration_burst), so that an
+	// address has one pace whether it asks the gate or a socket; nil: not paced. A client over it gets 429
+	// RATE_LIMITED and no place.
+	Registrations *limit.Rate
+	// InfiniteQueue (bots.infinite_queue) shows a JSON client over Registrations a place behind everyone
+	// waiting, with a token registered nowhere, as a held socket is shown, instead of RATE_LIMITED.
+	InfiniteQueue bool
 	// CacheSize bounds the verified cookies kept in memory (0: defaultCacheSize).
 	CacheSize int
-	// ReadTimeout bounds reading a request that is not an upgrade, its body included (0: no bound). The
-	// gate's listener sets none of its own, so an upgraded connection is never cut by it.
+	// ReadTimeout bounds reading a request that is not a WebSocket upgrade (isWebSocket), its body included
+	// (0: no bound). The gate's listener sets none of its own, so an upgraded connection is never cut by it.
 	ReadTimeout time.Duration
 }
 
@@ -163,8 +185,24 @@ func New(s Settings, lines Lines, passes Passes, rooms Rooms, reg prometheus.Reg
 // ServeHTTP decides the request: the gate's own routes, an unprotected path (to the origin), or a protected
 // one (through with an admission, or to the line).
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.settings.ReadTimeout > 0 && !isUpgrade(r) {
+	webSocket := isWebSocket(r)
+	if g.settings.ReadTimeout > 0 && !webSocket {
 		_ = http.NewResponseController(w).SetReadDeadline(g.now().Add(g.settings.ReadTimeout))
+	}
+	if !webSocket && asksUpgrade(r.Header) {
+		r = withoutUpgrade(r)
+	}
+	if !strings.HasPrefix(r.RequestURI, "/") {
+		// An absolute-form target (GET http://host/… HTTP/1.1) is for a forward proxy, which the gate is not:
+		// Go takes its host over the Host line, which a proxy in front may have checked or routed by, and
+		// the origin would serve that host. CONNECT's authority form likewise.
+		http.Error(w, "absolute-form request", http.StatusBadRequest)
+		return
+	}
+	if refusedPath(r.URL.Path) {
+		// The origin might read such a path as a protected one the gate does not see in it.
+		http.Error(w, "bad path", http.StatusBadRequest)
+		return
 	}
 	if strings.HasPrefix(r.URL.Path, Prefix) {
 		if r.URL.Path == EnterPath {
@@ -182,41 +220,95 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, ok := g.protecting(r.URL.Path)
+	if !ok && strings.Contains(r.URL.Path, "%") {
+		// Decoded once more, as an origin that decodes twice reads it ("/%2563heckout" is /checkout there).
+		if twice, err := url.PathUnescape(r.URL.Path); err == nil {
+			p, ok = g.protecting(cleanPath(twice))
+		}
+	}
 	if !ok {
 		g.metrics.count("", outcomeUnprotected)
-		g.forward(w, r, nil)
+		g.forward(w, r, passage{})
 		return
 	}
-	g.protected(w, r, p.Room)
+	g.protected(w, r, p)
 }
 
-// isUpgrade reports whether r asks to switch protocols (a WebSocket), which outlives any request deadline.
-func isUpgrade(r *http.Request) bool {
-	return r.Header.Get("Upgrade") != "" && strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
+// isWebSocket reports whether r asks for the one upgrade the gate forwards: to a WebSocket alone, on a GET
+// without a body. Such a request outlives any read deadline once upgraded, and has nothing to read before.
+func isWebSocket(r *http.Request) bool {
+	up := r.Header.Values("Upgrade")
+	return r.Method == http.MethodGet && r.ContentLength == 0 && len(r.TransferEncoding) == 0 &&
+		len(up) == 1 && strings.EqualFold(strings.TrimSpace(up[0]), "websocket") && hasToken(r.Header.Values("Connection"), "upgrade")
+}
+
+// asksUpgrade reports whether h asks to switch protocols in any way.
+func asksUpgrade(h http.Header) bool {
+	return len(h.Values("Upgrade")) > 0 || hasToken(h.Values("Connection"), "upgrade")
+}
+
+// withoutUpgrade is r as a plain request: its Upgrade header gone, and "upgrade" out of its Connection.
+// Go's reverse proxy forwards any upgrade the client asks for, and an origin that accepts one (h2c, say)
+// would take raw requests over the tunnel past every decision of the gate; so only a WebSocket is
+// forwarded, and any other upgrade reaches the origin as the plain request it also is.
+func withoutUpgrade(r *http.Request) *http.Request {
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.Header = r.Header.Clone()
+	r2.Header.Del("Upgrade")
+	var kept []string
+	for _, v := range r2.Header.Values("Connection") {
+		for t := range strings.SplitSeq(v, ",") {
+			if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, "upgrade") {
+				kept = append(kept, t)
+			}
+		}
+	}
+	r2.Header.Del("Connection")
+	if len(kept) > 0 {
+		r2.Header.Set("Connection", strings.Join(kept, ", "))
+	}
+	return r2
+}
+
+// hasToken reports whether the comma-separated header values hold token, in any case.
+func hasToken(values []string, token string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SetRoomPort sets the port the waiting room is served on (http.addr's, once it listens), for the
 // redirects when gate.room_url is empty. Call it before the gate serves.
 func (g *Gate) SetRoomPort(port string) { g.settings.RoomPort = port }
 
-// protected serves a request under a protected prefix of room.
-func (g *Gate) protected(w http.ResponseWriter, r *http.Request, room string) {
+// protected serves a request under the protected prefix p. Every answer is one visitor's, kept out of
+// caches (keepPrivate), unless p is Cacheable and the answer the origin's without the gate's cookie; a
+// room in passthrough is protected still, so that nothing cached while it was off outlives its turn on.
+func (g *Gate) protected(w http.ResponseWriter, r *http.Request, p Path) {
 	ctx := r.Context()
+	room := p.Room
 	st, err := g.room(ctx, room)
 	if err != nil {
 		// Closed, not open: without its room the gate cannot tell who may pass.
-		http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
+		unavailable(w)
 		return
 	}
+	private := !p.Cacheable
 	if st.mode == booking.GatePassthrough {
 		g.metrics.count(room, outcomePassthrough)
-		g.forward(w, r, nil)
+		g.forward(w, r, passage{private: private})
 		return
 	}
 	adm, had := g.admitted(ctx, r, room)
 	if adm != nil {
 		g.metrics.count(room, outcomePassed)
-		g.forward(w, r, adm)
+		g.forward(w, r, passage{adm: adm, private: private})
 		return
 	}
 	if had {
@@ -231,12 +323,12 @@ func (g *Gate) protected(w http.ResponseWriter, r *http.Request, room string) {
 		adm, err := g.admitDirect(ctx, st)
 		if err == nil {
 			g.metrics.count(room, outcomeDirect)
-			g.forward(w, r, adm)
+			g.forward(w, r, passage{adm: adm, private: private})
 			return
 		}
 		if !errors.Is(err, queue.ErrNoDirect) {
 			g.log.Error("gate: direct admission", "room", room, "err", err)
-			http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
+			unavailable(w)
 			return
 		}
 	}
@@ -244,19 +336,47 @@ func (g *Gate) protected(w http.ResponseWriter, r *http.Request, room string) {
 	g.toTheLine(w, r, st)
 }
 
-// protecting returns the protected prefix p falls under, matched by whole segments and regardless of case
-// (an origin that ignores case must not be reached around the gate).
+// protecting returns the protected prefix p falls under, regardless of case (an origin that ignores case
+// must not be reached around the gate). The prefix must end where p does or be followed by a character that
+// ends a name for some origin: anything but a letter, a digit, '-' or '_'. So "/checkout/x", "/checkout.json"
+// (Rails routes formats), "/checkout " and "/checkout~" are protected; "/checkouts" and "/checkout-old" are
+// other paths.
 func (g *Gate) protecting(p string) (Path, bool) {
 	for _, pp := range g.settings.Paths {
 		prefix := strings.TrimSuffix(pp.Prefix, "/")
 		if len(p) < len(prefix) || !strings.EqualFold(p[:len(prefix)], prefix) {
 			continue
 		}
-		if len(p) == len(prefix) || p[len(prefix)] == '/' || prefix == "" {
+		if len(p) == len(prefix) || prefix == "" || !continuesName(p[len(prefix)]) {
 			return pp, true
 		}
 	}
 	return Path{}, false
+}
+
+// continuesName reports whether c, after a prefix, makes it another name ("/checkouts", "/checkout-old").
+func continuesName(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
+
+// refusedPath reports whether the decoded path p holds a character that origins read apart from the gate,
+// as it is or percent-encoded once more (for an origin that decodes twice): ';' (Tomcat, Jetty and Spring
+// strip ";jsessionid=…" path parameters, so "/checkout;x" is /checkout there), '\' (a separator on Windows
+// and to some routers: "/a\..\checkout"), NUL and the other control characters (which some cut a path at).
+// The decoded path holds what the client sent both raw and encoded ("%3B" is ';' here).
+func refusedPath(p string) bool {
+	if strings.ContainsFunc(p, isRefusedRune) {
+		return true
+	}
+	if !strings.Contains(p, "%") {
+		return false
+	}
+	twice, err := url.PathUnescape(p)
+	return err == nil && strings.ContainsFunc(twice, isRefusedRune)
+}
+
+func isRefusedRune(c rune) bool {
+	return c == ';' || c == '\\' || c < 0x20 || c == 0x7f
 }
 
 // cleanPath is p with its dot segments and doubled slashes resolved, its trailing slash kept.

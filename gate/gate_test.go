@@ -207,14 +207,56 @@ func TestTheReleaseHeaderFreesTheSlotAndTheNextInLineIsAdmittedThroughTheEnterFo
 	})
 }
 
-func postEnter(t *testing.T, f *fixture, form url.Values) (*http.Response, string) {
+// postEnter posts form to the gate's enter path, with the extra headers given (name, value...).
+func postEnter(t *testing.T, f *fixture, form url.Values, headers ...string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, f.gate.URL+gate.EnterPath, strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	return do(t, req)
+}
+
+// A page of another site that posts its own visitor's pass to the enter form would push that admission
+// onto whoever opens the page (login CSRF): the form is taken from the waiting room's page only.
+func TestTheEnterFormIsTakenFromTheRoomsPageOnly(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		f := newFixture(t, env, 5, booking.GateAuto) // the room's page is at https://room.example
+		d, err := f.q.AdmitDirect(t.Context(), room, time.Time{}, queue.Settings{MaxActive: 5, ActiveTTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pass, _ := f.passes.Issue(room, d.Token, d.ExpiresAt)
+		form := url.Values{"pass": {pass}, "room": {room}, "to": {"/checkout"}}
+		for _, c := range []struct {
+			what    string
+			headers []string
+			want    int
+		}{
+			{"another site's page", []string{"Origin", "https://evil.example"}, http.StatusForbidden},
+			{"a page of the site behind the gate", []string{"Origin", f.gate.URL}, http.StatusForbidden},
+			{"the room's host over http", []string{"Origin", "http://room.example"}, http.StatusForbidden},
+			{"the room's host on another port", []string{"Origin", "https://room.example:8443"}, http.StatusForbidden},
+			{"an opaque origin", []string{"Origin", "null"}, http.StatusForbidden},
+			{"a cross-site form without Origin", []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
+			{"a form of no site", []string{"Sec-Fetch-Site", "none"}, http.StatusForbidden},
+			{"the room's page", []string{"Origin", "https://room.example"}, http.StatusSeeOther},
+			{"the room's page, its origin spelt otherwise", []string{"Origin", "https://ROOM.example:443"}, http.StatusSeeOther},
+			{"the room's page on another site", []string{"Origin", "https://room.example", "Sec-Fetch-Site", "cross-site"}, http.StatusSeeOther},
+			{"a same-site form without Origin", []string{"Sec-Fetch-Site", "same-site"}, http.StatusSeeOther},
+			{"a client that is not a browser", nil, http.StatusSeeOther},
+		} {
+			resp, _ := postEnter(t, f, form, c.headers...)
+			cookie, _ := gateCookie(resp, room)
+			if resp.StatusCode != c.want || (cookie != "") != (c.want == http.StatusSeeOther) {
+				t.Errorf("enter from %s = %d, with a cookie %v, want %d and a cookie only with 303", c.what, resp.StatusCode, cookie != "", c.want)
+			}
+		}
+	})
 }
 
 func TestTheEnterFormRefusesBadPassesAndOffSiteReturns(t *testing.T) {
@@ -317,6 +359,41 @@ func TestUnprotectedPathsReachTheOriginUntouchedButStripped(t *testing.T) {
 		}
 		if n := len(f.origin.requests()); n != 1 {
 			t.Errorf("the origin saw %d requests, want 1", n)
+		}
+	})
+}
+
+// nginx (underscores_in_headers on), CGI and PHP read X-Waitroom_Token as X-Waitroom-Token: the gate's
+// namespace is stripped in every spelling, both ways.
+func TestTheGatesHeadersInAnySpellingNeitherReachTheOriginNorComeBack(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		f := newFixture(t, env, 1, booking.GateQueueAll)
+		req, err := http.NewRequest(http.MethodGet, f.gate.URL+"/about", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"X-Waitroom_token", "x_waitroom_release", "X_WAITROOM_PASS", "x-waitroom-admitted"} {
+			req.Header[name] = []string{"forged"} // as written, not canonicalized
+		}
+		req.Header.Set("X-Waitroomer", "kept")
+		resp, _ := do(t, req)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /about = %d, want 200", resp.StatusCode)
+		}
+		reqs := f.origin.requests()
+		got := reqs[len(reqs)-1].Header
+		for name := range got {
+			if n := strings.ToLower(strings.ReplaceAll(name, "_", "-")); strings.HasPrefix(n, "x-waitroom-") {
+				t.Errorf("the origin saw the client's %s", name)
+			}
+		}
+		if got.Get("X-Waitroomer") != "kept" {
+			t.Errorf("the origin did not see X-Waitroomer, outside the namespace")
+		}
+		for name := range resp.Header {
+			if n := strings.ToLower(strings.ReplaceAll(name, "_", "-")); strings.HasPrefix(n, "x-waitroom-") {
+				t.Errorf("the client saw the origin's %s", name)
+			}
 		}
 	})
 }

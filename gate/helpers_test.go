@@ -44,8 +44,15 @@ type seen struct {
 	Header      http.Header
 }
 
+// cacheable are the caching headers of every answer of the tests' origin.
+var cacheable = map[string]string{
+	"Cache-Control": "public, max-age=3600", "Vary": "Accept-Encoding", "CDN-Cache-Control": "max-age=3600",
+	"Surrogate-Control": "max-age=3600", "X-Accel-Expires": "3600",
+}
+
 // origin is a small site of the test's own: it records every request, answers "origin <path>", releases
-// the admission on /checkout/done, and echoes a WebSocket on /checkout/ws.
+// the admission on /checkout/done, echoes a WebSocket on /checkout/ws, reads the whole body of /upload
+// before it answers, and asks caches to keep every answer (cacheable).
 type origin struct {
 	*httptest.Server
 	mu   sync.Mutex
@@ -60,6 +67,8 @@ func newOrigin(t *testing.T) *origin {
 		o.reqs = append(o.reqs, seen{Method: r.Method, URI: r.RequestURI, Header: r.Header.Clone()})
 		o.mu.Unlock()
 		switch r.URL.Path {
+		case "/upload":
+			_, _ = io.Copy(io.Discard, r.Body)
 		case "/checkout/done":
 			w.Header().Set(gate.ReleaseHeader, "1")
 		case "/checkout/ws", "/ws":
@@ -75,7 +84,12 @@ func newOrigin(t *testing.T) *origin {
 				}
 			}
 		}
+		// Every answer asks every cache to keep it an hour: the gate's to overrule on protected paths.
+		for name, v := range cacheable {
+			w.Header().Set(name, v)
+		}
 		w.Header().Set("X-Waitroom-Internal", "origin's own")
+		w.Header()["x_waitroom_internal"] = []string{"origin's own, with underscores"}
 		http.SetCookie(w, &http.Cookie{Name: gate.CookiePrefix + room, Value: "set by the origin"})
 		_, _ = io.WriteString(w, "origin "+r.URL.Path)
 	}))
@@ -97,6 +111,7 @@ type fixture struct {
 	passes *queue.Passes
 	store  *booking.Store
 	origin *origin
+	g      *gate.Gate
 	gate   *httptest.Server
 	reg    *prometheus.Registry
 }
@@ -127,7 +142,7 @@ func newFixture(t *testing.T, env *testenv.Env, maxActive int, mode string, opts
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.gate = httptest.NewServer(g)
+	f.g, f.gate = g, httptest.NewServer(g)
 	t.Cleanup(f.gate.Close)
 	return f
 }

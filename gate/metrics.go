@@ -18,6 +18,11 @@ const (
 	outcomeRefused       = "refused"  // a cookie (or an entered pass) that is not a live admission of this room
 	outcomeReleased      = "released" // the origin ended the admission; its slot freed
 	outcomeEntered       = "entered"  // the enter form set the cookie of an admission from the line
+	// rate_limited: a JSON client whose address was over its pace of new places (limit.Rate, shared with
+	// the sockets): 429 RATE_LIMITED, no place; held: the same with the infinite queue on, shown a place
+	// registered nowhere. Each is counted as queued too.
+	outcomeRateLimited = "rate_limited"
+	outcomeHeld        = "held"
 )
 
 type metrics struct {
@@ -38,7 +43,7 @@ func newMetrics(reg prometheus.Registerer, paths []Path) *metrics {
 	// Every series a dashboard reads exists from the start, at 0.
 	m.counters = map[[2]string]prometheus.Counter{{"", outcomeUnprotected}: m.requests.WithLabelValues("", outcomeUnprotected)}
 	for _, p := range paths {
-		for _, o := range []string{outcomePassthrough, outcomePassed, outcomeDirect, outcomeQueued, outcomeRefused, outcomeReleased, outcomeEntered, outcomeDirectLimited} {
+		for _, o := range []string{outcomePassthrough, outcomePassed, outcomeDirect, outcomeQueued, outcomeRefused, outcomeReleased, outcomeEntered, outcomeDirectLimited, outcomeRateLimited, outcomeHeld} {
 			m.counters[[2]string{p.Room, o}] = m.requests.WithLabelValues(p.Room, o)
 		}
 	}

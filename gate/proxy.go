@@ -1,6 +1,7 @@
 // The reverse proxy to the origin: what the gate strips from each request (its cookies, the clients'
 // X-Waitroom-* headers) and from each response (the origin's X-Waitroom-* headers, any gate cookie the
-// origin tried to set), and the release an origin asks for (X-Waitroom-Release: 1), which frees the slot.
+// origin tried to set), the protected answers it keeps out of caches, and the release an origin asks for
+// (X-Waitroom-Release: 1), which frees the slot.
 
 package gate
 
@@ -20,6 +21,30 @@ const ReleaseHeader = "X-Waitroom-Release"
 // headerPrefix is the gate's header namespace: never taken from a client, never passed on from the origin.
 const headerPrefix = "X-Waitroom-"
 
+// isGateHeader reports whether a header's name is in the gate's namespace, in any case and with '_' for any
+// '-': nginx (with underscores_in_headers), CGI and PHP read X-Waitroom_Token as X-Waitroom-Token.
+func isGateHeader(name string) bool {
+	if len(name) < len(headerPrefix) {
+		return false
+	}
+	for i := range len(headerPrefix) {
+		if c := name[i]; c != '_' || headerPrefix[i] != '-' {
+			if lower(c) != lower(headerPrefix[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lower is the ASCII letter c in lower case; any other byte as it is.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
 // The transport's pool to the origin: enough idle connections per host that a busy gate reuses them
 // instead of opening one per request.
 const (
@@ -28,7 +53,15 @@ const (
 	dialTimeout    = 5 * time.Second
 )
 
-type admissionKey struct{}
+// passage is what a request forwarded to the origin carries to its answer (modifyResponse).
+type passage struct {
+	// adm is the admission it goes with (nil: none needed).
+	adm *admission
+	// private: the answer is one visitor's, under a protected prefix that is not Cacheable (keepPrivate).
+	private bool
+}
+
+type passageKey struct{}
 
 func (g *Gate) newProxy() *httputil.ReverseProxy {
 	upstream := g.settings.Upstream
@@ -57,18 +90,44 @@ func (g *Gate) newProxy() *httputil.ReverseProxy {
 	}
 }
 
-// forward proxies the request to the origin; adm is the admission it goes with (nil: none needed).
-func (g *Gate) forward(w http.ResponseWriter, r *http.Request, adm *admission) {
-	if adm != nil {
-		r = r.WithContext(context.WithValue(r.Context(), admissionKey{}, adm))
+// forward proxies the request to the origin, with what its answer needs (the zero passage: nothing, an
+// unprotected path).
+func (g *Gate) forward(w http.ResponseWriter, r *http.Request, p passage) {
+	if p != (passage{}) {
+		r = r.WithContext(context.WithValue(r.Context(), passageKey{}, &p))
 	}
 	g.proxy.ServeHTTP(w, r)
 }
 
-// stripRequest removes the gate's cookies and every X-Waitroom-* header from a request to the origin.
+// keepPrivate marks an answer as one visitor's: no cache, the browser's included, may keep it (after a
+// release the browser would show the admitted page again from its cache, and a CDN in front of the gate
+// would give one visitor's page, or cookie, to the next), and a cache that keeps it anyway must tell
+// visitors apart by their cookies. The headers by which a CDN or nginx is told to cache whatever
+// Cache-Control says go.
+func keepPrivate(h http.Header) {
+	h.Set("Cache-Control", "private, no-store")
+	for name := range h {
+		if n := strings.ToLower(name); strings.HasSuffix(n, "-cache-control") || n == "surrogate-control" ||
+			n == "edge-control" || n == "x-accel-expires" {
+			delete(h, name)
+		}
+	}
+	if vary := h.Values("Vary"); !hasToken(vary, "cookie") && !hasToken(vary, "*") {
+		h.Add("Vary", "Cookie")
+	}
+}
+
+// unavailable answers 503: the gate cannot decide the request (its room, or Redis, did not answer).
+func unavailable(w http.ResponseWriter) {
+	keepPrivate(w.Header())
+	http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
+}
+
+// stripRequest removes the gate's cookies and every header of its namespace (isGateHeader) from a request
+// to the origin.
 func stripRequest(h http.Header) {
 	for name := range h {
-		if strings.HasPrefix(name, headerPrefix) {
+		if isGateHeader(name) {
 			delete(h, name)
 		}
 	}
@@ -96,7 +155,7 @@ func stripRequest(h http.Header) {
 func (g *Gate) modifyResponse(resp *http.Response) error {
 	release := resp.Header.Get(ReleaseHeader) == "1"
 	for name := range resp.Header {
-		if strings.HasPrefix(name, headerPrefix) {
+		if isGateHeader(name) {
 			delete(resp.Header, name)
 		}
 	}
@@ -108,17 +167,26 @@ func (g *Gate) modifyResponse(resp *http.Response) error {
 			}
 		}
 	}
-	adm, _ := resp.Request.Context().Value(admissionKey{}).(*admission)
+	p, _ := resp.Request.Context().Value(passageKey{}).(*passage)
+	if p == nil {
+		return nil
+	}
+	if p.private {
+		keepPrivate(resp.Header)
+	}
+	adm := p.adm
 	if adm == nil {
 		return nil
 	}
 	if release {
 		g.release(resp.Request.Context(), adm)
 		expireCookie(resp.Header, adm.claims.Screening)
+		keepPrivate(resp.Header)
 		return nil
 	}
 	if adm.fresh {
 		setCookie(resp.Header, adm)
+		keepPrivate(resp.Header)
 	}
 	return nil
 }
@@ -142,8 +210,11 @@ func (g *Gate) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		return // the visitor went away
 	}
 	g.log.Warn("gate: origin unreachable", "err", err)
-	if adm, _ := r.Context().Value(admissionKey{}).(*admission); adm != nil && adm.fresh {
-		setCookie(w.Header(), adm)
+	if p, _ := r.Context().Value(passageKey{}).(*passage); p != nil {
+		keepPrivate(w.Header())
+		if p.adm != nil && p.adm.fresh {
+			setCookie(w.Header(), p.adm)
+		}
 	}
 	http.Error(w, "origin unreachable", http.StatusBadGateway)
 }

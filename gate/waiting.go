@@ -12,20 +12,25 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
 
+// errorBody is the error of a JSON answer (docs/protocol.md 7.1).
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
 // waitingAnswer is the JSON answer to a client that asked for JSON, with status 429.
 type waitingAnswer struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-	Room string `json:"room"`
+	Error errorBody `json:"error"`
+	Room  string    `json:"room"`
 	// RoomURL is the waiting room's page for the room, with the way back (to).
 	RoomURL string `json:"room_url"`
 	// Token is the client's place in the line: it follows it on the socket and collects its pass there.
@@ -47,7 +52,7 @@ type waitingAnswer struct {
 // toTheLine answers a visitor of st's room who must wait: JSON for a client that asks for it and not for
 // HTML, a 303 to the waiting page otherwise.
 func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
-	w.Header().Set("Cache-Control", "no-store")
+	keepPrivate(w.Header())
 	page := g.roomPage(r, st.room.ID, r.URL.RequestURI())
 	if !wantsJSON(r) {
 		http.Redirect(w, r, page, http.StatusSeeOther)
@@ -64,10 +69,14 @@ func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
 		busy(w, st, a, "the site is busy: its waiting room asks a new place for a proof of work or an access code; take one on the socket")
 		return
 	}
+	if !g.settings.Registrations.Allow(g.settings.ClientAddress(r), g.now()) {
+		g.overPace(w, r, st, a)
+		return
+	}
 	e, err := g.lines.Enter(r.Context(), st.room.ID, "", st.room.SaleOpensAt)
 	if err != nil && !errors.Is(err, queue.ErrClosed) {
 		g.log.Error("gate: put a JSON client in line", "room", st.room.ID, "err", err)
-		http.Error(w, "waiting room unavailable", http.StatusServiceUnavailable)
+		unavailable(w)
 		return
 	}
 	if errors.Is(err, queue.ErrClosed) {
@@ -85,14 +94,44 @@ func (g *Gate) toTheLine(w http.ResponseWriter, r *http.Request, st roomState) {
 	if e.State == queue.Waiting {
 		a.Position = e.ZeroBasedRank + 1
 	}
-	busy(w, st, a, "the site is busy: you have a place in its waiting room")
+	busy(w, st, a, placeMessage)
+}
+
+// placeMessage is the message of a JSON answer with a place.
+const placeMessage = "the site is busy: you have a place in its waiting room"
+
+// overPace answers a JSON client whose address has used up its pace of new places: 429 RATE_LIMITED, with
+// no token and nothing registered. With the infinite queue on it is held instead, as a socket over its
+// limits is (docs/protocol.md 12.4): the answer of a new place behind everyone now waiting, whose token is
+// registered nowhere, so its position never moves and a bot learns nothing from being caught.
+func (g *Gate) overPace(w http.ResponseWriter, r *http.Request, st roomState, a waitingAnswer) {
+	if g.settings.InfiniteQueue {
+		waiting, _, err := g.lines.Counts(r.Context(), st.room.ID)
+		if err != nil {
+			waiting = 0
+		}
+		g.metrics.count(st.room.ID, outcomeHeld)
+		a.Token, a.State, a.Position, a.Total = queue.NewToken(), string(queue.Waiting), waiting+1, waiting+1
+		busy(w, st, a, placeMessage)
+		return
+	}
+	g.metrics.count(st.room.ID, outcomeRateLimited)
+	w.Header().Set("Retry-After", retryAfter(st))
+	writeJSON(w, http.StatusTooManyRequests, struct {
+		Error errorBody `json:"error"`
+	}{errorBody{Code: "RATE_LIMITED", Message: "too many new places from your address; retry later"}})
 }
 
 // busy writes a, with message, as a 429 that asks the client to come back after one of the room's ticks.
 func busy(w http.ResponseWriter, st roomState, a waitingAnswer, message string) {
 	a.Error.Message = message
-	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(st.s.Interval.Seconds(), 1)))))
+	w.Header().Set("Retry-After", retryAfter(st))
 	writeJSON(w, http.StatusTooManyRequests, a)
+}
+
+// retryAfter is one of the room's ticks, in whole seconds (at least one).
+func retryAfter(st roomState) string {
+	return strconv.Itoa(int(math.Ceil(max(st.s.Interval.Seconds(), 1))))
 }
 
 // wantsJSON reports whether the client asked for JSON and not for HTML.
@@ -118,12 +157,14 @@ func (g *Gate) roomPage(r *http.Request, room, to string) string {
 	return g.roomBase(r) + "/s/" + url.PathEscape(room) + "?to=" + url.QueryEscape(to)
 }
 
-// roomBase is the waiting room's base URL: gate.room_url, or the request's host on the room's port.
+// roomBase is the waiting room's base URL: gate.room_url, or the host the request reached on the room's
+// port (reached).
 func (g *Gate) roomBase(r *http.Request) string {
 	if g.settings.RoomURL != "" {
 		return strings.TrimSuffix(g.settings.RoomURL, "/")
 	}
-	return scheme(r) + "://" + hostOn(r.Host, g.settings.RoomPort)
+	scheme, host := g.reached(r)
+	return scheme + "://" + hostOn(host, g.settings.RoomPort)
 }
 
 // socketURL is the room's socket, on the waiting room's host.
@@ -137,19 +178,53 @@ func (g *Gate) socketURL(r *http.Request, room string) string {
 	return base + "/ws/screenings/" + url.PathEscape(room) + "?auth=message"
 }
 
-// enterURL is the gate's enter form: at gate.public_url, or as the request reached the gate.
+// enterURL is the gate's enter form: at gate.public_url, or as the request reached the gate (reached).
 func (g *Gate) enterURL(r *http.Request) string {
 	if g.settings.PublicURL != "" {
 		return strings.TrimSuffix(g.settings.PublicURL, "/") + EnterPath
 	}
-	return scheme(r) + "://" + r.Host + EnterPath
+	scheme, host := g.reached(r)
+	return scheme + "://" + host + EnterPath
 }
 
-func scheme(r *http.Request) string {
+// reached is the scheme and host (with its port, if any) by which the request reached the gate, as far as
+// the gate may believe them. From a trusted proxy (Settings.TrustedProxies) they are its Host and
+// X-Forwarded-Proto; from anyone else, who may write any Host, the connection's own scheme and the address
+// of the gate's listener it came in on. So a Host line cannot make the gate's answers name another host.
+func (g *Gate) reached(r *http.Request) (scheme, host string) {
+	scheme = "http"
 	if r.TLS != nil {
-		return "https"
+		scheme = "https"
 	}
-	return "http"
+	if g.fromTrustedProxy(r) {
+		first, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+		if p := strings.ToLower(strings.TrimSpace(first)); p == "http" || p == "https" {
+			scheme = p
+		}
+		return scheme, r.Host
+	}
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		return scheme, local.String()
+	}
+	return scheme, r.Host // not served by a net/http server: nothing else to go by
+}
+
+// fromTrustedProxy reports whether r's TCP peer is one of Settings.TrustedProxies.
+func (g *Gate) fromTrustedProxy(r *http.Request) bool {
+	if len(g.settings.TrustedProxies) == 0 {
+		return false
+	}
+	peer, err := netip.ParseAddr(limit.Peer(r.RemoteAddr))
+	if err != nil {
+		return false
+	}
+	peer = peer.Unmap().WithZone("")
+	for _, p := range g.settings.TrustedProxies {
+		if p.Contains(peer) {
+			return true
+		}
+	}
+	return false
 }
 
 // hostOn is the host name of hostport on port.

@@ -87,9 +87,13 @@ func TestTheRoomPageOfAGatedRoomLearnsTheGatesEnterURLFromTheServer(t *testing.T
 		if s1.GateEnter != "" {
 			t.Errorf("s1, not behind the gate, has gate_enter %q", s1.GateEnter)
 		}
-		page := a.get(t, "/s/shop").String()
-		if want := "form-action 'self' http://" + hostname + ":8081\""; !strings.Contains(page, want) {
+		resp := a.get(t, "/s/shop")
+		if want := "form-action 'self' http://" + hostname + ":8081\""; !strings.Contains(resp.String(), want) {
 			t.Errorf("the room page's policy does not contain %q", want)
+		}
+		// The gate takes the enter form only with the room's Origin, which a same-origin policy would send as null.
+		if got := resp.header.Get("Referrer-Policy"); got != "strict-origin" {
+			t.Errorf("the room page's Referrer-Policy = %q, want strict-origin, so that its form carries its Origin", got)
 		}
 	})
 }

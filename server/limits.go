@@ -21,6 +21,10 @@ type Limits struct {
 	// faster).
 	RegistrationsPerSecond float64
 	RegistrationBurst      int
+	// Registrations, when set, is that pace, built by the caller to be shared with whatever else registers
+	// places for an address (the gate's JSON answers), so that one address has one pace on the instance;
+	// nil: built here from RegistrationsPerSecond and RegistrationBurst.
+	Registrations *limit.Rate
 	// WrongCodesPerMinute is how many refused access codes one address may try a minute (bursts of as
 	// many); beyond it the address tries no code until its count has refilled.
 	WrongCodesPerMinute int
@@ -40,7 +44,11 @@ type addressLimits struct {
 }
 
 func newAddressLimits(l Limits) *addressLimits {
-	return &addressLimits{limits: l, rate: limit.NewRate(l.RegistrationsPerSecond, l.RegistrationBurst), sockets: map[string]int{}}
+	rate := l.Registrations
+	if rate == nil {
+		rate = limit.NewRate(l.RegistrationsPerSecond, l.RegistrationBurst)
+	}
+	return &addressLimits{limits: l, rate: rate, sockets: map[string]int{}}
 }
 
 // admit reports whether addr may open one more socket now, and if so counts it: the caller calls release

@@ -90,6 +90,10 @@ func (s *Server) roomPage() echo.HandlerFunc {
 			return c.HTMLBlob(http.StatusOK, b)
 		}
 		policy := "form-action 'self' " + s.Gate.gateOrigin(c.Request(), c.Scheme())
+		// The gate takes the enter form only with this page's Origin; under the server's same-origin referrer
+		// policy a browser sends "Origin: null" with a POST to another origin. strict-origin names the origin
+		// alone, never the page's path or query, and nothing on a downgrade to http.
+		c.Response().Header().Set("Referrer-Policy", "strict-origin")
 		return c.HTMLBlob(http.StatusOK, bytes.Replace(b, []byte("form-action 'none'"), []byte(policy), 1))
 	}
 }

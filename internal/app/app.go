@@ -25,6 +25,7 @@ import (
 	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/webhook"
@@ -104,8 +105,10 @@ func New(cfg config.Config, b Backends) (*App, error) {
 			webhook.NewMetrics(a.Registry), a.Log)
 	}
 	a.Hub = hub.New(a.Queue, a.Passes, a.Queue, a.Registry, a.Log)
+	// One pace of new places per client address on this instance, for the sockets and the gate's JSON answers.
+	registrations := limit.NewRate(cfg.Limits.RegistrationsPerSecond, cfg.Limits.RegistrationBurst)
 	var gateLinks server.GateLinks
-	if a.Gate, gateLinks, err = a.newGate(cfg); err != nil {
+	if a.Gate, gateLinks, err = a.newGate(cfg, registrations); err != nil {
 		return nil, err
 	}
 	pow, err := PowSettings(cfg)
@@ -118,7 +121,8 @@ func New(cfg config.Config, b Backends) (*App, error) {
 		Scheduler: a.Scheduler, AdminKey: cfg.Admin.Key, AdmissionDefaults: defaults, Log: a.Log,
 		Limits: server.Limits{
 			SocketsPerAddress: cfg.Limits.SocketsPerAddress, RegistrationsPerSecond: cfg.Limits.RegistrationsPerSecond,
-			RegistrationBurst: cfg.Limits.RegistrationBurst, WrongCodesPerMinute: cfg.Limits.WrongCodesPerMinute,
+			RegistrationBurst: cfg.Limits.RegistrationBurst, Registrations: registrations,
+			WrongCodesPerMinute: cfg.Limits.WrongCodesPerMinute,
 			OrdersPerSecond: cfg.Limits.OrdersPerSecond, OrdersBurst: cfg.Limits.OrdersBurst,
 		},
 		BehindProxy: cfg.HTTP.BehindProxy,

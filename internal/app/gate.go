@@ -17,8 +17,9 @@ import (
 )
 
 // newGate builds the gate for cfg.Gate on the instance's queue, passes and store, and what the API says of
-// it; nil when gate.upstream is empty.
-func (a *App) newGate(cfg config.Config) (*gate.Gate, server.GateLinks, error) {
+// it; nil when gate.upstream is empty. registrations is the instance's pace of new places per address,
+// which the sockets share.
+func (a *App) newGate(cfg config.Config, registrations *limit.Rate) (*gate.Gate, server.GateLinks, error) {
 	if cfg.Gate.Upstream == "" {
 		return nil, server.GateLinks{}, nil
 	}
@@ -33,16 +34,18 @@ func (a *App) newGate(cfg config.Config) (*gate.Gate, server.GateLinks, error) {
 	links := server.GateLinks{PublicURL: cfg.Gate.PublicURL, Port: portOf(cfg.Gate.Addr), Mode: cfg.Gate.Mode}
 	gp := make([]gate.Path, len(paths))
 	for i, p := range paths {
-		gp[i] = gate.Path{Prefix: p.Prefix, Room: p.Room}
+		gp[i] = gate.Path{Prefix: p.Prefix, Room: p.Room, Cacheable: p.Cacheable}
 		links.Rooms = append(links.Rooms, p.Room)
 	}
 	settings := gate.Settings{
 		Upstream: upstream, Paths: gp, RoomURL: cfg.Gate.RoomURL, PublicURL: cfg.Gate.PublicURL, RoomPort: portOf(cfg.HTTP.Addr), Mode: cfg.Gate.Mode,
 		Defaults: AdmissionDefaults(cfg), PowCost: cfg.Pow.Cost, ReadTimeout: cfg.HTTP.ReadTimeout, ClientAddress: limit.ClientAddress(nil),
-		Direct: limit.NewRate(cfg.Limits.RegistrationsPerSecond, cfg.Limits.RegistrationBurst),
+		Direct:        limit.NewRate(cfg.Limits.RegistrationsPerSecond, cfg.Limits.RegistrationBurst),
+		Registrations: registrations, InfiniteQueue: cfg.Bots.InfiniteQueue,
 	}
 	if cfg.HTTP.BehindProxy {
-		settings.ClientAddress = limit.ClientAddress(trustedProxies(cfg.HTTP))
+		settings.TrustedProxies = trustedProxies(cfg.HTTP)
+		settings.ClientAddress = limit.ClientAddress(settings.TrustedProxies)
 	}
 	g, err := gate.New(settings, a.Queue, a.Passes, a.Store, a.Registry, a.Log)
 	if err != nil {
