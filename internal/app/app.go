@@ -122,8 +122,8 @@ func New(cfg config.Config, b Backends) (*App, error) {
 		Limits: server.Limits{
 			SocketsPerAddress: cfg.Limits.SocketsPerAddress, RegistrationsPerSecond: cfg.Limits.RegistrationsPerSecond,
 			RegistrationBurst: cfg.Limits.RegistrationBurst, Registrations: registrations,
-			WrongCodesPerMinute: cfg.Limits.WrongCodesPerMinute,
-			OrdersPerSecond: cfg.Limits.OrdersPerSecond, OrdersBurst: cfg.Limits.OrdersBurst,
+			WrongCodesPerMinute: cfg.Limits.WrongCodesPerMinute, OrdersPerSecond: cfg.Limits.OrdersPerSecond,
+			OrdersBurst: cfg.Limits.OrdersBurst,
 		},
 		BehindProxy: cfg.HTTP.BehindProxy,
 		Checkout:    server.Checkout{URL: cfg.Booking.CheckoutURL, Demo: cfg.Booking.DemoCheckout, ConfirmKey: cfg.Booking.ConfirmKey},
