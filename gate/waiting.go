@@ -12,7 +12,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -188,43 +187,9 @@ func (g *Gate) enterURL(r *http.Request) string {
 }
 
 // reached is the scheme and host (with its port, if any) by which the request reached the gate, as far as
-// the gate may believe them. From a trusted proxy (Settings.TrustedProxies) they are its Host and
-// X-Forwarded-Proto; from anyone else, who may write any Host, the connection's own scheme and the address
-// of the gate's listener it came in on. So a Host line cannot make the gate's answers name another host.
+// the gate may believe them (limit.Reached: a Host line is believed only from Settings.TrustedProxies).
 func (g *Gate) reached(r *http.Request) (scheme, host string) {
-	scheme = "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if g.fromTrustedProxy(r) {
-		first, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
-		if p := strings.ToLower(strings.TrimSpace(first)); p == "http" || p == "https" {
-			scheme = p
-		}
-		return scheme, r.Host
-	}
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-		return scheme, local.String()
-	}
-	return scheme, r.Host // not served by a net/http server: nothing else to go by
-}
-
-// fromTrustedProxy reports whether r's TCP peer is one of Settings.TrustedProxies.
-func (g *Gate) fromTrustedProxy(r *http.Request) bool {
-	if len(g.settings.TrustedProxies) == 0 {
-		return false
-	}
-	peer, err := netip.ParseAddr(limit.Peer(r.RemoteAddr))
-	if err != nil {
-		return false
-	}
-	peer = peer.Unmap().WithZone("")
-	for _, p := range g.settings.TrustedProxies {
-		if p.Contains(peer) {
-			return true
-		}
-	}
-	return false
+	return limit.Reached(r, g.settings.TrustedProxies)
 }
 
 // hostOn is the host name of hostport on port.

@@ -176,3 +176,44 @@ func parseHop(s string) (netip.Addr, bool) {
 	}
 	return a.Unmap().WithZone(""), true
 }
+
+// Reached is the scheme and host (with its port, if any) by which r reached this server, as far as it may
+// believe them, for the absolute URLs an answer names. From a trusted proxy (a peer in trusted) they are
+// the request's Host and X-Forwarded-Proto; from anyone else, who may write any Host, the connection's own
+// scheme and the address of the listener it came in on. So a Host line cannot make an answer, or a cache
+// that keeps it, name another host.
+func Reached(r *http.Request, trusted []netip.Prefix) (scheme, host string) {
+	scheme = "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if fromTrusted(r, trusted) {
+		first, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+		if p := strings.ToLower(strings.TrimSpace(first)); p == "http" || p == "https" {
+			scheme = p
+		}
+		return scheme, r.Host
+	}
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		return scheme, local.String()
+	}
+	return scheme, r.Host // not served by a net/http server: nothing else to go by
+}
+
+// fromTrusted reports whether r's TCP peer is in trusted.
+func fromTrusted(r *http.Request, trusted []netip.Prefix) bool {
+	if len(trusted) == 0 {
+		return false
+	}
+	peer, err := netip.ParseAddr(Peer(r.RemoteAddr))
+	if err != nil {
+		return false
+	}
+	peer = peer.Unmap().WithZone("")
+	for _, p := range trusted {
+		if p.Contains(peer) {
+			return true
+		}
+	}
+	return false
+}

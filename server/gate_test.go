@@ -6,6 +6,8 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -96,4 +98,55 @@ func TestTheRoomPageOfAGatedRoomLearnsTheGatesEnterURLFromTheServer(t *testing.T
 			t.Errorf("the room page's Referrer-Policy = %q, want strict-origin, so that its form carries its Origin", got)
 		}
 	})
+}
+
+// The room page's way to the gate names the host the request reached: a Host line and X-Forwarded-Proto
+// are believed from a trusted proxy only, so no client can make the answer (or a cache that keeps it) send
+// the page's passes to another host or over plain http.
+func TestTheGateEnterURLBelievesHostAndProtoFromTrustedProxiesOnly(t *testing.T) {
+	for _, trusted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "untrusted", true: "trusted"}[trusted], func(t *testing.T) {
+			testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+				a := newApp(t, env, func(c *config.Config) {
+					c.Admin.Key = adminKey
+					c.Gate.Upstream, c.Gate.Addr, c.Gate.Paths = "http://127.0.0.1:1", "127.0.0.1:8081", []string{"/checkout=shop"}
+					c.HTTP.BehindProxy = trusted
+					c.HTTP.TrustedProxies = []string{"127.0.0.1/32"}
+				})
+				a.adminCall(t, http.MethodPost, "/api/admin/screenings", createBody(t, "shop", map[string]any{"rows": nil, "seats_per_row": nil, "site_wide": true}))
+				forged := func(path string) *http.Response {
+					t.Helper()
+					req, err := http.NewRequest(http.MethodGet, a.ts.URL+path, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					req.Host = "evil.example"
+					req.Header.Set("X-Forwarded-Proto", "https")
+					resp, err := a.client.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { resp.Body.Close() })
+					return resp
+				}
+				want := "http://127.0.0.1:8081"
+				if trusted {
+					want = "https://evil.example:8081"
+				}
+				var shop struct {
+					GateEnter string `json:"gate_enter"`
+				}
+				if err := json.NewDecoder(forged("/api/screenings/shop").Body).Decode(&shop); err != nil {
+					t.Fatal(err)
+				}
+				if shop.GateEnter != want+"/.waitroom/enter" {
+					t.Errorf("gate_enter with a forged Host and proto = %q, want %q", shop.GateEnter, want+"/.waitroom/enter")
+				}
+				page, _ := io.ReadAll(forged("/s/shop").Body)
+				if !strings.Contains(string(page), "form-action 'self' "+want+"\"") {
+					t.Errorf("the room page's form-action does not name %s", want)
+				}
+			})
+		})
+	}
 }

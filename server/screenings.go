@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/web"
 )
@@ -58,20 +60,22 @@ func (s *Server) SetGatePort(port string) { s.Gate.Port = port }
 
 // enterURL is the gate's enter form (gate.EnterPath) as the page that asked (request r) reaches it, or ""
 // when room is not behind the gate.
-func (g GateLinks) enterURL(r *http.Request, scheme, room string) string {
+func (g GateLinks) enterURL(r *http.Request, trusted []netip.Prefix, room string) string {
 	if !slices.Contains(g.Rooms, room) {
 		return ""
 	}
-	return g.gateOrigin(r, scheme) + gate.EnterPath
+	return g.gateOrigin(r, trusted) + gate.EnterPath
 }
 
 // gateOrigin is the gate's origin as the page that asked (request r) reaches it: gate.public_url, or the
-// host the browser used for this page on the gate's port.
-func (g GateLinks) gateOrigin(r *http.Request, scheme string) string {
+// host r reached on the gate's port. That host is the request's Host only from a trusted proxy, else this
+// listener's own address (limit.Reached): the page's link and its form-action are never another host's,
+// whatever Host line or X-Forwarded-Proto came (a cache in front would keep them for everyone).
+func (g GateLinks) gateOrigin(r *http.Request, trusted []netip.Prefix) string {
 	if g.PublicURL != "" {
 		return strings.TrimSuffix(g.PublicURL, "/")
 	}
-	host := r.Host
+	scheme, host := limit.Reached(r, trusted)
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
@@ -89,7 +93,7 @@ func (s *Server) roomPage() echo.HandlerFunc {
 		if len(s.Gate.Rooms) == 0 {
 			return c.HTMLBlob(http.StatusOK, b)
 		}
-		policy := "form-action 'self' " + s.Gate.gateOrigin(c.Request(), c.Scheme())
+		policy := "form-action 'self' " + s.Gate.gateOrigin(c.Request(), s.trustedHosts())
 		// The gate takes the enter form only with this page's Origin; under the server's same-origin referrer
 		// policy a browser sends "Origin: null" with a POST to another origin. strict-origin names the origin
 		// alone, never the page's path or query, and nothing on a downgrade to http.
@@ -145,7 +149,7 @@ func (s *Server) getScreening(c echo.Context) error {
 	}
 	v := s.screeningOf(sum, time.Now())
 	v.Waiting, v.Active = &waiting, &active
-	v.GateEnter = s.Gate.enterURL(c.Request(), c.Scheme(), sum.ID)
+	v.GateEnter = s.Gate.enterURL(c.Request(), s.trustedHosts(), sum.ID)
 	return c.JSON(http.StatusOK, v)
 }
 

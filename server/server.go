@@ -112,6 +112,15 @@ type Server struct {
 	entryMetrics *entryMetrics
 }
 
+// trustedHosts are the peers whose Host and X-Forwarded-Proto are believed for the URLs an answer names:
+// the trusted proxies with http.behind_proxy, else none.
+func (s *Server) trustedHosts() []netip.Prefix {
+	if !s.BehindProxy {
+		return nil
+	}
+	return s.TrustedProxies
+}
+
 // New builds the routes.
 func New(d Deps) *Server {
 	s := &Server{Deps: d, e: echo.New(), done: make(chan struct{}), addrs: newAddressLimits(d.Limits),
