@@ -1,7 +1,9 @@
 // What a socket must bring to take a place: the screening's entry rules (its proof-of-work cost, whether
 // it asks for an access code), kept a second per instance, and the check the hub runs after the hello and
-// before the registration (entryCheck): a token that holds its place already passes; a new place needs a
-// solution spent once and a code claimed for its token, both taken back if the registration fails.
+// before the registration (entryCheck), on what the hello (or an older client's URL) brought: a token that
+// holds its place already passes; a new place needs a solution spent once, then a code claimed for its
+// token, both taken back if the registration fails; a refused code keeps the solution spent, and an address
+// over its wrong codes tries none.
 
 package server
 
