@@ -63,7 +63,13 @@ type Gate struct {
 	// Mode is how a room without a mode of its own admits: auto (straight through while the room has
 	// space, the line once it is full), queue_all (everyone waits) or passthrough (the room is off).
 	Mode string `koanf:"mode"`
+	// SiteName is what the waiting page calls the site behind the gate ("You are in line for {site_name}")
+	// and its link back to the site; empty: the gate's host. One gate stands in front of one site.
+	SiteName string `koanf:"site_name"`
 }
+
+// MaxSiteNameBytes bounds gate.site_name: a name, not a paragraph.
+const MaxSiteNameBytes = 100
 
 // GateModes are the values of gate.mode.
 var GateModes = []string{"auto", "queue_all", "passthrough"}

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // validate names what cannot work in the listener's settings.
@@ -115,6 +117,9 @@ func (g Gate) validate() []error {
 		if u, err := url.Parse(g.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			errs = append(errs, fmt.Errorf("gate.public_url %q: want an http(s) URL with no path", g.PublicURL))
 		}
+	}
+	if len(g.SiteName) > MaxSiteNameBytes || !utf8.ValidString(g.SiteName) || strings.ContainsFunc(g.SiteName, unicode.IsControl) {
+		errs = append(errs, fmt.Errorf("gate.site_name %q: want a name of at most %d bytes of text, no control characters", g.SiteName, MaxSiteNameBytes))
 	}
 	if !slices.Contains(GateModes, g.Mode) {
 		errs = append(errs, fmt.Errorf("gate.mode %q: want auto, queue_all or passthrough", g.Mode))

@@ -64,6 +64,8 @@ func TestListenerAndGateSettingsRefusedWithTheirKey(t *testing.T) {
 		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a;x=s"}, "want /prefix=room"},
 		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s", "WAITROOM_GATE_MODE": "open"}, "gate.mode"},
 		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s", "WAITROOM_GATE_PUBLIC_URL": "https://shop.example/x"}, "gate.public_url"},
+		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s", "WAITROOM_GATE_SITE_NAME": strings.Repeat("x", 101)}, "gate.site_name"},
+		{map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s", "WAITROOM_GATE_SITE_NAME": "The\nShop"}, "gate.site_name"},
 	}
 	for _, tc := range cases {
 		_, err := Load("", false, env(tc.env))
@@ -84,6 +86,17 @@ func TestListenerAndGateSettingsRefusedWithTheirKey(t *testing.T) {
 // library reads it when the deliverer starts: "whsec_" and standard, padded base64 of 24 to 64 bytes. A
 // secret config accepts must be one the library accepts, and one the library cannot read must be refused
 // here, naming the key, rather than stop the server once it runs.
+func TestAGateSiteNameIsTakenAsWritten(t *testing.T) {
+	name := "The Shop · 가게"
+	c, err := Load("", false, env(map[string]string{"WAITROOM_GATE_UPSTREAM": "http://x", "WAITROOM_GATE_PATHS": "/a=s", "WAITROOM_GATE_SITE_NAME": name}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Gate.SiteName != name {
+		t.Errorf("gate.site_name = %q, want %q", c.Gate.SiteName, name)
+	}
+}
+
 func TestWebhookSecretIsDecodedAsTheSignerDecodesIt(t *testing.T) {
 	b64 := func(n int) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xa5}, n)) }
 	cases := []struct {

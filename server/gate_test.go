@@ -38,6 +38,75 @@ func TestASiteWideRoomIsCreatedWithoutSeatsAndIsOnSale(t *testing.T) {
 	})
 }
 
+func TestTheAPISaysWhichScreeningsAreSiteWideRooms(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newGateApp(t, env)
+		a.adminCall(t, http.MethodPost, "/api/admin/screenings", createBody(t, "shop", map[string]any{"rows": nil, "seats_per_row": nil, "site_wide": true}))
+		var list []struct {
+			ID       string `json:"id"`
+			SiteWide bool   `json:"site_wide"`
+		}
+		decode(t, "GET /api/screenings", a.get(t, "/api/screenings"), &list)
+		got := map[string]bool{}
+		for _, s := range list {
+			got[s.ID] = s.SiteWide
+		}
+		if sw, ok := got["shop"]; !ok || !sw {
+			t.Errorf("the list's shop: listed %v, site_wide %v, want listed and site-wide", ok, sw)
+		}
+		if sw, ok := got["s1"]; !ok || sw {
+			t.Errorf("the list's s1: listed %v, site_wide %v, want listed with seats", ok, sw)
+		}
+		var one struct {
+			SiteWide *bool `json:"site_wide"`
+		}
+		decode(t, "GET shop", a.get(t, "/api/screenings/shop"), &one)
+		if one.SiteWide == nil || !*one.SiteWide {
+			t.Errorf("GET shop: site_wide %v, want true", one.SiteWide)
+		}
+		decode(t, "GET s1", a.get(t, "/api/screenings/s1"), &one)
+		if one.SiteWide == nil || *one.SiteWide {
+			t.Errorf("GET s1: site_wide %v, want false, written out", one.SiteWide)
+		}
+	})
+}
+
+// The room page of a room behind the gate names the site its visitors are going to and links back to its
+// home page at the gate: gate.site_name, else the gate's host.
+func TestAGatedRoomNamesTheSiteBehindTheGate(t *testing.T) {
+	type siteOf struct {
+		Name string `json:"gate_site_name"`
+		URL  string `json:"gate_site_url"`
+	}
+	for _, name := range []string{"", "The Shop"} {
+		t.Run("site_name="+name, func(t *testing.T) {
+			testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+				a := newApp(t, env, func(c *config.Config) {
+					c.Admin.Key = adminKey
+					c.Gate.Upstream, c.Gate.Addr, c.Gate.Paths, c.Gate.Mode = "http://127.0.0.1:1", "127.0.0.1:8081", []string{"/checkout=shop"}, "auto"
+					c.Gate.SiteName = name
+				})
+				a.adminCall(t, http.MethodPost, "/api/admin/screenings", createBody(t, "shop", map[string]any{"rows": nil, "seats_per_row": nil, "site_wide": true}))
+				host := strings.TrimPrefix(a.ts.URL, "http://")
+				hostname := host[:strings.LastIndexByte(host, ':')]
+				want := siteOf{Name: name, URL: "http://" + hostname + ":8081/"}
+				if name == "" {
+					want.Name = hostname
+				}
+				var shop, s1 siteOf
+				decode(t, "GET shop", a.get(t, "/api/screenings/shop"), &shop)
+				if shop != want {
+					t.Errorf("shop's site = %+v, want %+v", shop, want)
+				}
+				decode(t, "GET s1", a.get(t, "/api/screenings/s1"), &s1)
+				if s1 != (siteOf{}) {
+					t.Errorf("s1, not behind the gate, names a site: %+v", s1)
+				}
+			})
+		})
+	}
+}
+
 func TestTheGateModeIsChangedLiveAndAnUnknownOneIsRefused(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		a := newGateApp(t, env)

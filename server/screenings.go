@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +31,9 @@ type screeningView struct {
 	// held: the line stays open), "sold_out" (every seat sold), or "closed" by the operator (the operator's
 	// view also shows "paused").
 	State string `json:"state"`
+	// SiteWide says the screening is a room without seats, the line in front of a site (the gate's): the
+	// pages show it no seat map and no seat counts.
+	SiteWide bool `json:"site_wide"`
 	// MaxSeats is the most seats one reservation may take.
 	MaxSeats int    `json:"max_seats"`
 	Waiting  *int64 `json:"waiting,omitempty"`
@@ -37,6 +41,11 @@ type screeningView struct {
 	// GateEnter is where the room page sends an admitted visitor back to the site (a form POST of the pass
 	// to the gate's /.waitroom/enter), for a room the gate protects (gate.paths); absent otherwise.
 	GateEnter string `json:"gate_enter,omitempty"`
+	// GateSiteName and GateSiteURL name the site behind the gate (gate.site_name, else the gate's host) and
+	// its home page at the gate, where the room page of a room the gate protects links back to; absent
+	// otherwise.
+	GateSiteName string `json:"gate_site_name,omitempty"`
+	GateSiteURL  string `json:"gate_site_url,omitempty"`
 	// PowCost is the proof of work a new place costs, the mean number of key derivations (0: none):
 	// solve a challenge of /challenge and bring its payload to the socket (docs/protocol.md 12.2).
 	PowCost int `json:"pow_cost"`
@@ -53,6 +62,8 @@ type GateLinks struct {
 	Port string
 	// Mode is the server's gate.mode, which a room without a mode of its own follows.
 	Mode string
+	// SiteName is what the pages call the site (gate.site_name); empty: the gate's host.
+	SiteName string
 }
 
 // SetGatePort sets the gate's port (gate.addr's, once it listens) for the enter URL. Call it before serving.
@@ -65,6 +76,22 @@ func (g GateLinks) enterURL(r *http.Request, trusted []netip.Prefix, room string
 		return ""
 	}
 	return g.gateOrigin(r, trusted) + gate.EnterPath
+}
+
+// site is the name and home page of the site behind the gate as the page that asked (request r) reaches it,
+// or "", "" when room is not behind the gate.
+func (g GateLinks) site(r *http.Request, trusted []netip.Prefix, room string) (name, home string) {
+	if !slices.Contains(g.Rooms, room) {
+		return "", ""
+	}
+	origin := g.gateOrigin(r, trusted)
+	name = g.SiteName
+	if name == "" {
+		if u, err := url.Parse(origin); err == nil {
+			name = u.Hostname()
+		}
+	}
+	return name, origin + "/"
 }
 
 // gateOrigin is the gate's origin as the page that asked (request r) reaches it: gate.public_url, or the
@@ -107,7 +134,7 @@ func (s *Server) screeningOf(sum booking.Summary, now time.Time) screeningView {
 	if sum.Checkout == "" {
 		sum.Checkout = s.Booking.Checkout()
 	}
-	return screeningView{Summary: sum, State: state(sum, now), MaxSeats: s.Booking.MaxSeats(), PowCost: s.powCostOf(sum.PowCost)}
+	return screeningView{Summary: sum, State: state(sum, now), SiteWide: sum.SeatsTotal == 0, MaxSeats: s.Booking.MaxSeats(), PowCost: s.powCostOf(sum.PowCost)}
 }
 
 func state(sum booking.Summary, now time.Time) string {
@@ -150,6 +177,7 @@ func (s *Server) getScreening(c echo.Context) error {
 	v := s.screeningOf(sum, time.Now())
 	v.Waiting, v.Active = &waiting, &active
 	v.GateEnter = s.Gate.enterURL(c.Request(), s.trustedHosts(), sum.ID)
+	v.GateSiteName, v.GateSiteURL = s.Gate.site(c.Request(), s.trustedHosts(), sum.ID)
 	return c.JSON(http.StatusOK, v)
 }
 

@@ -31,7 +31,7 @@ func (a *App) newGate(cfg config.Config, registrations *limit.Rate) (*gate.Gate,
 	if err != nil {
 		return nil, server.GateLinks{}, fmt.Errorf("app: %w", err)
 	}
-	links := server.GateLinks{PublicURL: cfg.Gate.PublicURL, Port: portOf(cfg.Gate.Addr), Mode: cfg.Gate.Mode}
+	links := server.GateLinks{PublicURL: cfg.Gate.PublicURL, Port: portOf(cfg.Gate.Addr), Mode: cfg.Gate.Mode, SiteName: cfg.Gate.SiteName}
 	gp := make([]gate.Path, len(paths))
 	for i, p := range paths {
 		gp[i] = gate.Path{Prefix: p.Prefix, Room: p.Room, Cacheable: p.Cacheable}
