@@ -1,5 +1,6 @@
 // index.js: the list of screenings with their state (upcoming, on sale, every seat held, sold out, or closed
-// by the operator, each in words of its own) and the seats left, refreshed while the page is open.
+// by the operator, each in words of its own) and the seats left (none for a site-wide room, a line in front
+// of a site), refreshed while the page is open.
 
 import { t, num, dateTime, onChange } from './i18n.js';
 // refreshMs is how often the list reloads while the page is visible: seats left change during a sale.
@@ -72,11 +73,12 @@ function card(s) {
   badge.dataset.state = state;
   const held = Math.max(0, s.seats_held | 0);
   const left = { n: num(Math.max(0, s.seats_available | 0)), total: num(s.seats_total | 0), held: num(held) };
-  const seats = over ? null : el('span', {
+  const seats = over ? null : s.site_wide === true ? siteWideNote() : el('span', {
     className: 'muted',
     textContent: held > 0 ? t('seatsLeftHeld', left) : t('seatsLeft', left),
   });
-  const when = el('p', { className: 'muted small', textContent: t('startsAt', { time: dateTime(s.starts_at) }) });
+  // A site-wide room is a line in front of a site, not a screening: no start time, no seats.
+  const when = s.site_wide === true ? null : el('p', { className: 'muted small', textContent: t('startsAt', { time: dateTime(s.starts_at) }) });
   const item = el('li', { className: 'card screening' }, title, when, el('div', { className: 'meta' }, badge, seats));
   item.dataset.screening = String(s.id);
   if (state === 'upcoming') {
@@ -90,6 +92,13 @@ function card(s) {
     item.append(el('div', { className: 'actions' }, join));
   }
   return item;
+}
+
+// siteWideNote stands where a screening's seats left are, for a site-wide room (site_wide): it has none.
+function siteWideNote() {
+  const note = el('span', { className: 'muted', textContent: t('list.siteWide') });
+  note.dataset.testid = 'site-wide';
+  return note;
 }
 
 onChange(render);

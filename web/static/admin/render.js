@@ -128,9 +128,11 @@ function renderOverview() {
     sold.dataset.label = t('admin.col.sold');
     setText(waiting, num(count(line.waiting) + count(line.pre_queue)));
     setText(active, num(count(line.active)));
-    setText(available, num(count(s.seats_available)));
-    setText(held, num(count(s.seats_held)));
-    setText(sold, `${num(count(s.seats_sold))} / ${num(count(s.seats_total))}`);
+    // A site-wide room (the gate's line in front of a site) has no seats to count.
+    const wide = s.site_wide === true;
+    setText(available, wide ? '–' : num(count(s.seats_available)));
+    setText(held, wide ? '–' : num(count(s.seats_held)));
+    setText(sold, wide ? '–' : `${num(count(s.seats_sold))} / ${num(count(s.seats_total))}`);
     if (s.id === st.selected) tr.setAttribute('aria-current', 'true');
     else tr.removeAttribute('aria-current');
   });
@@ -175,7 +177,7 @@ function renderSelected() {
   el.state.className = 'badge ' + state;
   el.state.dataset.state = state;
   setText(el.state, s ? t('state.' + state) : '');
-  setText(el.seats, s ? t('admin.seatsSold', { sold: num(count(s.seats_sold)), total: num(count(s.seats_total)) }) : '');
+  setText(el.seats, !s ? '' : s.site_wide === true ? t('admin.siteWide') : t('admin.seatsSold', { sold: num(count(s.seats_sold)), total: num(count(s.seats_total)) }));
   const times = [];
   if (s) {
     times.push(t('opensAt', { time: dateTime(s.sale_opens_at) }));

@@ -76,5 +76,11 @@ export const el = {
   finalTitle: $('#final-title'),
   finalText: $('#final-text'),
   rejoin: $('#rejoin'),
+  finalList: $('#final-list'),
+  back: $('#back-link'),
+  siteIn: $('#view-site-in'),
+  siteInHeading: $('#site-in-heading'),
+  siteInText: $('#site-in-text'),
+  siteContinue: $('#site-continue'),
   live: $('#announcer'),
 };

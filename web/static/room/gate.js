@@ -6,6 +6,7 @@
 import { t } from '../i18n.js';
 import { announce } from './announce.js';
 import { render } from './render.js';
+import { siteName } from './site.js';
 import { enc, screening, st, store } from './state.js';
 
 // returnTo is the path on the site to go back to ('' when the page was not opened by the gate): a path only,
@@ -42,6 +43,18 @@ let sending = false;
 // back" (st.toSite), not a seat map it is about to leave.
 export async function backToSite() {
   if (!returnTo || !store.pass || sending) return sending;
+  return enter(returnTo);
+}
+
+// enterSite takes an admitted visitor of a site-wide room opened without ?to= on to the site's home page,
+// the same way; it reports whether it did.
+export async function enterSite() {
+  if (!store.pass || sending) return sending;
+  return enter('/');
+}
+
+// enter posts the pass to the gate's enter URL, with the path on the site to go on to.
+async function enter(to) {
   st.toSite = true;
   const action = await enterURL();
   if (sending) return true;
@@ -52,12 +65,12 @@ export async function backToSite() {
   }
   sending = true;
   render();
-  announce(t('gate.back'));
+  announce(t('gate.back', { site: siteName() }));
   const form = document.createElement('form');
   form.method = 'post';
   form.action = action;
   form.hidden = true;
-  for (const [name, value] of [['pass', store.pass], ['room', screening], ['to', returnTo]]) {
+  for (const [name, value] of [['pass', store.pass], ['room', screening], ['to', to]]) {
     const input = document.createElement('input');
     input.type = 'hidden';
     input.name = name;

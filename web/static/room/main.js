@@ -10,6 +10,7 @@
 //   protocol.js  what each message of the server (docs/protocol.md) does to the page
 //   booking.js   the screening, the seats, the choice of seats, the reservation and its order, over HTTP
 //   gate.js      the way back to a site behind the gate (?to=PATH): the pass posted to the gate's enter URL
+//   site.js      a site-wide room (no seats) and a room behind the gate: the site named, no seat map
 //   phases.js    the moves between views: a final state, the order made, joining again, leaving (asked)
 //   render.js    drawing the page from the state; seatmap.js the seat map; announce.js what screen readers hear
 //   dom.js       the page's elements
@@ -20,12 +21,13 @@ import { announce } from './announce.js';
 import { loadInfo, loadSeats, refreshOrder, reserve, reserveBest, toggleSeat } from './booking.js';
 import { el } from './dom.js';
 import { enterOrConnect, entryHello, renderEntry, retrySolve, submitCode } from './entry.js';
-import { backToSite } from './gate.js';
+import { backToSite, enterSite } from './gate.js';
 import { askLeave, closeLeave, finish, rejoin, setPhase, showConfirmed } from './phases.js';
 import { handle } from './protocol.js';
 import { lowTimeMs, render, renderConn, renderCountdown, renderHoldTimer, renderTimer } from './render.js';
 import { onSeatKey, updateSeatButtons } from './seatmap.js';
 import { addToHello, connect, isStopped, offline, onMessage, online, pageShown, reconnectNow, restart } from './socket.js';
+import { siteWide } from './site.js';
 import { readStore, screening, serverNow, setStore, st, store, storeKey } from './state.js';
 
 // tickMs drives the countdowns on screen.
@@ -73,6 +75,7 @@ el.codeForm.addEventListener('submit', (e) => {
   submitCode();
 });
 el.powRetry.addEventListener('click', retrySolve);
+el.siteContinue.addEventListener('click', enterSite);
 
 window.addEventListener('online', online);
 window.addEventListener('offline', offline);
@@ -122,7 +125,7 @@ setInterval(() => {
     const leftMs = (store.expiresAtMs || 0) - serverNow();
     if (leftMs < lowTimeMs && leftMs > 0 && !st.warnedLow) {
       st.warnedLow = true;
-      announce(t('announce.oneMinute'));
+      announce(t(siteWide() ? 'site.oneMinute' : 'announce.oneMinute'));
     }
     if (leftMs <= -expiryGraceMs && !st.busy) {
       finish('expired');
@@ -157,7 +160,7 @@ if (!screening) {
       // A refresh while admitted: show the seat map at once; the socket hands the pass over again.
       const toSite = backToSite();
       setPhase('admitted');
-      toSite.then((sent) => { if (!sent) loadSeats(); });
+      Promise.all([toSite, info]).then(([sent]) => { if (!sent && !siteWide()) loadSeats(); });
     }
     connect(); // a token with its place needs no entry; the server says so if it has lost it
   } else {

@@ -7,6 +7,7 @@ import { announce } from './announce.js';
 import { el } from './dom.js';
 import { enterOrConnect } from './entry.js';
 import { render } from './render.js';
+import { siteWide } from './site.js';
 import { dropSocket, sayLeaving, setConn, stop } from './socket.js';
 import { save, st, store } from './state.js';
 
@@ -15,7 +16,7 @@ export function setPhase(p) {
   const was = st.phase;
   st.phase = p;
   render();
-  if (was !== p && p === 'admitted') focusHeading(el.admittedHeading);
+  if (was !== p && p === 'admitted') focusHeading(siteWide() ? el.siteInHeading : el.admittedHeading);
 }
 
 // focusHeading moves focus to the heading of a new view, so keyboard and screen-reader users start there.

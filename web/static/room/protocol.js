@@ -17,6 +17,7 @@ import { refused, welcomed } from './entry.js';
 import { backToSite } from './gate.js';
 import { finish, focusHeading, setPhase } from './phases.js';
 import { render } from './render.js';
+import { siteName, siteWide } from './site.js';
 import { dropSocket, isStopped, retryLater, sendIfOpen } from './socket.js';
 import { retry, save, serverNow, st, store } from './state.js';
 
@@ -147,11 +148,11 @@ function onAdmitted(m) {
   // Sent here by the gate in front of a site: back to it with the pass, instead of the seat map.
   const toSite = backToSite();
   setPhase('admitted');
-  toSite.then((sent) => { if (!sent) loadSeats(); });
+  toSite.then((sent) => { if (!sent && !siteWide()) loadSeats(); });
   if (first && !st.toSite) {
     st.warnedLow = false;
     const min = Math.max(1, Math.round((store.expiresAtMs - serverNow()) / 60000));
-    announce(t('announce.admitted', { min }));
+    announce(siteWide() ? t('site.announce', { min, site: siteName() }) : t('announce.admitted', { min }));
   }
 }
 

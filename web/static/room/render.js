@@ -4,6 +4,7 @@
 import { t, num, ordinal, dateTime, locale } from '../i18n.js';
 import { el } from './dom.js';
 import { seatOrder } from './seatmap.js';
+import { renderSite, siteName } from './site.js';
 import { maxSeats, retry, serverNow, st, store } from './state.js';
 
 // lowTimeMs is when the countdown of the pass turns to a warning.
@@ -24,7 +25,7 @@ function renderToSite() {
     el.main.prepend(toSiteNotice);
   }
   toSiteNotice.hidden = !st.toSite;
-  toSiteNotice.textContent = st.toSite ? t('gate.back') : '';
+  toSiteNotice.textContent = st.toSite ? t('gate.back', { site: siteName() }) : '';
 }
 
 export function render() {
@@ -50,6 +51,7 @@ export function render() {
   if (p === 'waiting') renderWaiting();
   if (p === 'admitted') renderAdmitted();
   renderToSite();
+  renderSite();
   if (p === 'confirmed') renderConfirmed();
   if (p === 'final') renderFinal();
 
