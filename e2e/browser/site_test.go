@@ -1,6 +1,6 @@
 // A site-wide room (no seats, the gate's line in front of a site) in Chromium: a room, not a screening, on
 // every page. The list shows it without seat counts; its waiting page, reached through the gate, names the
-// site and links back to it; admitted without the gate's way back, it has no seat map and no Reserve, only
+// site and links back to it, closed too; admitted without the gate's way back, it has no seat map and no Reserve, only
 // the way on to the site; the control room counts no seats for it.
 
 package browser
@@ -97,7 +97,7 @@ func TestBrowserListsASiteWideRoomWithoutSeatCounts(t *testing.T) {
 func TestBrowserTheGatesWaitingPageNamesTheSiteAndLinksBackToIt(t *testing.T) {
 	path := chromium(t)
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		_, _, gateURL := startSiteWide(t, env)
+		srv, _, gateURL := startSiteWide(t, env)
 		// Visitor A takes the room's one slot: the browser waits.
 		if resp, _ := gateGet(t, gateURL+"/checkout/cart", "", ""); resp.StatusCode != http.StatusOK || cookieOf(resp) == "" {
 			t.Fatalf("visitor A = %d, want 200 with the gate's cookie", resp.StatusCode)
@@ -128,7 +128,27 @@ func TestBrowserTheGatesWaitingPageNamesTheSiteAndLinksBackToIt(t *testing.T) {
 		}
 		checkA11y(t, tab, "the gate's waiting page in Korean")
 
-		step(t, tab, "follow the link back", chromedp.Click(chromedp.CSS(`[data-testid="back"]`)))
+		// The operator closes the line: the room says so in a line's words, and still leads back to the site.
+		step(t, tab, "back to English", chromedp.Click(chromedp.ID("lang-switch")))
+		if code := srv.Admin(t, http.MethodPost, "/screenings/shop/close", nil, nil); code != http.StatusOK {
+			t.Fatalf("close: %d, want 200", code)
+		}
+		step(t, tab, "the room says the line is closed", until(`document.querySelector('[data-testid="final"]').dataset.kind !== ''`, stepTimeout))
+		final := value(t, tab, "the closed line", chromedp.Evaluate[[4]string](`(() => {
+			const a = document.querySelector('#final-list');
+			return [document.querySelector('[data-testid="final"]').dataset.kind + ': ' + document.querySelector('#final-title').textContent, document.querySelector('#final-text').textContent, a.textContent, a.href];
+		})()`))
+		// The socket may say the line was closed or, when the scheduler closes it first, that it sold out;
+		// either way a line without seats speaks of the line.
+		if (final[0] != "closed: The line is closed" && final[0] != "sold_out: The line has ended") || strings.Contains(final[1], "seat") {
+			t.Errorf("the closed line says %q, %q, want the line closed or ended and no word of seats", final[0], final[1])
+		}
+		if want := [2]string{"← Back to " + siteName, gateURL + "/"}; [2]string{final[2], final[3]} != want {
+			t.Errorf("the closed line's link = %q, %q, want %q", final[2], final[3], want)
+		}
+		checkA11y(t, tab, "the gate's room, closed")
+
+		step(t, tab, "follow the link back", chromedp.Click(chromedp.CSS(`#final-list`)))
 		across(t, tab, "the site's home page", `location.href === '`+gateURL+`/' && !!document.querySelector('#origin')`)
 		if got := value(t, tab, "the origin's page", chromedp.Text(chromedp.ID("origin"))); got != "The shop: /" {
 			t.Errorf("the link back led to %q, want the site's home page", got)

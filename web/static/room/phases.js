@@ -7,7 +7,7 @@ import { announce } from './announce.js';
 import { el } from './dom.js';
 import { enterOrConnect } from './entry.js';
 import { render } from './render.js';
-import { siteWide } from './site.js';
+import { finalKey, siteWide } from './site.js';
 import { dropSocket, sayLeaving, setConn, stop } from './socket.js';
 import { save, st, store } from './state.js';
 
@@ -43,7 +43,7 @@ export function finish(kind) {
   setConn('closed');
   render();
   focusHeading(el.finalHeading);
-  announce(t(`final.${kind}.h`) + '. ' + t(`final.${kind}.p`));
+  announce(t(finalKey(kind, 'h')) + '. ' + t(finalKey(kind, 'p')));
 }
 
 // showConfirmed shows the booking in store.reservation; the socket is no longer needed.

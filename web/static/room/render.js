@@ -4,7 +4,7 @@
 import { t, num, ordinal, dateTime, locale } from '../i18n.js';
 import { el } from './dom.js';
 import { seatOrder } from './seatmap.js';
-import { renderSite, siteName } from './site.js';
+import { finalKey, renderSite, siteName } from './site.js';
 import { maxSeats, retry, serverNow, st, store } from './state.js';
 
 // lowTimeMs is when the countdown of the pass turns to a warning.
@@ -245,7 +245,7 @@ function clockTime(ms) {
 function renderFinal() {
   const k = st.finalKind;
   el.final.dataset.kind = k;
-  el.finalTitle.textContent = t(`final.${k}.h`);
-  el.finalText.textContent = t(`final.${k}.p`);
+  el.finalTitle.textContent = t(finalKey(k, 'h'));
+  el.finalText.textContent = t(finalKey(k, 'p'));
   el.rejoin.hidden = !(k === 'expired' || k === 'left' || k === 'spent');
 }

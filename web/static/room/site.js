@@ -36,6 +36,15 @@ function hasGate() {
   return !!(st.info && typeof st.info.gate_enter === 'string' && st.info.gate_enter);
 }
 
+// siteEnds are the final states a site-wide room says in words of its own, of a turn and a line rather
+// than of seats and a sale. It never sells out: a line said to be sold out has ended.
+const siteEnds = { expired: 'expired', closed: 'closed', ended: 'ended', sold_out: 'ended' };
+
+// finalKey is the string key of part ('h' or 'p') of the final state kind.
+export function finalKey(kind, part) {
+  return siteWide() && siteEnds[kind] ? `site.final.${siteEnds[kind]}.${part}` : `final.${kind}.${part}`;
+}
+
 export function renderSite() {
   const s = site();
   el.back.textContent = s ? t('site.back', { site: s.name }) : t('back');
