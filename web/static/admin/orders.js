@@ -6,6 +6,7 @@
 // confirmation that says what it undoes.
 
 import { dateTime, t } from '../i18n.js';
+import { sortedSeats } from '../lib/seats.js';
 import { el, setText } from './dom.js';
 import { api, errorMessage, wrongKey } from './session.js';
 import { msg, msgText, st } from './state.js';
@@ -187,7 +188,7 @@ export function dialogClosed() {
   else el.ordersHeading.focus();
 }
 
-const seatsOf = (o) => (Array.isArray(o.seats) ? o.seats.map(String) : []);
+const seatsOf = (o) => sortedSeats(o.seats); // in seat order (lib/seats.js), D9 before D10
 const statusOf = (o) => (known.includes(o.status) ? o.status : 'unknown');
 
 // renderOrders draws the panel; called when its list or messages change, and on a change of language.

@@ -3,7 +3,7 @@
 
 import { t, num, ordinal, dateTime, locale } from '../i18n.js';
 import { el } from './dom.js';
-import { seatOrder } from './seatmap.js';
+import { seatOrder, sortedSeats } from '../lib/seats.js';
 import { maxSeats, retry, serverNow, st, store } from './state.js';
 
 // lowTimeMs is when the countdown of the pass turns to a warning.
@@ -196,7 +196,7 @@ function renderConfirmed() {
   const r = store.reservation || {};
   const status = ['held', 'expired', 'cancelled'].includes(r.status) ? r.status : 'confirmed';
   el.confirmed.dataset.status = status;
-  const seats = Array.isArray(r.seats) ? r.seats : [];
+  const seats = sortedSeats(r.seats);
   el.confirmedSeats.replaceChildren(...seats.map((s) => {
     const li = document.createElement('li');
     li.textContent = String(s);

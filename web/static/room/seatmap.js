@@ -4,6 +4,7 @@
 // available"), so what is seen is what is said (WCAG 2.5.3).
 
 import { t } from '../i18n.js';
+import { seatOrder } from '../lib/seats.js';
 import { el } from './dom.js';
 import { st } from './state.js';
 
@@ -182,13 +183,4 @@ export function onSeatKey(e) {
     updateSeatButtons();
     next.focus();
   }
-}
-
-// seatOrder sorts seat ids as people read them: row A before B (and Z before AA), then by number, so A2
-// comes before A10.
-export function seatOrder(a, b) {
-  const ra = a.replace(/\d+$/, '');
-  const rb = b.replace(/\d+$/, '');
-  if (ra !== rb) return ra.length - rb.length || (ra < rb ? -1 : 1);
-  return parseInt(a.slice(ra.length), 10) - parseInt(b.slice(rb.length), 10);
 }

@@ -3,6 +3,7 @@
 // and how an order's fields are written.
 
 import { locale } from '../i18n.js';
+import { sortedSeats } from '../lib/seats.js';
 
 // dateSkewMinMs: the Date header tells the server's time to the second only, so a difference smaller than
 // that is no evidence of a wrong client clock.
@@ -83,8 +84,8 @@ export function when(v, style) {
   return new Intl.DateTimeFormat(locale(), opts).format(d);
 }
 
-// seatsOf is the order's seats, as strings.
-export const seatsOf = (o) => (Array.isArray(o && o.seats) ? o.seats.map(String) : []);
+// seatsOf is the order's seats, as strings, in seat order (lib/seats.js).
+export const seatsOf = (o) => sortedSeats(o && o.seats);
 
 // clockLeft writes a number of milliseconds as m:ss, or h:mm:ss from an hour up.
 export function clockLeft(ms) {
