@@ -5,7 +5,7 @@
 // the operator's cancel of a held or paid order (POST /api/admin/orders/{code}/cancel) after a
 // confirmation that says what it undoes.
 
-import { dateTime, t } from '../i18n.js';
+import { clockTime, dateTime, t } from '../i18n.js';
 import { sortedSeats } from '../lib/seats.js';
 import { el, setText } from './dom.js';
 import { api, errorMessage, wrongKey } from './session.js';
@@ -238,7 +238,7 @@ function row(o) {
   badge.textContent = known.includes(status) ? t('admin.order.' + status) : String(o.status);
 
   const whenText = [];
-  if (status === 'held') whenText.push(t('admin.order.holdUntil', { time: dateTime(o.hold_expires_at) }));
+  if (status === 'held') whenText.push(t('admin.order.holdUntil', { time: clockTime(o.hold_expires_at) }));
   if (o.confirmed_at) whenText.push(t('admin.order.paidAt', { time: dateTime(o.confirmed_at) }));
   if (o.ended_at) whenText.push(t('admin.order.endedAt', { time: dateTime(o.ended_at) }));
   if (o.cancelled_by === 'admin') whenText.push(t('admin.order.byAdmin'));
