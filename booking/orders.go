@@ -104,13 +104,13 @@ func (r orderRow) order(seats []string) Order {
 	}
 }
 
-// withSeats is the order of r with its seats.
+// withSeats is the order of r with its seats, in seat order (CompareSeatIDs).
 func (s *Store) withSeats(ctx context.Context, r orderRow) (Order, error) {
 	seats := []string{}
 	if err := s.db.SelectContext(ctx, &seats, s.db.Rebind(`SELECT seat_id FROM reservation_seats WHERE reservation_id = ? ORDER BY seat_id`), r.ID); err != nil {
 		return Order{}, fmt.Errorf("booking: seats of order %d: %w", r.ID, err)
 	}
-	return r.order(seats), nil
+	return r.order(SortSeatIDs(seats)), nil
 }
 
 // Order returns the order with code: ErrBadOrderCode when code cannot be one, ErrOrderNotFound when none
@@ -175,7 +175,8 @@ func (s *Store) Orders(ctx context.Context, screening string, statuses []string)
 	return out, nil
 }
 
-// seatsOfOrders reads the seats of every order of the screening, by order id, in one query.
+// seatsOfOrders reads the seats of every order of the screening, by order id, in one query; each order's
+// seats in seat order (CompareSeatIDs).
 func (s *Store) seatsOfOrders(ctx context.Context, screening string) (map[int64][]string, error) {
 	var rows []struct {
 		ID   int64  `db:"reservation_id"`
@@ -188,6 +189,9 @@ func (s *Store) seatsOfOrders(ctx context.Context, screening string) (map[int64]
 	out := map[int64][]string{}
 	for _, r := range rows {
 		out[r.ID] = append(out[r.ID], r.Seat)
+	}
+	for _, seats := range out {
+		SortSeatIDs(seats)
 	}
 	return out, nil
 }

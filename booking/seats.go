@@ -4,11 +4,13 @@
 package booking
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // seatIDRe is the one grammar of a seat id, by which a request's seats and an operator's listed catalog are
@@ -49,6 +51,52 @@ func (b *Booking) ParseSeats(ctx context.Context, screening string, seats []stri
 		return nil, badRequest("seat %s requested twice", out[i])
 	}
 	return out, nil
+}
+
+// CompareSeatIDs orders seat ids as a person reads them and as the seat map lays them out: by row, a shorter
+// label first (A … Z, then AA …), then by number within the row, so D9 comes before D10. It is the order of
+// every seat list booking returns; requests keep the plain text order (ParseSeats), which their locks and
+// idempotency hashes were made with. An id outside the seat grammar sorts after every seat id, by text.
+func CompareSeatIDs(a, b string) int {
+	ra, na, okA := splitSeatID(a)
+	rb, nb, okB := splitSeatID(b)
+	switch {
+	case okA && okB:
+		if c := cmp.Compare(len(ra), len(rb)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(ra, rb); c != 0 {
+			return c
+		}
+		return cmp.Compare(na, nb)
+	case okA:
+		return -1
+	case okB:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// SortSeatIDs sorts ids in place by CompareSeatIDs and returns them.
+func SortSeatIDs(ids []string) []string {
+	slices.SortFunc(ids, CompareSeatIDs)
+	return ids
+}
+
+// splitSeatID is the row and number of a seat id, false when id is not one.
+func splitSeatID(id string) (row string, number int, ok bool) {
+	i := strings.IndexFunc(id, func(r rune) bool { return r < 'A' || r > 'Z' })
+	if i < 1 || i > 3 {
+		return "", 0, false
+	}
+	if id[i] < '1' || id[i] > '9' || len(id)-i > 4 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(id[i:])
+	if err != nil {
+		return "", 0, false
+	}
+	return id[:i], n, true
 }
 
 func firstRepeat(sorted []string) int {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/testenv"
@@ -101,4 +102,45 @@ func TestGridNamesRowsLikeASpreadsheet(t *testing.T) {
 			t.Errorf("Grid(28, 2)[%d] = %+v, want %+v", c.i, seats[c.i], c.want)
 		}
 	}
+}
+
+func TestSeatIDsSortByRowThenNumber(t *testing.T) {
+	ids := []string{"D10", "AA1", "D9", "B2", "Z1", "D1", "nonsense", "A10", "A9", "AB3", "AA10", "AA2"}
+	booking.SortSeatIDs(ids)
+	want := []string{"A9", "A10", "B2", "D1", "D9", "D10", "Z1", "AA1", "AA2", "AA10", "AB3", "nonsense"}
+	if !slices.Equal(ids, want) {
+		t.Errorf("SortSeatIDs = %v, want %v", ids, want)
+	}
+	for _, bad := range []string{"A+5", "A05", "A10000", "ABCD1", "a1", "A"} {
+		if c := booking.CompareSeatIDs(bad, "ZZZ9999"); c != 1 {
+			t.Errorf("CompareSeatIDs(%q, \"ZZZ9999\") = %d, want 1 (not a seat id, after every one)", bad, c)
+		}
+	}
+}
+
+// An order's seats come back in seat order, D9 before D10, from the reservation itself, the order read by
+// its code and the screening's list of orders, whatever order they were asked for in.
+func TestAnOrdersSeatsComeInSeatOrder(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 1, 12)
+		f := newFixture(t, env, env.Prefix, holding(time.Minute))
+		users := f.admit(t, "s1", 1)
+		want := []string{"A2", "A9", "A10", "A11"}
+		r, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"A10", "A2", "A11", "A9"})
+		if err != nil {
+			t.Fatalf("Reserve = %v", err)
+		}
+		if !slices.Equal(r.Seats, want) {
+			t.Errorf("the reservation's seats = %v, want %v", r.Seats, want)
+		}
+		o, err := f.store.Order(ctx, r.Code)
+		if err != nil || !slices.Equal(o.Seats, want) {
+			t.Errorf("Order(%s).Seats = %v, %v; want %v", r.Code, o.Seats, err, want)
+		}
+		list, err := f.store.Orders(ctx, "s1", nil)
+		if err != nil || len(list) != 1 || !slices.Equal(list[0].Seats, want) {
+			t.Errorf("Orders(s1) = %+v, %v; want one order with seats %v", list, err, want)
+		}
+	})
 }

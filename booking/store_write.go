@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,7 +91,8 @@ func (t *writeTx) insert(ctx context.Context) (Reservation, error) {
 	if err != nil {
 		return Reservation{}, t.named(ctx, err)
 	}
-	r := Reservation{ID: id, Code: t.w.code, Status: status, Screening: t.w.screening, Seats: t.w.seats, CreatedAt: t.createdAt}
+	r := Reservation{ID: id, Code: t.w.code, Status: status, Screening: t.w.screening,
+		Seats: SortSeatIDs(slices.Clone(t.w.seats)), CreatedAt: t.createdAt}
 	if status == StatusHeld {
 		until := t.holdUntil()
 		r.HoldExpiresAt = &until

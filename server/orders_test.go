@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -393,6 +394,39 @@ func TestTheOperatorListsAndExportsOrders(t *testing.T) {
 		rows, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
 		if err != nil || len(rows) != 4 || rows[0][0] != "id" || rows[0][2] != "status" {
 			t.Errorf("CSV = %v, %v; want a header and 3 rows", rows, err)
+		}
+	})
+}
+
+// The operator's list and CSV give an order's seats in seat order, A9 before A10, as the buyer chose them
+// in any order.
+func TestTheOperatorsOrdersListSeatsInSeatOrder(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, holdMode)
+		env.Demo(t, "s2", 1, 12)
+		pass := a.admit(t, "s2", 1)[0]
+		var o orderView
+		created(t, a.reserve(t, "s2", pass, `{"seats":["A10","A9","A1"]}`), &o)
+		want := []string{"A1", "A9", "A10"}
+		if !slices.Equal(o.Seats, want) {
+			t.Errorf("the reservation's seats = %v, want %v", o.Seats, want)
+		}
+		r, err := a.do(http.MethodGet, "/api/admin/screenings/s2/orders", "Bearer "+adminKey, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l ordersList
+		decode(t, "orders of s2", r, &l)
+		if len(l.Orders) != 1 || !slices.Equal(l.Orders[0].Seats, want) {
+			t.Errorf("orders of s2 = %+v, want one with seats %v", l.Orders, want)
+		}
+		r, err = a.do(http.MethodGet, "/api/admin/screenings/s2/orders?format=csv", "Bearer "+adminKey, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
+		if err != nil || len(rows) != 2 || rows[0][3] != "seats" || rows[1][3] != "A1 A9 A10" {
+			t.Errorf("CSV = %v, %v; want one order whose seats read \"A1 A9 A10\"", rows, err)
 		}
 	})
 }

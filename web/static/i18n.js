@@ -1,7 +1,7 @@
 // i18n.js: the page's language: strings by key (their text is in i18n/en.js and i18n/ko.js), number,
 // ordinal and date formatting, and the language switch.
 // The language comes from a choice the user made before (localStorage), else from the browser's languages.
-// The pages import t, num, ordinal, dateTime, locale and onChange; importing the module also fills the
+// The pages import t, num, ordinal, dateTime, clockTime, countdown, locale and onChange; importing the module also fills the
 // page's [data-i18n] elements and wires the language switch.
 
 import { en } from './i18n/en.js';
@@ -62,10 +62,36 @@ export function ordinal(n) {
   return s + suffix;
 }
 
-export function dateTime(v) {
+// Times, the same on every page (room, checkout, ticket, control room), one format per language and always
+// with the time zone, since a buyer and the operator may be in different ones: dateTime for a day and a time
+// ("Dec 2, 2026, 3:01 AM UTC"; with style 'long' the weekday too), clockTime for a time of day to the second,
+// as of a hold that runs out within minutes ("3:01:18 AM UTC"), countdown for the time left. Each takes an
+// RFC 3339 string, a Date or milliseconds, and gives '' for none.
+const timeFormats = {
+  medium: { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', timeZoneName: 'short' },
+  long: { weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', hour: 'numeric', minute: '2-digit', timeZoneName: 'short' },
+  clock: { hour: 'numeric', minute: '2-digit', second: '2-digit', timeZoneName: 'short' },
+};
+
+function formatTime(v, format) {
+  if (v === undefined || v === null || v === '' || v === 0) return '';
   const d = new Date(v);
   if (Number.isNaN(d.getTime())) return '';
-  return new Intl.DateTimeFormat(locale(), { dateStyle: 'medium', timeStyle: 'short' }).format(d);
+  return new Intl.DateTimeFormat(locale(), timeFormats[format]).format(d);
+}
+
+export const dateTime = (v, style) => formatTime(v, style === 'long' ? 'long' : 'medium');
+
+export const clockTime = (v) => formatTime(v, 'clock');
+
+// countdown writes the time left, ms rounded up to the second, as mm:ss ("02:00"), or h:mm:ss from an hour
+// up: the one countdown format of every page.
+export function countdown(ms) {
+  const total = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(total / 3600);
+  const mm = String(Math.floor((total % 3600) / 60)).padStart(2, '0');
+  const ss = String(total % 60).padStart(2, '0');
+  return h > 0 ? `${h}:${mm}:${ss}` : `${mm}:${ss}`;
 }
 
 // apply fills every [data-i18n] element with its string and sets the document's language.

@@ -14,12 +14,14 @@ import { merge, msg, selectedScreening, serverMsg, st } from './state.js';
 const durationPattern = /^(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))*$/;
 const enc = encodeURIComponent;
 
-// select makes id the screening watched and controlled, and names it in the URL.
+// select makes id the screening watched and controlled, and names it in the URL. The messages about what was
+// done before go: they were about the screening then selected (the form's "Created …, now selected" too).
 export function select(id) {
   if (st.selected === id) return;
   st.selected = id;
   st.actionMessage = null;
   st.admissionMessage = null;
+  st.createMessage = null;
   try {
     history.replaceState(null, '', '#' + enc(id));
   } catch (_) { /* a page without history: the choice lasts this page */ }
@@ -38,6 +40,7 @@ export async function act(what) {
   if (r.ok && r.data) {
     merge(r.data);
     st.actionMessage = msg('ok', 'admin.done.' + what, { id: s.id });
+    st.createMessage = null; // the latest result is this one; "Created …" is old news
   } else if (!handled(r)) {
     st.actionMessage = errorMessage(r);
   } else {
@@ -144,6 +147,7 @@ export async function saveAdmission(e) {
     if (now && now.id === s.id) merge(Object.assign({}, now, { admission: r.data, checkout }));
     st.admissionDirty = false;
     st.admissionFor = ''; // fill the form again from the effective settings
+    st.createMessage = null; // the latest result is this one; "Created …" is old news
     st.admissionMessage = msg('ok', 'admin.savedAll', {
       interval: r.data.interval, batch: num(count(r.data.batch_size)),
       max: num(count(r.data.max_active)), ttl: r.data.active_ttl,

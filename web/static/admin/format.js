@@ -1,7 +1,7 @@
 // format.js: how the control room reads the server's figures and writes numbers, times and states, in the
 // page's language.
 
-import { locale } from '../i18n.js';
+import { clockTime, locale } from '../i18n.js';
 
 // count reads a figure of the server as a number, 0 when it is missing or not one.
 export const count = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
@@ -19,10 +19,10 @@ export function checkoutOf(s) {
   return c === 'instant' || c === 'hold' ? c : '';
 }
 
-// clock is the time of day of ms, to the second; – for none.
+// clock is the time of day of ms, to the second, with its zone (i18n.js's clockTime, as on every page); –
+// for none.
 export function clock(ms) {
-  if (!ms) return '–';
-  return new Date(ms).toLocaleTimeString(locale(), { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  return clockTime(ms) || '–';
 }
 
 // fmtNum writes v with at most fraction decimals; fmtRate one decimal below 10; fmtCount a whole number.

@@ -5,7 +5,8 @@
 // the operator's cancel of a held or paid order (POST /api/admin/orders/{code}/cancel) after a
 // confirmation that says what it undoes.
 
-import { dateTime, t } from '../i18n.js';
+import { clockTime, dateTime, t } from '../i18n.js';
+import { sortedSeats } from '../lib/seats.js';
 import { el, setText } from './dom.js';
 import { api, errorMessage, wrongKey } from './session.js';
 import { msg, msgText, st } from './state.js';
@@ -187,7 +188,7 @@ export function dialogClosed() {
   else el.ordersHeading.focus();
 }
 
-const seatsOf = (o) => (Array.isArray(o.seats) ? o.seats.map(String) : []);
+const seatsOf = (o) => sortedSeats(o.seats); // in seat order (lib/seats.js), D9 before D10
 const statusOf = (o) => (known.includes(o.status) ? o.status : 'unknown');
 
 // renderOrders draws the panel; called when its list or messages change, and on a change of language.
@@ -237,7 +238,7 @@ function row(o) {
   badge.textContent = known.includes(status) ? t('admin.order.' + status) : String(o.status);
 
   const whenText = [];
-  if (status === 'held') whenText.push(t('admin.order.holdUntil', { time: dateTime(o.hold_expires_at) }));
+  if (status === 'held') whenText.push(t('admin.order.holdUntil', { time: clockTime(o.hold_expires_at) }));
   if (o.confirmed_at) whenText.push(t('admin.order.paidAt', { time: dateTime(o.confirmed_at) }));
   if (o.ended_at) whenText.push(t('admin.order.endedAt', { time: dateTime(o.ended_at) }));
   if (o.cancelled_by === 'admin') whenText.push(t('admin.order.byAdmin'));

@@ -5,8 +5,8 @@
 // No money is taken: the page says so at the top.
 // Server data reaches the page through textContent and attributes only.
 
-import { onChange, t } from '../i18n.js';
-import { call, clockLeft, codeFromPath, seatsOf, serverNow, setText, statuses, ticketPath, when } from '../ticket/order.js';
+import { clockTime, countdown, onChange, t } from '../i18n.js';
+import { call, codeFromPath, seatsOf, serverNow, setText, statuses, ticketPath, when } from '../ticket/order.js';
 
 // tickMs redraws the countdown; lowMs is when it turns urgent and is announced.
 const tickMs = 250;
@@ -200,7 +200,7 @@ function renderOrder(o) {
     }));
   }
   setText(el.code, String(o.code));
-  const hold = when(o.hold_expires_at);
+  const hold = clockTime(o.hold_expires_at); // as the room says it: the time of day, to the second
   el.rowHold.hidden = hold === '' || s !== 'held';
   setText(el.hold, hold);
 
@@ -236,7 +236,7 @@ function renderCountdown() {
     setText(el.countdown, '--:--');
     return;
   }
-  setText(el.countdown, clockLeft(left));
+  setText(el.countdown, countdown(left));
   el.countdown.dateTime = o.hold_expires_at;
   el.timerBox.classList.toggle('low', left <= lowMs);
   if (left <= lowMs && left > 0 && !st.lowAnnounced) {

@@ -43,6 +43,7 @@ export const en = {
   timeUp: 'Time is up',
   screen: 'Screen',
   seatMap: 'Seat map',
+  seatMapMore: (v) => `Each row has seats 1 to ${v.cols}: scroll the map sideways to see them all.`,
   rowLabel: (v) => `Row ${v.row}`,
   'seat.available': 'available',
   'seat.selected': 'selected',

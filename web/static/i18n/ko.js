@@ -41,6 +41,7 @@ export const ko = {
   timeUp: '시간 종료',
   screen: '스크린',
   seatMap: '좌석 배치도',
+  seatMapMore: (v) => `각 줄에 1번부터 ${v.cols}번까지 좌석이 있습니다. 배치도를 옆으로 밀어 모두 보세요.`,
   rowLabel: (v) => `${v.row}열`,
   'seat.available': '선택 가능',
   'seat.selected': '선택됨',

@@ -4,11 +4,12 @@
 // server means for the page, and the order it makes: confirmed at once, or its seats held until paid for.
 
 import { t } from '../i18n.js';
+import { seatOrder } from '../lib/seats.js';
 import { announce } from './announce.js';
 import { el } from './dom.js';
 import { finish, showConfirmed } from './phases.js';
 import { render, renderCountdown } from './render.js';
-import { applySeatChanges, renderSeats, seatOrder, updateSeatButtons } from './seatmap.js';
+import { applySeatChanges, renderSeats, updateSeatButtons } from './seatmap.js';
 import { stop } from './socket.js';
 import { enc, maxSeats, readStore, save, serverNow, setStore, st, store } from './state.js';
 

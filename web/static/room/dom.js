@@ -51,6 +51,8 @@ export const el = {
   timerBox: $('#timer-box'),
   timer: $('#timer'),
   seatmap: $('#seatmap'),
+  seatmapWrap: $('#seatmap-wrap'),
+  seatmapHint: $('#seatmap-hint'),
   seatsStatus: $('#seats-status'),
   seatChanges: $('[data-testid="seat-changes"]'),
   selectedText: $('#selected-text'),

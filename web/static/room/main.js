@@ -25,7 +25,7 @@ import { backToSite, enterSite } from './gate.js';
 import { askLeave, closeLeave, finish, rejoin, setPhase, showConfirmed } from './phases.js';
 import { handle } from './protocol.js';
 import { lowTimeMs, render, renderConn, renderCountdown, renderHoldTimer, renderTimer } from './render.js';
-import { onSeatKey, updateSeatButtons } from './seatmap.js';
+import { onSeatKey, updateSeatButtons, updateSeatmapScroll, watchSeatmapScroll } from './seatmap.js';
 import { addToHello, connect, isStopped, offline, onMessage, online, pageShown, reconnectNow, restart } from './socket.js';
 import { siteWide } from './site.js';
 import { readStore, screening, serverNow, setStore, st, store, storeKey } from './state.js';
@@ -51,6 +51,7 @@ el.seatmap.addEventListener('click', (e) => {
   if (b && !b.disabled) toggleSeat(b.dataset.seat);
 });
 el.seatmap.addEventListener('keydown', onSeatKey);
+watchSeatmapScroll();
 el.seatmap.addEventListener('focusin', (e) => {
   const b = e.target.closest && e.target.closest('button[data-seat]');
   if (b && st.focusSeat !== b.dataset.seat) {
@@ -115,6 +116,7 @@ onChange(() => {
   render();
   renderEntry();
   updateSeatButtons();
+  updateSeatmapScroll();
   el.seatmap.setAttribute('aria-label', t('seatMap'));
 });
 

@@ -1,9 +1,9 @@
 // render.js: draws the page from st and store: the view of the phase, the connection line, the place in
 // line, the countdowns, the choice of seats, the booking and the final states. It changes no state.
 
-import { t, num, ordinal, dateTime, locale } from '../i18n.js';
+import { t, num, ordinal, dateTime, clockTime, countdown, locale } from '../i18n.js';
 import { el } from './dom.js';
-import { seatOrder } from './seatmap.js';
+import { seatOrder, sortedSeats } from '../lib/seats.js';
 import { finalKey, renderSite, siteName } from './site.js';
 import { maxSeats, retry, serverNow, st, store } from './state.js';
 
@@ -123,14 +123,13 @@ function renderPrequeue() {
   el.preTotal.dataset.total = String(st.preTotal);
 }
 
-// renderCountdown shows the time to the opening by the server's clock: h:mm:ss, or mm:ss within the hour.
+// renderCountdown shows the time to the opening by the server's clock (countdown: mm:ss, h:mm:ss from an
+// hour up).
 export function renderCountdown() {
   const leftMs = st.opensAtMs - serverNow();
   const total = Math.max(0, Math.ceil(leftMs / 1000));
   const h = Math.floor(total / 3600);
-  const mm = String(Math.floor((total % 3600) / 60)).padStart(2, '0');
-  const ss = String(total % 60).padStart(2, '0');
-  const text = total > 0 ? (h > 0 ? `${h}:${mm}:${ss}` : `${mm}:${ss}`) : t('prequeueOpening');
+  const text = total > 0 ? countdown(leftMs) : t('prequeueOpening');
   if (el.countdown.textContent !== text) el.countdown.textContent = text;
   el.countdown.dateTime = `PT${h}H${Math.floor((total % 3600) / 60)}M${total % 60}S`;
   el.countdown.dataset.opensAt = st.opensAtMs ? String(st.opensAtMs) : '';
@@ -180,13 +179,11 @@ function renderBest() {
   el.bestSubmit.setAttribute('aria-disabled', st.busy ? 'true' : 'false');
 }
 
-// renderTimer shows the time left on the pass, mm:ss, and turns to a warning under lowTimeMs.
+// renderTimer shows the time left on the pass (countdown: mm:ss) and turns to a warning under lowTimeMs.
 export function renderTimer() {
   const leftMs = Math.max(0, (store.expiresAtMs || 0) - serverNow());
   const total = Math.ceil(leftMs / 1000);
-  const mm = String(Math.floor(total / 60)).padStart(2, '0');
-  const ss = String(total % 60).padStart(2, '0');
-  const text = total > 0 ? `${mm}:${ss}` : t('timeUp');
+  const text = total > 0 ? countdown(leftMs) : t('timeUp');
   if (el.timer.textContent !== text) el.timer.textContent = text;
   el.timer.dateTime = `PT${Math.floor(total / 60)}M${total % 60}S`;
   el.timerBox.classList.toggle('low', leftMs < lowTimeMs);
@@ -198,7 +195,7 @@ function renderConfirmed() {
   const r = store.reservation || {};
   const status = ['held', 'expired', 'cancelled'].includes(r.status) ? r.status : 'confirmed';
   el.confirmed.dataset.status = status;
-  const seats = Array.isArray(r.seats) ? r.seats : [];
+  const seats = sortedSeats(r.seats);
   el.confirmedSeats.replaceChildren(...seats.map((s) => {
     const li = document.createElement('li');
     li.textContent = String(s);
@@ -223,23 +220,17 @@ function renderConfirmed() {
   if (held) renderHoldTimer();
 }
 
-// renderHoldTimer counts down to the end of the hold by the server's clock, mm:ss (h:mm:ss past an hour).
+// renderHoldTimer counts down to the end of the hold by the server's clock (countdown: mm:ss, h:mm:ss past
+// an hour), as the checkout does.
 export function renderHoldTimer() {
   const r = store.reservation || {};
   const leftMs = Math.max(0, (r.holdExpiresAtMs || 0) - serverNow());
   const total = Math.ceil(leftMs / 1000);
   const h = Math.floor(total / 3600);
-  const mm = String(Math.floor((total % 3600) / 60)).padStart(2, '0');
-  const ss = String(total % 60).padStart(2, '0');
-  const text = total > 0 ? (h > 0 ? `${h}:${mm}:${ss}` : `${mm}:${ss}`) : t('timeUp');
+  const text = total > 0 ? countdown(leftMs) : t('timeUp');
   if (el.holdTimer.textContent !== text) el.holdTimer.textContent = text;
   el.holdTimer.dateTime = `PT${h}H${Math.floor((total % 3600) / 60)}M${total % 60}S`;
   el.holdBox.classList.toggle('low', leftMs < lowTimeMs);
-}
-
-// clockTime is the time of day of ms, to the second (14:03:22), in the page's language.
-function clockTime(ms) {
-  return new Intl.DateTimeFormat(locale(), { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).format(new Date(ms));
 }
 
 function renderFinal() {

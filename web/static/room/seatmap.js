@@ -4,6 +4,7 @@
 // available"), so what is seen is what is said (WCAG 2.5.3).
 
 import { t } from '../i18n.js';
+import { seatOrder } from '../lib/seats.js';
 import { el } from './dom.js';
 import { st } from './state.js';
 
@@ -52,7 +53,9 @@ export function renderSeats() {
     return row;
   });
   map.replaceChildren(...out);
+  map.dataset.cols = String(cols);
   updateSeatButtons();
+  updateSeatmapScroll();
   if (focused) {
     const again = map.querySelector(`button[data-seat="${CSS.escape(focused)}"]`);
     if (again && !again.disabled) again.focus();
@@ -184,11 +187,27 @@ export function onSeatKey(e) {
   }
 }
 
-// seatOrder sorts seat ids as people read them: row A before B (and Z before AA), then by number, so A2
-// comes before A10.
-export function seatOrder(a, b) {
-  const ra = a.replace(/\d+$/, '');
-  const rb = b.replace(/\d+$/, '');
-  if (ra !== rb) return ra.length - rb.length || (ra < rb ? -1 : 1);
-  return parseInt(a.slice(ra.length), 10) - parseInt(b.slice(rb.length), 10);
+// updateSeatmapScroll shows that a map wider than its box scrolls: data-more on the box says which sides hide
+// seats (the style sheet fades those edges and shows the scroll bar), and a line above the map says how many
+// seats each row has. A map that fits shows neither.
+export function updateSeatmapScroll() {
+  const wrap = el.seatmapWrap;
+  const hidden = wrap.scrollWidth - wrap.clientWidth;
+  const more = [];
+  if (hidden > 1) {
+    if (wrap.scrollLeft > 1) more.push('left');
+    if (wrap.scrollLeft < hidden - 1) more.push('right');
+  }
+  const value = more.join(' ');
+  if (wrap.dataset.more !== value) wrap.dataset.more = value;
+  wrap.dataset.overflow = hidden > 1 ? 'true' : 'false';
+  el.seatmapHint.hidden = !(hidden > 1);
+  const text = hidden > 1 ? t('seatMapMore', { cols: el.seatmap.dataset.cols || '' }) : '';
+  if (el.seatmapHint.textContent !== text) el.seatmapHint.textContent = text;
+}
+
+// watchSeatmapScroll keeps updateSeatmapScroll's marks true as the map scrolls and its box changes size.
+export function watchSeatmapScroll() {
+  el.seatmapWrap.addEventListener('scroll', updateSeatmapScroll, { passive: true });
+  new ResizeObserver(updateSeatmapScroll).observe(el.seatmapWrap);
 }

@@ -5,7 +5,7 @@
 // ticket.css leaves the ticket alone on the page, black on white, the QR code large.
 // Server data reaches the page through textContent and attributes only.
 
-import { onChange, t } from '../i18n.js';
+import { clockTime, onChange, t } from '../i18n.js';
 import { call, codeFromPath, qrPath, safeLink, seatsOf, setText, statuses, when } from './order.js';
 
 // heldRefreshMs: how often a held order is read again (it may be paid in another tab, or cancelled).
@@ -84,7 +84,7 @@ const statusOf = (o) => (statuses.includes(o.status) ? o.status : 'unknown');
 // statusText is what the status means for the buyer, in a sentence.
 function statusText(o) {
   const s = statusOf(o);
-  if (s === 'held') return t('ticket.say.held', { time: when(o.hold_expires_at) });
+  if (s === 'held') return t('ticket.say.held', { time: clockTime(o.hold_expires_at) });
   if (s === 'cancelled') return t(o.cancelled_by === 'admin' ? 'ticket.say.cancelledByAdmin' : 'ticket.say.cancelled', { time: when(o.ended_at) });
   if (s === 'expired') return t('ticket.say.expired', { time: when(o.ended_at || o.hold_expires_at) });
   if (s === 'confirmed') return t('ticket.say.confirmed');
@@ -146,7 +146,8 @@ function renderTicket(o) {
   }
   setText(el.code, String(o.code));
   row(el.rowCreated, el.created, o.created_at);
-  row(el.rowHold, el.hold, s === 'held' || s === 'expired' ? o.hold_expires_at : '');
+  // A live hold's end reads as on the checkout and in the room, the time of day to the second.
+  row(el.rowHold, el.hold, s === 'held' || s === 'expired' ? o.hold_expires_at : '', s === 'held' ? clockTime : when);
   row(el.rowConfirmed, el.confirmed, o.confirmed_at);
   row(el.rowEnded, el.ended, s === 'cancelled' || s === 'expired' ? o.ended_at : '');
   setText(el.endedLabel, t(s === 'expired' ? 'ticket.f.expired' : 'ticket.f.cancelled'));
@@ -154,9 +155,9 @@ function renderTicket(o) {
   document.title = t('ticket.docTitle', { status: t('ticket.status.' + s), name }) + ' · waitroom';
 }
 
-// row shows a time in its line of the facts, or hides the line when there is none.
-function row(box, dd, v) {
-  const text = when(v);
+// row shows a time in its line of the facts (written by format), or hides the line when there is none.
+function row(box, dd, v, format = when) {
+  const text = format(v);
   box.hidden = text === '';
   setText(dd, text);
 }

@@ -2,7 +2,8 @@
 // order API (GET /api/orders/{code} and the buyer's POSTs), the server's clock as the Date header tells it,
 // and how an order's fields are written.
 
-import { locale } from '../i18n.js';
+import { dateTime } from '../i18n.js';
+import { sortedSeats } from '../lib/seats.js';
 
 // dateSkewMinMs: the Date header tells the server's time to the second only, so a difference smaller than
 // that is no evidence of a wrong client clock.
@@ -74,26 +75,12 @@ export function safeLink(href) {
   }
 }
 
-// when writes an RFC 3339 time as a date and time of the page's language; '' for none.
-export function when(v, style) {
-  if (!v) return '';
-  const d = new Date(v);
-  if (Number.isNaN(d.getTime())) return '';
-  const opts = style === 'long' ? { dateStyle: 'full', timeStyle: 'short' } : { dateStyle: 'medium', timeStyle: 'short' };
-  return new Intl.DateTimeFormat(locale(), opts).format(d);
-}
+// when writes an RFC 3339 time as a date and time of the page's language, with its zone (i18n.js's
+// dateTime, the format of every page); '' for none.
+export const when = (v, style) => dateTime(v, style);
 
-// seatsOf is the order's seats, as strings.
-export const seatsOf = (o) => (Array.isArray(o && o.seats) ? o.seats.map(String) : []);
-
-// clockLeft writes a number of milliseconds as m:ss, or h:mm:ss from an hour up.
-export function clockLeft(ms) {
-  const total = Math.max(0, Math.ceil(ms / 1000));
-  const h = Math.floor(total / 3600);
-  const m = Math.floor((total % 3600) / 60);
-  const s = String(total % 60).padStart(2, '0');
-  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${s}` : `${m}:${s}`;
-}
+// seatsOf is the order's seats, as strings, in seat order (lib/seats.js).
+export const seatsOf = (o) => sortedSeats(o && o.seats);
 
 // setText writes text into node only when it differs, so a redraw leaves a screen reader's place alone.
 export function setText(node, text) {
