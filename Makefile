@@ -12,8 +12,9 @@ run:
 	WAITROOM_BOOKING_DEMO_CHECKOUT=$${WAITROOM_BOOKING_DEMO_CHECKOUT:-true} $(GO) run ./cmd/waitroom
 
 # The demo sold again from scratch: its orders deleted, its line emptied (`waitroom reset-demo -force`, on the
-# backends `make run` uses). The embedded Redis lives inside the server: stop `make run` first; on real
-# Redis and PostgreSQL (WAITROOM_REDIS_ADDR, WAITROOM_DATABASE_URL) it runs beside the servers.
+# backends `make run` uses). The embedded Redis lives inside the server: stop `make run` first (it refuses
+# while one answers); on real Redis and PostgreSQL (WAITROOM_REDIS_ADDR, WAITROOM_DATABASE_URL) it runs
+# beside the servers.
 reset:
 	$(GO) run ./cmd/waitroom reset-demo -force $(ARGS)
 

@@ -23,8 +23,8 @@ import (
 //
 // On Redis and a database of their own (redis.addr, database.url) it runs beside the servers: they hear the
 // reset and their sockets of the screening reconnect into the fresh line. The embedded default's Redis lives
-// inside the server: stop the server first (`make reset` then `make run`), or reset it live with the admin
-// API (POST /api/admin/screenings/{id}/reset).
+// inside the server: stop the server first (`make reset` then `make run`; one answering on http.addr is
+// refused), or reset it live with the admin API (POST /api/admin/screenings/{id}/reset).
 func ResetDemo(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stdout)
@@ -42,6 +42,14 @@ func ResetDemo(ctx context.Context, args []string, getenv func(string) string, s
 	cfg, err := config.Load(*configPath, explicit, getenv)
 	if err != nil {
 		return fmt.Errorf("reset-demo: %w", err)
+	}
+	if cfg.Embedded() {
+		// The server's Redis is inside it: a reset from here would empty the database under a line that
+		// stays closed. One answering on http.addr is told to stop first.
+		if target, err := probeAddr(cfg.HTTP.Addr); err == nil && probe(ctx, "http://"+target+"/healthz", healthcheckTimeout) == nil {
+			return fmt.Errorf("reset-demo: a server answers on %s with the embedded Redis inside it: stop it first, "+
+				"or reset through the admin API (POST /api/admin/screenings/{id}/reset)", cfg.HTTP.Addr)
+		}
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rdb, closeRedis, err := openRedis(cfg, log)

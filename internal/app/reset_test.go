@@ -6,6 +6,8 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,6 +38,14 @@ func TestResetDemoNeedsForceOnceSoldThenSellsAgain(t *testing.T) {
 		}
 		getenv := func(k string) string { return vars[k] }
 		ctx := context.Background()
+		if env.Kind == testenv.Embedded {
+			// The server's Redis is its own: reset-demo refuses while it answers, and runs once none does.
+			vars["WAITROOM_HTTP_ADDR"] = strings.TrimPrefix(srv.URL, "http://")
+			if err := app.ResetDemo(ctx, []string{"reset-demo", "-config", "", "-force"}, getenv, io.Discard); err == nil || !strings.Contains(err.Error(), "stop it first") {
+				t.Errorf("reset-demo beside a running embedded server = %v, want a refusal", err)
+			}
+			vars["WAITROOM_HTTP_ADDR"] = freeAddr(t)
+		}
 
 		var out bytes.Buffer
 		err := app.ResetDemo(ctx, []string{"reset-demo", "-config", ""}, getenv, &out)
@@ -62,4 +72,16 @@ func TestResetDemoNeedsForceOnceSoldThenSellsAgain(t *testing.T) {
 			t.Errorf("reserve A1 after reset-demo = %d, want 201 (for sale again)", code)
 		}
 	})
+}
+
+// freeAddr is a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
