@@ -37,7 +37,7 @@ func TestAdminResetIsRefusedWithOrdersUnlessForced(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		a := newAdminApp(t, env)
 		adminScreeningOf(t, "POST gala", a.adminCall(t, http.MethodPost, "/api/admin/screenings", createBody(t, "gala", nil)), http.StatusCreated)
-		passes := a.admit(t, "gala", 1)
+		passes := a.admit(t, "gala", 2)
 		if r := a.reserve(t, "gala", passes[0], `{"seats":["A1"]}`); r.status != http.StatusCreated {
 			t.Fatalf("reserve A1 = %d %s, want 201", r.status, r)
 		}
@@ -52,6 +52,8 @@ func TestAdminResetIsRefusedWithOrdersUnlessForced(t *testing.T) {
 		if res.Orders != 1 || res.Live != 1 || res.Screening.SeatsSold != 0 || res.Screening.SeatsAvailable != 12 || res.Screening.State != "on_sale" {
 			t.Errorf("forced reset = %d orders (%d live) deleted, screening %+v; want 1 (1), 0 sold, 12 available, on_sale", res.Orders, res.Live, res.Screening)
 		}
+		// An admission of before the reset is over; a new one buys the seat again.
+		wantError(t, "reserve with a pass of before the reset", a.reserve(t, "gala", passes[1], `{"seats":["A2"]}`), http.StatusUnauthorized, "INVALID_PASS")
 		again := a.admit(t, "gala", 1)
 		if r := a.reserve(t, "gala", again[0], `{"seats":["A1"]}`); r.status != http.StatusCreated {
 			t.Errorf("reserve A1 after the reset = %d %s, want 201 (sold again)", r.status, r)
