@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test` (README.md).
 GO ?= go
 
-.PHONY: run test test-cluster test-faults soak-faults lint build bench-booking bench-replay bench-boxoffice image test-image helm-check
+.PHONY: run reset test test-cluster test-faults soak-faults lint build bench-booking bench-replay bench-boxoffice image test-image helm-check
 
 # The embedded default: in-process Redis, SQLite under data/, the demo screening, a 1 s admission interval so
 # the line visibly moves, and the demo checkout (booking.demo_checkout: Pay confirms a held order, no money
@@ -10,6 +10,13 @@ GO ?= go
 run:
 	WAITROOM_ADMISSION_INTERVAL=$${WAITROOM_ADMISSION_INTERVAL:-1s} \
 	WAITROOM_BOOKING_DEMO_CHECKOUT=$${WAITROOM_BOOKING_DEMO_CHECKOUT:-true} $(GO) run ./cmd/waitroom
+
+# The demo sold again from scratch: its orders deleted, its line emptied (`waitroom reset-demo -force`, on the
+# backends `make run` uses). The embedded Redis lives inside the server: stop `make run` first (it refuses
+# while one answers); on real Redis and PostgreSQL (WAITROOM_REDIS_ADDR, WAITROOM_DATABASE_URL) it runs
+# beside the servers.
+reset:
+	$(GO) run ./cmd/waitroom reset-demo -force $(ARGS)
 
 # Every test, with the race detector: the embedded backends always, the real Redis and PostgreSQL when they
 # answer (with CI set, a missing service fails the run). Tests keep their artifacts (the browser test's

@@ -60,6 +60,8 @@ type Admissions interface {
 	Reopen(ctx context.Context, screening string, mayReopen bool) (int64, error)
 	// PublishSeats tells every instance's admitted sockets that seats changed state.
 	PublishSeats(ctx context.Context, screening string, seats []queue.SeatChange) error
+	// Reset empties the screening's line and its keys in Redis, running between once the line is closed.
+	Reset(ctx context.Context, screening string, between func(context.Context) error) (int64, error)
 }
 
 // PassVerifier checks a pass's signature, expiry and screening.

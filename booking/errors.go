@@ -31,6 +31,10 @@ var (
 	// ErrBadScreening: a screening to create is malformed (its id, times, seats or admission settings; an
 	// InvalidError says which).
 	ErrBadScreening = errors.New("bad screening")
+	// ErrSaleHasOrders: a reset would delete live orders (held or confirmed), and was not forced.
+	ErrSaleHasOrders = errors.New("the sale has orders")
+	// ErrArchived: the screening is archived; the operator unarchives it before resetting its sale.
+	ErrArchived = errors.New("the screening is archived")
 	// ErrNotEnoughSeats: a best-available request for a number of seats found too few free.
 	ErrNotEnoughSeats = errors.New("not enough seats free")
 

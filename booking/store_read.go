@@ -34,10 +34,12 @@ type Summary struct {
 	CodesRequired bool `db:"codes_required" json:"code_required"`
 	// ClosedAt is when the operator closed the sale (nil while it is not closed).
 	ClosedAt *time.Time `db:"closed_at" json:"closed_at,omitempty"`
+	// ArchivedAt is when the operator archived the screening (nil while it is not): off the public list.
+	ArchivedAt *time.Time `db:"archived_at" json:"archived_at,omitempty"`
 }
 
 const summarySQL = `SELECT x.*, x.seats_total - x.seats_held - x.seats_sold AS seats_available FROM (
-	SELECT s.id, s.name, s.starts_at, s.sale_opens_at, s.closed_at, COALESCE(s.checkout, '') AS checkout, COALESCE(s.gate_mode, '') AS gate_mode, s.pow_cost, s.codes_required,
+	SELECT s.id, s.name, s.starts_at, s.sale_opens_at, s.closed_at, s.archived_at, COALESCE(s.checkout, '') AS checkout, COALESCE(s.gate_mode, '') AS gate_mode, s.pow_cost, s.codes_required,
 	(SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) AS seats_total,
 	(SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
 		WHERE r.screening_id = s.id AND r.live AND o.status = 'held') AS seats_held,

@@ -170,8 +170,16 @@ func (h *Hub) dispatchSale(ctx context.Context, line *queue.Line, ev queue.Event
 	}
 }
 
-// soldOut tells the clients the screening sold out (or closed: reason), and closes them.
+// soldOut tells the clients the screening sold out (or closed: reason), and closes them. A sale the
+// operator reset (queue.ReasonReset) is not over: its sockets are closed with 1012, as by a draining
+// instance, and come back with their tokens into the fresh line.
 func soldOut(clients []*client, reason string) {
+	if reason == queue.ReasonReset {
+		for _, c := range clients {
+			c.close(CloseServiceRestart, "sale reset")
+		}
+		return
+	}
 	msg := SoldOutMessage(reason)
 	for _, c := range clients {
 		c.send(msg)

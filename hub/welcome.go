@@ -192,6 +192,10 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival, hello Hello) (*client
 	}
 	e, err := h.lines.Enter(ctx, a.Screening, a.Token, a.OpensAt)
 	switch {
+	case errors.Is(err, queue.ErrClosed) && e.ClosedReason == queue.ReasonReset:
+		undo()
+		Reject(a.Conn, nil, CloseServiceRestart, "sale reset") // back in a moment, into the fresh line
+		return nil, e
 	case errors.Is(err, queue.ErrClosed):
 		undo()
 		Reject(a.Conn, SoldOutMessage(e.ClosedReason), websocket.CloseNormalClosure, "sold out")

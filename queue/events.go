@@ -46,6 +46,9 @@ const (
 const (
 	ReasonSoldOut = "sold_out" // every seat is sold
 	ReasonClosed  = "closed"   // the operator closed the sale
+	// ReasonReset: the operator reset the sale (Reset). The hub closes the sockets with 1012, to come back
+	// with their tokens into the fresh line, rather than telling them the sale is over.
+	ReasonReset = "reset"
 )
 
 // SeatChange is one seat's new state in an EventSeats: "available", "held" or "sold".

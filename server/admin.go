@@ -1,5 +1,6 @@
 // The operator's API under /api/admin, behind the bearer key: creating screenings, changing their
-// admission, pausing, resuming and closing sales, and the control room's live figures.
+// admission, pausing, resuming, closing and resetting sales, archiving screenings, and the control room's
+// live figures.
 
 package server
 
@@ -75,6 +76,9 @@ func (s *Server) adminRoutes(api *echo.Group) {
 	admin.POST("/screenings/:id/pause", s.adminPause)
 	admin.POST("/screenings/:id/resume", s.adminResume)
 	admin.POST("/screenings/:id/close", s.adminClose)
+	admin.POST("/screenings/:id/reset", s.adminReset)
+	admin.POST("/screenings/:id/archive", s.adminArchive)
+	admin.POST("/screenings/:id/unarchive", s.adminUnarchive)
 	admin.GET("/screenings/:id/orders", s.adminOrders)
 	admin.POST("/screenings/:id/codes", s.adminIssueCodes)
 	admin.GET("/screenings/:id/codes", s.adminCodes)
@@ -382,6 +386,66 @@ func (s *Server) adminClose(c echo.Context) error {
 		}
 		s.refreshScheduler()
 		return s.Queue.CloseSale(ctx, id)
+	})
+}
+
+// resetBody is POST /api/admin/screenings/:id/reset's optional body; ?force=true does as force.
+type resetBody struct {
+	// Force resets a sale with held or confirmed orders too, deleting them.
+	Force bool `json:"force"`
+}
+
+// resetView is what a reset answers: what it deleted, and the screening as it is now.
+type resetView struct {
+	booking.Reset
+	Screening adminScreening `json:"screening"`
+}
+
+// adminReset empties a screening's sale: its orders in SQL, its line and seat locks in Redis (booking.ResetSale).
+// A sale with held or confirmed orders is refused (409 SALE_HAS_ORDERS) unless forced.
+func (s *Server) adminReset(c echo.Context) error {
+	var body resetBody
+	if c.Request().ContentLength != 0 {
+		if err := decodeAdminBody(c, maxBodyBytes, &body); err != nil {
+			return err
+		}
+	}
+	force := body.Force || c.QueryParam("force") == "true"
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if err := s.known(ctx, id); err != nil {
+		return err
+	}
+	res, err := s.Booking.ResetSale(ctx, id, force)
+	if err != nil {
+		return err
+	}
+	s.entry.forget(id)
+	s.refreshScheduler()
+	s.logFor(c).Info("admin: sale reset", "screening", id, "force", force, "orders_deleted", res.Orders, "live_orders_deleted", res.Live)
+	v, err := s.adminView(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, resetView{Reset: res, Screening: v})
+}
+
+// adminArchive puts a screening away: off the public list (the admin API and the orders' exports keep it),
+// its sale closed as by adminClose.
+func (s *Server) adminArchive(c echo.Context) error {
+	return s.adminAction(c, "archived", func(ctx context.Context, id string) error {
+		if err := s.Store.SetArchived(ctx, id, true, time.Now()); err != nil {
+			return err
+		}
+		s.refreshScheduler()
+		return s.Queue.CloseSale(ctx, id)
+	})
+}
+
+// adminUnarchive lists the screening again; its sale stays closed (a reset opens it).
+func (s *Server) adminUnarchive(c echo.Context) error {
+	return s.adminAction(c, "unarchived", func(ctx context.Context, id string) error {
+		return s.Store.SetArchived(ctx, id, false, time.Now())
 	})
 }
 

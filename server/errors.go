@@ -55,6 +55,10 @@ func classify(err error) (int, apiErrorBody) {
 		return http.StatusUnauthorized, apiErrorBody{Code: "UNAUTHORIZED", Message: "the admin API needs Authorization: Bearer <admin key>"}
 	case errors.Is(err, booking.ErrScreeningExists):
 		return http.StatusConflict, apiErrorBody{Code: "SCREENING_EXISTS", Message: "a screening with this id exists already"}
+	case errors.Is(err, booking.ErrSaleHasOrders):
+		return http.StatusConflict, apiErrorBody{Code: "SALE_HAS_ORDERS", Message: "the sale has held or confirmed orders; reset with force to delete them"}
+	case errors.Is(err, booking.ErrArchived):
+		return http.StatusConflict, apiErrorBody{Code: "ARCHIVED", Message: "the screening is archived; unarchive it first"}
 	case errors.As(err, &invalid) && invalid.Kind == booking.ErrBadScreening:
 		return http.StatusBadRequest, apiErrorBody{Code: "BAD_SCREENING", Message: invalid.Message}
 	case errors.As(err, &refused) && refused.Kind == booking.ErrBadScreening:

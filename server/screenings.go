@@ -157,9 +157,12 @@ func (s *Server) listScreenings(c echo.Context) error {
 		return err
 	}
 	now := time.Now()
-	out := make([]screeningView, len(list))
-	for i, sum := range list {
-		out[i] = s.screeningOf(sum, now)
+	out := make([]screeningView, 0, len(list))
+	for _, sum := range list {
+		if sum.ArchivedAt != nil {
+			continue // put away by the operator: the admin API still lists it, GET /api/screenings/:id still serves it
+		}
+		out = append(out, s.screeningOf(sum, now))
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -1,5 +1,6 @@
 // actions.js: what the operator does to the selected screening: choose it (kept in the URL's hash), pause,
-// resume or close its sale (close after a confirmation dialog), and change its pace, its checkout mode
+// resume, close or reset its sale (close and reset after a confirmation dialog), archive it (off the public
+// list) or unarchive it, and change its pace, its checkout mode
 // (instant, or hold until paid), its mode at the gate in front of a site and the cost of its proof of work
 // in the admission form.
 
@@ -28,16 +29,20 @@ export function select(id) {
   render();
 }
 
-// act sends pause, resume or close for the selected screening.
-export async function act(what) {
+// act sends pause, resume, close, reset, archive or unarchive for the selected screening (body: reset's).
+export async function act(what, body) {
   const s = selectedScreening();
   if (!s || st.busy) return;
   st.busy = true;
   st.actionMessage = msg('', 'admin.sending');
   render();
-  const r = await api('POST', `/api/admin/screenings/${enc(s.id)}/${what}`);
+  const r = await api('POST', `/api/admin/screenings/${enc(s.id)}/${what}`, body);
   st.busy = false;
-  if (r.ok && r.data) {
+  if (r.ok && r.data && what === 'reset') {
+    // A reset answers what it deleted beside the screening as it is now.
+    if (r.data.screening) merge(r.data.screening);
+    st.actionMessage = msg('ok', 'admin.done.reset', { id: s.id, orders: num(count(r.data.orders_deleted)) });
+  } else if (r.ok && r.data) {
     merge(r.data);
     st.actionMessage = msg('ok', 'admin.done.' + what, { id: s.id });
     st.createMessage = null; // the latest result is this one; "Created …" is old news
@@ -57,6 +62,19 @@ export function askClose() {
   el.dialog.dataset.screening = s.id;
   el.dialog.showModal();
   el.dialogCancel.focus();
+}
+
+// askReset asks for a confirmation before resetting the sale; deleting live orders is a choice of its own
+// (unticked, a sale with orders is refused: SALE_HAS_ORDERS).
+export function askReset() {
+  const s = selectedScreening();
+  if (!s || st.busy) return;
+  const orders = count(s.seats_sold) + count(s.seats_held);
+  el.resetText.textContent = t('admin.resetText', { name: String(s.name || s.id), id: s.id, seats: num(orders) });
+  el.resetForce.checked = false;
+  el.resetDialog.dataset.screening = s.id;
+  el.resetDialog.showModal();
+  el.resetCancel.focus();
 }
 
 // fieldName is the label of input, for the messages about it.

@@ -6,8 +6,10 @@ import { clockTime, locale } from '../i18n.js';
 // count reads a figure of the server as a number, 0 when it is missing or not one.
 export const count = (v) => (Number.isFinite(Number(v)) ? Number(v) : 0);
 
-// stateOf is the state of screening s that the page knows how to show; another reads as on sale.
+// stateOf is the state of screening s that the page knows how to show; another reads as on sale. An
+// archived screening reads as archived, whatever its sale's state (closed).
 export function stateOf(s) {
+  if (s.archived_at) return 'archived';
   const known = ['upcoming', 'on_sale', 'all_held', 'sold_out', 'closed', 'paused'];
   return known.includes(s.state) ? s.state : 'on_sale';
 }

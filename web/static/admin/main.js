@@ -5,7 +5,7 @@
 //   session.js   the admin key (this tab's sessionStorage) and every call to /api/admin with it
 //   stream.js    the live figures from /api/admin/stream, read with fetch (sse.js parses them) and reopened
 //                with backoff and jitter (lib/reconnect.js) when the stream ends or falls silent
-//   actions.js   choosing a screening, pause, resume, close, and its admission settings (the pace)
+//   actions.js   choosing a screening, pause, resume, close, reset, archive, and its admission settings (the pace)
 //   create.js    the form for a new screening
 //   orders.js    the box office: the selected screening's orders, their CSV export, an operator's cancel
 //   codes.js     the access codes: one-time codes made, a shared code, their CSV, and no code again
@@ -15,7 +15,7 @@
 // Server data reaches the page through textContent only.
 
 import { onChange } from '../i18n.js';
-import { act, askClose, saveAdmission, select } from './actions.js';
+import { act, askClose, askReset, saveAdmission, select } from './actions.js';
 import { drawCharts } from './charts.js';
 import { exportCSV as exportCodes, follow as followCodes, make as makeCodes, off as codesOff, renderCodes, share as shareCode } from './codes.js';
 import { create, defaultTimes, showLayoutFields } from './create.js';
@@ -60,6 +60,25 @@ el.dialogConfirm.addEventListener('click', () => {
 });
 el.dialog.addEventListener('close', () => {
   if (st.view === 'console') el.close.focus();
+});
+el.reset.addEventListener('click', askReset);
+el.resetCancel.addEventListener('click', () => el.resetDialog.close());
+el.resetConfirm.addEventListener('click', () => {
+  const id = el.resetDialog.dataset.screening;
+  const force = el.resetForce.checked;
+  el.resetDialog.close();
+  if (id && id === st.selected) act('reset', force ? { force: true } : undefined);
+});
+el.resetDialog.addEventListener('close', () => {
+  if (st.view === 'console') el.reset.focus();
+});
+el.archive.addEventListener('click', async () => {
+  await act('archive');
+  if (!el.unarchive.hidden) el.unarchive.focus(); // the button pressed is gone: focus its opposite
+});
+el.unarchive.addEventListener('click', async () => {
+  await act('unarchive');
+  if (!el.archive.hidden) el.archive.focus();
 });
 
 onConsoleRender(follow);

@@ -183,6 +183,7 @@ function renderSelected() {
     times.push(t('opensAt', { time: dateTime(s.sale_opens_at) }));
     times.push(t('startsAt', { time: dateTime(s.starts_at) }));
     if (s.closed_at) times.push(t('admin.closedAt', { time: dateTime(s.closed_at) }));
+    if (s.archived_at) times.push(t('admin.archivedAt', { time: dateTime(s.archived_at) }));
   }
   setText(el.times, times.join(' · '));
   const a = (s && s.admission) || {};
@@ -209,10 +210,16 @@ function renderSelected() {
     el.counts[k].dataset.value = v === undefined || v === null ? '' : String(count(v));
   }
   el.current.batch_size.dataset.value = s ? String(count(a.batch_size)) : '';
-  const closed = !s || state === 'closed' || Boolean(s.closed_at) || Boolean(line.closed);
+  const archived = Boolean(s && s.archived_at);
+  const closed = !s || state === 'closed' || archived || Boolean(s.closed_at) || Boolean(line.closed);
   el.pause.disabled = st.busy || closed || Boolean(line.paused);
   el.resume.disabled = st.busy || closed || !line.paused;
   el.close.disabled = st.busy || closed;
+  el.reset.disabled = st.busy || !s || archived; // unarchive first
+  el.archive.hidden = archived;
+  el.unarchive.hidden = !archived;
+  el.archive.disabled = st.busy || !s;
+  el.unarchive.disabled = st.busy || !s;
   el.pause.setAttribute('aria-busy', st.busy ? 'true' : 'false');
   setMessage(el.actionMessage, st.actionMessage);
 }
