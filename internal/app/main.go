@@ -63,6 +63,11 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 			return err
 		}
 	}
+	if cfg.Demo.Line {
+		if err := seedDemoLine(ctx, booking.NewStore(db), log); err != nil {
+			return err
+		}
+	}
 	if err := checkHoldScreenings(ctx, booking.NewStore(db), cfg.Booking); err != nil {
 		return err
 	}
