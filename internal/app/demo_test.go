@@ -17,14 +17,22 @@ func TestTheDemoLineAdmitsTwoAtMostAndTheThirdMovesUpWhenOneLeaves(t *testing.T)
 	srv := apptest.Start(t, env, map[string]string{"WAITROOM_DEMO_LINE": "true", "WAITROOM_ADMISSION_INTERVAL": "200ms"})
 	const within = 20 * time.Second
 	tabs := make([]*testenv.Socket, 3)
+	var last testenv.Message // the third tab's
 	for i := range tabs {
 		tabs[i] = srv.Dial(t, app.DemoLine, "")
-		if m := tabs[i].Next(t, within); m.Type != "queued" && m.Type != "prequeue" {
-			t.Fatalf("tab %d's first message = %+v, want queued", i+1, m)
+		if last = tabs[i].Next(t, within); last.Type != "queued" && last.Type != "prequeue" {
+			t.Fatalf("tab %d's first message = %+v, want queued", i+1, last)
 		}
 	}
 	for i := range 2 {
 		tabs[i].Until(t, "admitted", within)
+	}
+	// The third tab alone in line, first: the tick that admitted the second has told it so (or it was so
+	// when it joined).
+	for last.Rank != 1 || last.Total != 1 {
+		if last = tabs[2].Next(t, within); last.Type == "admitted" {
+			t.Fatalf("the third tab was admitted while two were: %+v", last)
+		}
 	}
 	// A tick that admits nobody still pushes positions when someone joined: three more tabs join, one after
 	// another, and each join's tick finds the third tab first in line and leaves it waiting.
