@@ -3,13 +3,33 @@ GO ?= go
 
 .PHONY: run reset test test-cluster test-faults soak-faults lint build bench-booking bench-replay bench-boxoffice image test-image helm-check
 
-# The embedded default: in-process Redis, SQLite under data/, the demo screening, a 1 s admission interval so
-# the line visibly moves, and the demo checkout (booking.demo_checkout: Pay confirms a held order, no money
-# taken). Any WAITROOM_* variable set in the environment wins (WAITROOM_BOOKING_DEMO_CHECKOUT=false beside a
-# confirm key or a checkout URL).
+# The local playground (README.md): in-process Redis, SQLite under data/, the demo screenings (`demo` for
+# the load test, `demo-line` paced for a few browser tabs), a 1 s admission interval so the line visibly
+# moves, and the demo checkout (booking.demo_checkout: Pay confirms a held order, no money taken). The
+# per-address limits (limits.*) are off: the README's load test plays thousands of users from this one
+# machine, which the server's defaults would refuse as one flooding address. The server's own defaults are
+# unchanged; a real deployment keeps them. The control room (/admin) is on with an admin key drawn for this
+# run and printed here, unless WAITROOM_ADMIN_KEY is set. Any WAITROOM_* variable set in the environment
+# wins (WAITROOM_BOOKING_DEMO_CHECKOUT=false beside a confirm key or a checkout URL). The server is built,
+# then run in place of the shell, so that after Ctrl-C's clean drain (the server exits 0) make reports no
+# error (`go run` exits 1 after an interrupt, whatever the server's status, and make said "Error 1").
+# RUN_BIN is where it is built.
+RUN_BIN ?= bin/waitroom
+
 run:
+	$(GO) build -o $(RUN_BIN) ./cmd/waitroom
+	@if [ -z "$${WAITROOM_ADMIN_KEY:-}" ]; then \
+		WAITROOM_ADMIN_KEY=local-$$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n'); \
+		echo "make run: the control room's admin key for this run is $$WAITROOM_ADMIN_KEY"; \
+	else echo "make run: the control room's admin key is \$$WAITROOM_ADMIN_KEY"; fi; \
+	export WAITROOM_ADMIN_KEY; \
 	WAITROOM_ADMISSION_INTERVAL=$${WAITROOM_ADMISSION_INTERVAL:-1s} \
-	WAITROOM_BOOKING_DEMO_CHECKOUT=$${WAITROOM_BOOKING_DEMO_CHECKOUT:-true} $(GO) run ./cmd/waitroom
+	WAITROOM_BOOKING_DEMO_CHECKOUT=$${WAITROOM_BOOKING_DEMO_CHECKOUT:-true} \
+	WAITROOM_DEMO_LINE=$${WAITROOM_DEMO_LINE:-true} \
+	WAITROOM_LIMITS_SOCKETS_PER_ADDRESS=$${WAITROOM_LIMITS_SOCKETS_PER_ADDRESS:-0} \
+	WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND=$${WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND:-0} \
+	WAITROOM_LIMITS_ORDERS_PER_SECOND=$${WAITROOM_LIMITS_ORDERS_PER_SECOND:-0} \
+	exec $(RUN_BIN)
 
 # The demo sold again from scratch: its orders deleted, its line emptied (`waitroom reset-demo -force`, on the
 # backends `make run` uses). The embedded Redis lives inside the server: stop `make run` first (it refuses

@@ -214,9 +214,14 @@ type Booking struct {
 	ConfirmKey string `koanf:"confirm_key"`
 }
 
-// Demo seeds a screening a newcomer can try at once.
+// Demo seeds screenings a newcomer can try at once.
 type Demo struct {
+	// Enabled seeds `demo`: 100 seats at the server's admission pace, fast enough for the README's load test.
 	Enabled bool `koanf:"enabled"`
+	// Line seeds `demo-line` too: 100 seats admitted one a tick, two choosing at once, so that a few
+	// browser tabs see the line move (make run turns it on). Off by default: a real deployment lists only
+	// its own screenings.
+	Line bool `koanf:"line"`
 }
 
 // Data is where the embedded default keeps its SQLite file.

@@ -18,8 +18,11 @@ type Mode string
 const (
 	// Flow: wait in line, reserve once admitted, leave. The default.
 	Flow Mode = "flow"
-	// Hold: register, then stay connected reading pushes until Config.Duration has passed.
-	Hold Mode = "hold"
+	// Line: register, then stay in line, connected and reading pushes, until Config.Duration has passed.
+	Line Mode = "line"
+	// DeprecatedHold is the old name of Line, still accepted: it shared its word with the hold checkout
+	// (Checkout.Mode HoldCheckout), which holds orders, not places in line.
+	DeprecatedHold Mode = "hold"
 )
 
 // Config is one run.
@@ -30,7 +33,7 @@ type Config struct {
 	Screening string
 	// Users is how many virtual users take part.
 	Users int
-	// Concurrency is how many users exist (are connected) at once; 0 means Users. Hold mode needs them all.
+	// Concurrency is how many users exist (are connected) at once; 0 means Users. Line mode needs them all.
 	Concurrency int
 	// Rate is how many users arrive per second at most (0: all at once), like a crowd arriving over some
 	// seconds rather than in one instant: 100,000 dials in the same instant overflow the listen backlogs.
@@ -44,14 +47,14 @@ type Config struct {
 	// gives up. 0 means one try only.
 	Retries int
 	// Timeout bounds the whole run; users still going when it passes end as errors of kind "timeout".
-	// 0 means DefaultTimeout, or Duration + 2 minutes in hold mode.
+	// 0 means DefaultTimeout, or Duration + 2 minutes in line mode.
 	Timeout time.Duration
-	// Mode is Flow ("" too) or Hold.
+	// Mode is Flow ("" too) or Line (DeprecatedHold too).
 	Mode Mode
 	// Duration is how long a hold lasts, from the start of the run; users close their sockets when it
-	// passes. Hold mode only, and required there.
+	// passes. Line mode only, and required there.
 	Duration time.Duration
-	// Leave makes a user in hold mode send {"type":"leave"} before it closes; closing alone keeps the place.
+	// Leave makes a user in line mode send {"type":"leave"} before it closes; closing alone keeps the place.
 	Leave bool
 	// Procs is how many processes the users are split over, because one process may hold only so many
 	// sockets. 0 means one per usersPerProc connected users. More than 1 re-executes this program
@@ -139,8 +142,11 @@ const DefaultTimeout = 5 * time.Minute
 const holdMargin = 2 * time.Minute
 
 func (c Config) normalized() (Config, error) {
-	if c.Mode == "" {
+	switch c.Mode {
+	case "":
 		c.Mode = Flow
+	case DeprecatedHold:
+		c.Mode = Line
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = c.Users
@@ -153,7 +159,7 @@ func (c Config) normalized() (Config, error) {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
-		if c.Mode == Hold {
+		if c.Mode == Line {
 			c.Timeout = c.Duration + holdMargin
 		}
 	}
@@ -209,22 +215,22 @@ func (c Config) modeErrors() []error {
 	switch c.Mode {
 	case Flow:
 		if c.Duration != 0 || c.Leave {
-			return []error{errors.New("duration and leave are for hold mode; this is flow mode")}
+			return []error{errors.New("duration and leave are for line mode; this is flow mode")}
 		}
 		return nil
-	case Hold:
+	case Line:
 		var errs []error
 		if c.Duration <= 0 {
-			errs = append(errs, fmt.Errorf("duration = %s, want more than 0 in hold mode", c.Duration))
+			errs = append(errs, fmt.Errorf("duration = %s, want more than 0 in line mode", c.Duration))
 		} else if c.Timeout <= c.Duration {
 			errs = append(errs, fmt.Errorf("timeout %s is not after the hold's duration %s: the hold would be cut short", c.Timeout, c.Duration))
 		}
 		if c.Concurrency < c.Users {
-			errs = append(errs, fmt.Errorf("concurrency = %d: hold mode keeps all %d users connected at once", c.Concurrency, c.Users))
+			errs = append(errs, fmt.Errorf("concurrency = %d: line mode keeps all %d users connected at once", c.Concurrency, c.Users))
 		}
 		return errs
 	}
-	return []error{fmt.Errorf("mode %q, want %q or %q", c.Mode, Flow, Hold)}
+	return []error{fmt.Errorf("mode %q, want %q or %q", c.Mode, Flow, Line)}
 }
 
 // checkoutErrors checks the checkout's settings: hold checkout is flow mode's, and needs the keys of the
@@ -240,7 +246,7 @@ func (c Config) checkoutErrors() []error {
 	}
 	var errs []error
 	if c.Mode != Flow {
-		errs = append(errs, errors.New("hold checkout is for flow mode: hold mode reserves nothing"))
+		errs = append(errs, errors.New("hold checkout is for flow mode: line mode reserves nothing"))
 	}
 	for _, s := range []struct {
 		name  string

@@ -87,7 +87,7 @@ func draw(w io.Writer, c counts, cfg Config) {
 	filled := int(min(done, users) * barWidth / users)
 	width := len(fmt.Sprint(users))
 	bar := strings.Repeat("#", filled) + strings.Repeat(".", barWidth-filled)
-	if cfg.Mode == Hold {
+	if cfg.Mode == Line {
 		fmt.Fprintf(w, "\r[%s] %*d/%d  registered %*d  running %*d  held %*d  admitted %*d  sold_out %*d  error %*d",
 			bar, width, done, users, width, registered, width, running, width, held, width, admitted, width, soldOut, width, errored)
 		return

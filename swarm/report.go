@@ -18,7 +18,7 @@ type Report struct {
 	Concurrency  int    `json:"concurrency"`
 	SeatsPerUser int    `json:"seats_per_user"`
 	Retries      int    `json:"retries"`
-	// DurationMs is the hold's length (hold mode); Leave says users sent leave before closing at its end.
+	// DurationMs is the hold's length (line mode); Leave says users sent leave before closing at its end.
 	DurationMs int64 `json:"duration_ms,omitempty"`
 	Leave      bool  `json:"leave,omitempty"`
 	// Procs is the number of processes the users ran in; Sources the number of source addresses.
@@ -30,6 +30,8 @@ type Report struct {
 	Outcomes Outcomes `json:"outcomes"`
 	// Errors counts the error outcomes by kind, with one user's full error as an example.
 	Errors map[string]ErrorKind `json:"errors,omitempty"`
+	// Limits are the error outcomes the server's per-address limits refused, by the settings that did.
+	Limits []LimitHit `json:"limits,omitempty"`
 	// Reconnects counts the dials beyond each user's first.
 	Reconnects   int          `json:"reconnects"`
 	Latency      Latencies    `json:"latency"`
@@ -172,6 +174,7 @@ func summarize(cfg Config, results []result, elapsed time.Duration) Report {
 		reservation = append(reservation, r.Reservations...)
 	}
 	rep.Latency = Latencies{Connect: summarizeLatency(connect), Queue: summarizeLatency(inQueue), Reservation: summarizeLatency(reservation)}
+	rep.Limits = summarizeLimits(results)
 	rep.Registration = summarizeRegistration(results)
 	rep.Push = summarizePush(results)
 	rep.Pow = summarizePow(cfg, results)

@@ -95,6 +95,13 @@ func (v *visit) reserve(ctx context.Context, sock *socket, pass string, r *resul
 			return false
 		}
 	}
+	// Every try met a seat someone else took first. If that someone took the last seats, the user ends as a
+	// browser's user would, told the show is sold out, not as one who gave up while seats were left.
+	if seats, err := v.seatMap(ctx, v.src.client); err == nil && len(pickSeats(seats, nil, 1)) == 0 &&
+		(!v.cfg.Checkout.hold() || !anyHeld(seats)) {
+		r.Outcome = SoldOut
+		return false
+	}
 	r.Outcome = GaveUp
 	return true
 }

@@ -21,11 +21,12 @@ const (
 	Unpaid Outcome = "unpaid"
 	// SoldOut: the server said sold_out, on the socket or as 409 SOLD_OUT, or no seat was left to pick.
 	SoldOut Outcome = "sold_out"
-	// GaveUp: every try met 409 SEAT_TAKEN or SEAT_LOCKED.
+	// GaveUp: every try met 409 SEAT_TAKEN or SEAT_LOCKED, and seats were still left (with none left, the
+	// user ends SoldOut).
 	GaveUp Outcome = "gave_up"
-	// Held (hold mode): still connected and waiting in line when the hold ended.
+	// Held (line mode): still connected and waiting in line when the hold ended.
 	Held Outcome = "held"
-	// Admitted (hold mode): admitted, and still connected when the hold ended (it does not reserve).
+	// Admitted (line mode): admitted, and still connected when the hold ended (it does not reserve).
 	Admitted Outcome = "admitted"
 	// Error: anything else; result.ErrKind says what.
 	Error Outcome = "error"

@@ -3,7 +3,7 @@
 // saw and a check of the seats sold.
 //
 // Two modes. Flow: each user opens the waiting-room socket, waits for pushes, reserves on admission and
-// stops on sold out. Hold: every user registers and stays connected, reading pushes, until Duration has
+// stops on sold out. Line: every user registers and stays connected, reading pushes, until Duration has
 // passed, then closes; it measures how late position messages arrive and which ticks a user missed.
 //
 // Flow mode pays in one of two checkouts (Config.Checkout): instant, where a 201 is a ticket, or hold,
@@ -132,8 +132,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 
 	rep := summarize(cfg, results, elapsed)
 	rep.Stopped = stoppedBy(results)
-	if cfg.Mode == Hold {
-		rep.Verification = Verification{OK: true, Skipped: "hold mode reserves nothing"}
+	if cfg.Mode == Line {
+		rep.Verification = Verification{OK: true, Skipped: "line mode reserves nothing"}
 		return rep, nil
 	}
 	verifyCtx, cancelVerify := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout+cfg.Check.Settle)
@@ -276,7 +276,7 @@ func (s *swarm) runUsers(ctx context.Context, first int, start time.Time, count 
 	runCtx, cancel := context.WithDeadlineCause(ctx, start.Add(cfg.Timeout), errTimeout)
 	defer cancel()
 	var hold <-chan struct{} // closed when the hold ends; nil (never) in flow mode
-	if cfg.Mode == Hold {
+	if cfg.Mode == Line {
 		// Not derived from runCtx: a stopped run is not a hold that ended.
 		holdCtx, cancelHold := context.WithDeadline(context.WithoutCancel(ctx), start.Add(cfg.Duration))
 		defer cancelHold()

@@ -47,7 +47,7 @@ func (r Report) writeHeader(p printer) {
 		spread += fmt.Sprintf(", %d source addresses", r.Sources)
 	}
 	elapsed := (time.Duration(r.ElapsedMs) * time.Millisecond).String()
-	if r.Mode == Hold {
+	if r.Mode == Line {
 		leave := "no leave: places kept"
 		if r.Leave {
 			leave = "leave at the end"
@@ -69,7 +69,7 @@ func (r Report) writeHeader(p printer) {
 
 func (r Report) writeOutcomes(p printer) {
 	p("\nOUTCOME\tUSERS\n")
-	if r.Mode == Hold {
+	if r.Mode == Line {
 		p("held\t%d\n", r.Outcomes.Held)
 		p("admitted\t%d\n", r.Outcomes.Admitted)
 		p("sold_out\t%d\n", r.Outcomes.SoldOut)
@@ -100,6 +100,14 @@ func (r Report) writeOutcomes(p printer) {
 	for _, k := range kinds {
 		p("%s\t%d\t%s\n", k, r.Errors[k].Count, r.Errors[k].Example)
 	}
+	if len(r.Limits) == 0 {
+		return
+	}
+	p("\n")
+	for _, h := range r.Limits {
+		p("LIMITS\t%d users refused by the server's %s: %s\n", h.Users, strings.Join(h.Settings, " / "), h.Refusal)
+	}
+	p("\t%s\n", LimitAdvice(r.Limits))
 }
 
 func (r Report) writeLatency(p printer) {
@@ -108,7 +116,7 @@ func (r Report) writeLatency(p printer) {
 		l    Latency
 	}
 	rows := []row{{"connect", r.Latency.Connect}, {"time in queue", r.Latency.Queue}}
-	if r.Mode != Hold {
+	if r.Mode != Line {
 		rows = append(rows, row{"reservation", r.Latency.Reservation})
 	}
 	rows = append(rows, row{"position push", r.Push.Positions})

@@ -1,6 +1,6 @@
 // One virtual user's visit: it waits in line on the screening's socket, over as many connections as
 // reconnects take, keeping its place with its token, then reserves once admitted (flow mode) or stays
-// connected until the hold ends (hold mode).
+// connected until the hold ends (line mode).
 
 package swarm
 
@@ -24,7 +24,7 @@ const (
 	reconnectMax  = 5 * time.Second
 )
 
-// kindHoldConnecting is the error kind of a user in hold mode that was dialing, or waiting to dial again,
+// kindHoldConnecting is the error kind of a user in line mode that was dialing, or waiting to dial again,
 // without a place on an open socket when the hold ended.
 const kindHoldConnecting = "hold ended while connecting"
 
@@ -38,7 +38,7 @@ type visit struct {
 }
 
 // run is the user's whole visit. Flow: wait in line for the pushes, reserve once admitted, and close.
-// Hold: wait in line, admitted or not, until the hold ends, then close (wait does it all).
+// Line: wait in line, admitted or not, until the hold ends, then close (wait does it all).
 func (v *visit) run(ctx context.Context) result {
 	var r result
 	sock, pass := v.wait(ctx, &r)
@@ -95,7 +95,7 @@ func (v *visit) wait(ctx context.Context, r *result) (*socket, string) {
 type place struct {
 	token          string
 	firstMessageAt time.Time
-	// admitted (hold mode): some connection got admitted; the user ends as Admitted.
+	// admitted (line mode): some connection got admitted; the user ends as Admitted.
 	admitted bool
 }
 
@@ -196,6 +196,11 @@ func (c *connection) failed(err error) ending {
 	closed := errors.As(err, &ce)
 	switch {
 	case closed && (ce.Code == websocket.CloseServiceRestart || ce.Code == websocket.CloseTryAgainLater):
+		if c.refused != nil {
+			// The error message the close followed says why (RATE_LIMITED: which limit): the report names
+			// the server's setting from it.
+			err = fmt.Errorf("server error %s: %s; then %w", c.refused.Code, c.refused.Message, err)
+		}
 		return ending{retry: true, kind: fmt.Sprintf("closed %d", ce.Code), err: err}
 	case c.refused != nil:
 		return ending{kind: "server " + c.refused.Code, err: fmt.Errorf("server error %s: %s; then %w", c.refused.Code, c.refused.Message, err)}
@@ -240,7 +245,7 @@ func (c *connection) handle(m message, at time.Time) (end ending, done bool) {
 }
 
 // admitted records the admission. In flow mode it ends the connection with the open socket and the pass;
-// in hold mode the user stays connected until the hold ends.
+// in line mode the user stays connected until the hold ends.
 func (c *connection) admitted(m message, at time.Time) (end ending, done bool) {
 	if m.Pass == "" {
 		c.sock.close()
@@ -279,7 +284,7 @@ func (w *waiting) end(r *result, at time.Time, admitted bool) {
 	w.open = false
 }
 
-// endHold ends a hold-mode visit on its still open socket: leave if asked, close, and set the outcome.
+// endHold ends a line-mode visit on its still open socket: leave if asked, close, and set the outcome.
 // The user counts as held (or admitted) only if this connection had its place (queued or admitted).
 func (v *visit) endHold(sock *socket, p *place, r *result, placed bool) {
 	if v.cfg.Leave && placed {

@@ -1,5 +1,5 @@
 // Tests of whole runs against a scripted fake server: reconnects with the token, retries on other seats,
-// timeouts, hold mode, and source addresses.
+// timeouts, line mode, and source addresses.
 
 package swarm
 
@@ -404,7 +404,7 @@ type ticks struct {
 
 func (tk ticks) at(k int) time.Time { return tk.start.Add(time.Duration(k) * tk.every) }
 
-// holdRun runs 3 users in hold mode against a fake that ticks 5 times: user 2 is admitted at tick 3, and
+// holdRun runs 3 users in line mode against a fake that ticks 5 times: user 2 is admitted at tick 3, and
 // with drop user 1 gets no position for tick 2.
 func holdRun(t *testing.T, drop, leave bool) (Report, *fake) {
 	t.Helper()
@@ -428,7 +428,7 @@ func holdRun(t *testing.T, drop, leave bool) (Report, *fake) {
 	}
 	url := newFake(t, f)
 	started := time.Now()
-	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: 3, Mode: Hold, Duration: 1300 * time.Millisecond, Leave: leave, Timeout: 10 * time.Second}, nil)
+	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: 3, Mode: Line, Duration: 1300 * time.Millisecond, Leave: leave, Timeout: 10 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +487,7 @@ func TestHoldMeasuresEveryPushAndMissesNone(t *testing.T) {
 		t.Errorf("client messages %q, posts %d; want none without -leave", f.inbound, f.posts)
 	}
 	if !rep.Verification.OK || rep.Verification.Skipped == "" {
-		t.Errorf("verification %+v, want skipped in hold mode", rep.Verification)
+		t.Errorf("verification %+v, want skipped in line mode", rep.Verification)
 	}
 }
 

@@ -20,7 +20,7 @@ type Verification struct {
 	TicketSeats int `json:"ticket_seats"`
 	// Problems lists every discrepancy, one sentence each, sorted.
 	Problems []string `json:"problems,omitempty"`
-	// Skipped says why nothing was checked (hold mode reserves nothing); OK is then true.
+	// Skipped says why nothing was checked (line mode reserves nothing); OK is then true.
 	Skipped string `json:"skipped,omitempty"`
 }
 

@@ -306,7 +306,7 @@ func TestHoldWithAReadingGoroutinePerSocket(t *testing.T) {
 	}
 }
 
-// TestReactorHoldsManySockets: 300 users in hold mode, each told 5 positions, every one of them in two
+// TestReactorHoldsManySockets: 300 users in line mode, each told 5 positions, every one of them in two
 // frames (a fragmented message).
 func TestReactorHoldsManySockets(t *testing.T) {
 	const users = 300
@@ -329,7 +329,7 @@ func TestReactorHoldsManySockets(t *testing.T) {
 		onReserve: func(int, []string) (int, any) { return http.StatusInternalServerError, nil },
 	}
 	url := newFake(t, f)
-	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: users, Mode: Hold, Duration: 2500 * time.Millisecond, Timeout: 20 * time.Second}, nil)
+	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: users, Mode: Line, Duration: 2500 * time.Millisecond, Timeout: 20 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The hub-scale benchmark (docs/benchmarks.md, "Live rank at scale"): SERVERS server processes sharing one
 # Redis (started here, on its own port, so INFO commandstats counts only this run) and one PostgreSQL
-# database (created here), USERS waiting sockets spread evenly over them by one `swarm -mode hold` per
+# database (created here), USERS waiting sockets spread evenly over them by one `swarm -mode line` per
 # server. Admission admits BATCH per tick, so the line stays long and every tick pushes a position to every
 # waiting socket. Prints, per run: registration rate, server RSS per socket, Redis commands per tick, and
 # the swarm's push latency (receipt − tick_at) p50/p99/max, and per tick (bench/hub/ticks.py).
@@ -75,7 +75,7 @@ for i in $(seq 0 $((SERVERS - 1))); do idle+=("$(rss "${pids[$i]}")"); done
 
 per=$((USERS / SERVERS))
 for i in $(seq 0 $((SERVERS - 1))); do
-  env ${SWARM_ENV:-} "$WORK/swarm" -url "${urls[$i]}" -rate $(( ${RATE:-0} / SERVERS )) -mode hold -duration "$HOLD" -users "$per" -sources "$SOURCES" ${SWARM_ARGS:-} \
+  env ${SWARM_ENV:-} "$WORK/swarm" -url "${urls[$i]}" -rate $(( ${RATE:-0} / SERVERS )) -mode line -duration "$HOLD" -users "$per" -sources "$SOURCES" ${SWARM_ARGS:-} \
     -json "$OUT/swarm-$USERS-$SERVERS-$i.json" >"$OUT/swarm-$USERS-$SERVERS-$i.txt" 2>"$WORK/swarm$i.err" &
   swarm_pids+=($!)
 done

@@ -30,17 +30,17 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	if u := getenv("WAITROOM_SWARM_URL"); u != "" {
 		defaultURL = u
 	}
-	serverURL := fs.String("url", defaultURL, "the server's base URL (default from $WAITROOM_SWARM_URL when set)")
+	serverURL := fs.String("url", defaultURL, "the server's base URL, $WAITROOM_SWARM_URL when set")
 	screening := fs.String("screening", "demo", "the screening every user queues for")
 	users := fs.Int("users", 2000, "how many virtual users take part")
 	concurrency := fs.Int("concurrency", 0, "how many users are connected at once (0: all of them)")
 	seats := fs.Int("seats", 1, "seats each user reserves")
 	best := fs.Bool("best", false, `ask the server for the best -seats seats ({"count": n}) instead of naming seats picked from the map`)
 	retries := fs.Int("retries", 3, "how often a user tries other seats after a 409 SEAT_TAKEN or SEAT_LOCKED")
-	timeout := fs.Duration("timeout", 0, fmt.Sprintf("bound of the whole run (0: %s; in hold mode -duration plus 2m)", swarm.DefaultTimeout))
-	mode := fs.String("mode", string(swarm.Flow), `"flow": wait, reserve once admitted, leave; "hold": register and stay connected for -duration, measuring the pushes`)
-	duration := fs.Duration("duration", 0, "how long a hold lasts, from the start of the run (hold mode)")
-	leave := fs.Bool("leave", false, `in hold mode, send {"type":"leave"} before closing at the end (closing alone keeps the place)`)
+	timeout := fs.Duration("timeout", 0, fmt.Sprintf("bound of the whole run (0: %s; in line mode -duration plus 2m)", swarm.DefaultTimeout))
+	mode := fs.String("mode", string(swarm.Flow), `"flow": wait, reserve once admitted, leave; "line": register and stay in line, connected, for -duration, measuring the pushes ("hold", its old name, still works)`)
+	duration := fs.Duration("duration", 0, "how long a hold lasts, from the start of the run (line mode)")
+	leave := fs.Bool("leave", false, `in line mode, send {"type":"leave"} before closing at the end (closing alone keeps the place)`)
 	procs := fs.Int("procs", 0, "processes to split the users over, each holding its share of sockets (0: one per 15,000 users connected at once)")
 	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile to the file (with -procs 1: the children are not profiled)")
 	rate := fs.Int("rate", 0, "users arriving per second at most (0: all at once)")
@@ -65,6 +65,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	}
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if swarm.Mode(*mode) == swarm.DeprecatedHold {
+		fmt.Fprintf(stderr, "swarm: -mode %s is now -mode %s (the word hold is the box office's: -checkout hold)\n", swarm.DeprecatedHold, swarm.Line)
 	}
 	payMin, payMax, err := parseRange(*payDelay)
 	if err != nil {

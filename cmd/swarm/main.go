@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	_ "github.com/lib/pq" // the -database check's driver
@@ -29,7 +30,8 @@ func main() {
 }
 
 // errVerification makes the exit status say the seats sold did not match the tickets. A run stopped early
-// (by -timeout or a signal) exits non-zero too; error outcomes alone do not, the report counts them.
+// (by -timeout or a signal) exits non-zero too, and so does one in which any user ended in error: a load
+// test whose users failed did not measure what it says.
 var errVerification = errors.New("verification failed: see the report")
 
 // run parses the flags, runs the swarm with its progress line on stderr, and prints the report on stdout
@@ -67,7 +69,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if rep.Stopped != "" {
 		return fmt.Errorf("stopped early (%s): the report covers only what happened until then", rep.Stopped)
 	}
-	return nil
+	return usersInError(rep)
+}
+
+// usersInError is the command's error for a run in which users ended in error (nil: none did), naming the
+// server's limits when they refused some.
+func usersInError(rep swarm.Report) error {
+	if rep.Outcomes.Error == 0 {
+		return nil
+	}
+	err := fmt.Errorf("%d of %d users ended in error (the report's ERROR KIND)", rep.Outcomes.Error, rep.Users)
+	if len(rep.Limits) == 0 {
+		return err
+	}
+	refused := 0
+	var settings []string
+	for _, h := range rep.Limits {
+		refused += h.Users
+		settings = append(settings, h.Settings...)
+	}
+	return fmt.Errorf("%w; %d of them refused by the server's %s: %s", err, refused, strings.Join(settings, ", "), swarm.LimitAdvice(rep.Limits))
 }
 
 // startCPUProfile profiles this process into the file at path until stop is called. The load generator

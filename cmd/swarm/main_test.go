@@ -44,11 +44,11 @@ func TestRunRefusesBadFlagsBeforeDialing(t *testing.T) {
 		{[]string{"swarm", "-retries", "-1"}, "retries = -1"},
 		{[]string{"swarm", "-nope"}, "flag provided but not defined"},
 		{[]string{"swarm", "extra"}, "unexpected arguments"},
-		{[]string{"swarm", "-mode", "hold"}, "duration = 0s"},
-		{[]string{"swarm", "-mode", "hold", "-duration", "1m", "-timeout", "30s"}, "the hold would be cut short"},
-		{[]string{"swarm", "-mode", "hold", "-duration", "1m", "-concurrency", "10"}, "hold mode keeps all"},
+		{[]string{"swarm", "-mode", "line"}, "duration = 0s"},
+		{[]string{"swarm", "-mode", "line", "-duration", "1m", "-timeout", "30s"}, "the hold would be cut short"},
+		{[]string{"swarm", "-mode", "hold", "-duration", "1m", "-concurrency", "10"}, "line mode keeps all"},
 		{[]string{"swarm", "-mode", "sit"}, `mode "sit"`},
-		{[]string{"swarm", "-duration", "1m"}, "for hold mode"},
+		{[]string{"swarm", "-duration", "1m"}, "for line mode"},
 		{[]string{"swarm", "-checkout", "cash"}, `checkout "cash"`},
 		{[]string{"swarm", "-checkout", "hold"}, "needs the confirm key"},
 		{[]string{"swarm", "-checkout", "hold", "-confirm-key", "k", "-cancel-share", "0.1"}, "needs the admin key"},
@@ -63,6 +63,31 @@ func TestRunRefusesBadFlagsBeforeDialing(t *testing.T) {
 		err := run(context.Background(), tc.args, noenv, &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("run(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// -h names each flag's default once: -url's is http://localhost:8080, or $WAITROOM_SWARM_URL when set.
+func TestHelpShowsTheURLsDefaultOnce(t *testing.T) {
+	for _, env := range []string{"", "http://127.0.0.1:9999"} {
+		var stdout, stderr bytes.Buffer
+		getenv := func(k string) string {
+			if k == "WAITROOM_SWARM_URL" {
+				return env
+			}
+			return ""
+		}
+		if err := run(context.Background(), []string{"swarm", "-h"}, getenv, &stdout, &stderr); err != nil {
+			t.Fatalf("run(-h) = %v", err)
+		}
+		want := "http://localhost:8080"
+		if env != "" {
+			want = env
+		}
+		_, help, _ := strings.Cut(stderr.String(), "  -url string\n")
+		help, _, _ = strings.Cut(help, "\n  -")
+		if n := strings.Count(help, "default"); n != 1 || !strings.Contains(help, `(default "`+want+`")`) {
+			t.Errorf("-url's help with $WAITROOM_SWARM_URL=%q:\n%s\nwant one default, %q", env, help, want)
 		}
 	}
 }
@@ -139,7 +164,7 @@ func TestHoldSplitOverTwoProcessesReportsAllUsers(t *testing.T) {
 	defer srv.Close()
 	var stdout, stderr bytes.Buffer
 	args := []string{"swarm", "-url", srv.URL, "-screening", "x", "-users", "6", "-procs", "2", "-sources", "2",
-		"-mode", "hold", "-duration", "1500ms", "-timeout", "20s", "-json", "-"}
+		"-mode", "line", "-duration", "1500ms", "-timeout", "20s", "-json", "-"}
 	if err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
 		t.Fatalf("run = %v; stderr:\n%s", err, stderr.String())
 	}
@@ -147,8 +172,8 @@ func TestHoldSplitOverTwoProcessesReportsAllUsers(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("the JSON report: %v\n%s", err, stdout.String())
 	}
-	if rep.Procs != 2 || rep.Users != 6 || rep.Outcomes != (swarm.Outcomes{Held: 6}) {
-		t.Errorf("procs %d, users %d, outcomes %+v; want 2 processes, 6 users all held (errors %v)", rep.Procs, rep.Users, rep.Outcomes, rep.Errors)
+	if rep.Mode != swarm.Line || rep.Procs != 2 || rep.Users != 6 || rep.Outcomes != (swarm.Outcomes{Held: 6}) {
+		t.Errorf("mode %q, procs %d, users %d, outcomes %+v; want line, 2 processes, 6 users all held (errors %v)", rep.Mode, rep.Procs, rep.Users, rep.Outcomes, rep.Errors)
 	}
 	if rep.Registration.Registered != 6 || rep.Push.UsersWithPosition != 6 {
 		t.Errorf("registered %d, with a position %d; want 6 and 6", rep.Registration.Registered, rep.Push.UsersWithPosition)
@@ -203,6 +228,10 @@ func TestInterruptedChildrenStillReport(t *testing.T) {
 	var rep swarm.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("the JSON report: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	// -mode hold is line mode's old name: the run says so and goes on as line mode.
+	if rep.Mode != swarm.Line || !strings.Contains(stderr.String(), "-mode hold is now -mode line") {
+		t.Errorf("-mode hold ran as mode %q, stderr:\n%s\nwant line mode and a note", rep.Mode, stderr.String())
 	}
 	// Registered users show the results came from the children, not from a child that failed.
 	if rep.Stopped != "interrupted" || rep.Errors["interrupted"].Count != 4 || rep.Registration.Registered != 4 {

@@ -34,9 +34,11 @@ const readHeaderTimeout = 10 * time.Second
 const proxiedDrain = ShutdownGrace / 2
 
 // Main starts the server and serves until ctx ends, then drains. It prints the URL to open on stdout once
-// the listener is up ("waitroom: open URL"), and the ops listener's ("waitroom: ops URL") when
-// http.ops_addr is set, and logs there as JSON. args are the command line (args[0] the program), getenv the
-// environment.
+// the listener is up ("waitroom: open URL"), the control room's ("waitroom: control room URL") when
+// admin.key is set, and the ops listener's ("waitroom: ops URL") when http.ops_addr is set, and logs there
+// as JSON, the last line "server stopped" after a clean drain. A clean drain returns nil: a signal is how
+// the server is meant to stop, so its exit status is 0. args are the command line (args[0] the program),
+// getenv the environment.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := loadConfig(args, getenv, stdout)
 	if err != nil {
@@ -61,6 +63,11 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 			return err
 		}
 	}
+	if cfg.Demo.Line {
+		if err := seedDemoLine(ctx, booking.NewStore(db), log); err != nil {
+			return err
+		}
+	}
 	if err := checkHoldScreenings(ctx, booking.NewStore(db), cfg.Booking); err != nil {
 		return err
 	}
@@ -80,7 +87,11 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return err
 	}
 	log.Info("serving", "addr", lns[0].ln.Addr().String(), "embedded_redis", cfg.Embedded(), "database", db.DriverName())
-	return a.serve(ctx, lns)
+	if err := a.serve(ctx, lns); err != nil {
+		return err
+	}
+	log.Info("server stopped")
+	return nil
 }
 
 // loadConfig reads the flags (-config) and the configuration they name.
@@ -181,7 +192,7 @@ type listener struct {
 }
 
 // listen opens the instance's listeners, the public one first, and prints the URL of each on stdout
-// ("waitroom: open URL", "waitroom: ops URL"). To serve another, open it here and append it.
+// ("waitroom: open URL", "waitroom: ops URL"), and the control room's when the admin API is on. To serve another, open it here and append it.
 func (a *App) listen(stdout io.Writer) ([]listener, error) {
 	cfg := a.Config.HTTP
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -190,6 +201,9 @@ func (a *App) listen(stdout io.Writer) ([]listener, error) {
 	}
 	lns := []listener{{name: "http", ln: ln, handler: a.Server.Handler()}}
 	fmt.Fprintf(stdout, "waitroom: open %s\n", publicURL(ln.Addr()))
+	if a.Config.Admin.Key != "" {
+		fmt.Fprintf(stdout, "waitroom: control room %sadmin\n", publicURL(ln.Addr()))
+	}
 	if cfg.OpsAddr != "" {
 		ops, err := net.Listen("tcp", cfg.OpsAddr)
 		if err != nil {

@@ -1,6 +1,6 @@
 // Command naive is the reference the hub benchmark measures waitroom against on the same machine and the
 // same day (docs/benchmarks.md, "Live rank at scale"): the waiting room's socket protocol, as far as
-// `swarm -mode hold` uses it, served the way the gorilla/websocket chat example serves a room. Everything is
+// `swarm -mode line` uses it, served the way the gorilla/websocket chat example serves a room. Everything is
 // in memory (no Redis, no database: a line in a slice), each socket has a reading and a writing goroutine,
 // the upgrader's default 1 KiB buffers, a buffered channel of outgoing messages and a ping ticker of its
 // own, and each tick encodes one position per waiting socket with encoding/json and hands it to that
