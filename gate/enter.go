@@ -6,6 +6,7 @@ package gate
 
 import (
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -65,6 +66,9 @@ func (g *Gate) fromTheRoom(r *http.Request) bool {
 
 // sameOrigin reports whether the URLs a and b have one origin: scheme and host in any case, and one port
 // (a scheme's default one when it names none). "null" and anything that is not an http(s) URL is no one's.
+// On loopback, "localhost" and the loopback addresses are one host: the room that names its listener's
+// 127.0.0.1 is the page a browser opened as localhost (make run prints that), and no other site's page is
+// served from this machine's loopback.
 func sameOrigin(a, b string) bool {
 	ua, err := url.Parse(a)
 	if err != nil {
@@ -74,8 +78,18 @@ func sameOrigin(a, b string) bool {
 	if err != nil {
 		return false
 	}
-	return ua.Host != "" && strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Hostname(), ub.Hostname()) &&
+	sameHost := strings.EqualFold(ua.Hostname(), ub.Hostname()) || loopback(ua.Hostname()) && loopback(ub.Hostname())
+	return ua.Host != "" && strings.EqualFold(ua.Scheme, ub.Scheme) && sameHost &&
 		portOf(ua) == portOf(ub) && (strings.EqualFold(ua.Scheme, "http") || strings.EqualFold(ua.Scheme, "https"))
+}
+
+// loopback reports whether host names this machine's loopback: "localhost" or a loopback address.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
 }
 
 // portOf is u's port, or its scheme's default.

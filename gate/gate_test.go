@@ -447,3 +447,34 @@ func TestARoomTheStoreDoesNotKnowFailsClosedAndTheOriginNeverSeesIt(t *testing.T
 		}
 	})
 }
+
+// Without gate.room_url the gate names the room by its listener's address; on loopback a room page the
+// browser opened as localhost (make run prints http://localhost:8080) is the same page, and its form is
+// taken, while another host's page on the room's port, or the site's own pages, still are not.
+func TestTheEnterFormTakesTheRoomOpenedAsLocalhost(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		f := newFixture(t, env, 10, booking.GateAuto, func(s *gate.Settings) { s.RoomURL, s.RoomPort = "", "8080" })
+		u, _ := url.Parse(f.gate.URL)
+		for _, c := range []struct {
+			what, origin string
+			want         int
+		}{
+			{"the room's page, by the listener's address", "http://" + u.Hostname() + ":8080", http.StatusSeeOther},
+			{"the room's page, opened as localhost", "http://localhost:8080", http.StatusSeeOther},
+			{"the room's page, opened as [::1]", "http://[::1]:8080", http.StatusSeeOther},
+			{"another host on the room's port", "http://evil.example:8080", http.StatusForbidden},
+			{"a page of the site behind the gate", "http://localhost:" + u.Port(), http.StatusForbidden},
+			{"localhost over https", "https://localhost:8080", http.StatusForbidden},
+		} {
+			d, err := f.q.AdmitDirect(t.Context(), room, time.Time{}, queue.Settings{MaxActive: 10, ActiveTTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pass, _ := f.passes.Issue(room, d.Token, d.ExpiresAt)
+			form := url.Values{"pass": {pass}, "room": {room}, "to": {"/checkout"}}
+			if resp, _ := postEnter(t, f, form, "Origin", c.origin); resp.StatusCode != c.want {
+				t.Errorf("enter from %s (%s) = %d, want %d", c.what, c.origin, resp.StatusCode, c.want)
+			}
+		}
+	})
+}
