@@ -164,21 +164,6 @@ func TestAWrongCodeBurnsItsSolution(t *testing.T) {
 	})
 }
 
-// A spent solution is refused alike whatever code comes with it: the answer is no oracle for the code.
-func TestASpentSolutionIsRefusedAlikeWhateverTheCode(t *testing.T) {
-	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		a := newApp(t, env, func(c *config.Config) {
-			powConfig(c)
-			c.Admin.Key = adminKey
-		})
-		codes := a.issueCodes(t, 2)
-		payload := solved(t, a.challengeOf(t, "s1"))
-		wantPlace(t, "the first code", a.codeSocket(t, codes[0], payload, ""), true)
-		wantRefused(t, "the spent solution with a good code", a.codeSocket(t, codes[1], payload, ""), "POW_INVALID")
-		wantRefused(t, "the spent solution with a wrong code", a.codeSocket(t, "ZZZZ-ZZZZ-ZZZZ", payload, ""), "POW_INVALID")
-	})
-}
-
 // An address that tried limits.wrong_codes_per_minute wrong codes tries no more, with or without a
 // solution, and its right code waits too: it is refused RATE_LIMITED (or held by the infinite queue),
 // while another address is not.
@@ -246,9 +231,10 @@ func TestAOneTimeCodeBuysOnce(t *testing.T) {
 	})
 }
 
-// A code refused its place because the solution that came with it was spent already is not used up: it
-// takes a place with a fresh solution.
-func TestACodeRefusedForASpentSolutionStaysUnused(t *testing.T) {
+// A spent solution is refused alike whatever code comes with it (the answer is no oracle for the code), and
+// a code refused its place because its solution was spent already is not used up: it takes a place with a
+// fresh solution.
+func TestASpentSolutionIsRefusedAlikeWhateverTheCodeAndSpendsNone(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		a := newApp(t, env, func(c *config.Config) {
 			powConfig(c)
@@ -258,6 +244,7 @@ func TestACodeRefusedForASpentSolutionStaysUnused(t *testing.T) {
 		payload := solved(t, a.challengeOf(t, "s1"))
 		wantPlace(t, "the first code", a.codeSocket(t, codes[0], payload, ""), true)
 		wantRefused(t, "the second code with the spent solution", a.codeSocket(t, codes[1], payload, ""), "POW_INVALID")
+		wantRefused(t, "a wrong code with the spent solution", a.codeSocket(t, "ZZZZ-ZZZZ-ZZZZ", payload, ""), "POW_INVALID")
 		wantPlace(t, "the second code with a fresh solution", a.codeSocket(t, codes[1], solved(t, a.challengeOf(t, "s1")), ""), true)
 		if n := a.waitingIn(t, "s1"); n != 2 {
 			t.Errorf("%d wait, want 2", n)
