@@ -54,7 +54,7 @@ type Lines interface {
 	AdmitDirect(ctx context.Context, screening string, opensAt time.Time, s queue.Settings) (queue.Direct, error)
 	Enter(ctx context.Context, screening, token string, opensAt time.Time) (queue.Entry, error)
 	Disconnected(ctx context.Context, screening, token string) error
-	Counts(ctx context.Context, screening string) (waiting, active int64, err error)
+	NewDecoy(ctx context.Context, screening string, d time.Duration) (queue.Entry, error)
 	CheckPass(ctx context.Context, c queue.Claims) error
 	Finish(ctx context.Context, c queue.Claims) error
 }
@@ -118,6 +118,8 @@ type Settings struct {
 	// InfiniteQueue (bots.infinite_queue) shows a JSON client over Registrations a place behind everyone
 	// waiting, with a token registered nowhere, as a held socket is shown, instead of RATE_LIMITED.
 	InfiniteQueue bool
+	// HoldFor is how long such a place is answered as waiting by the status route (bots.hold).
+	HoldFor time.Duration
 	// CacheSize bounds the verified cookies kept in memory (0: defaultCacheSize).
 	CacheSize int
 	// ReadTimeout bounds reading a request that is not a WebSocket upgrade (isWebSocket), its body included

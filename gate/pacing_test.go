@@ -124,6 +124,9 @@ func TestAnAddressOverItsPaceIsHeldInTheInfiniteQueue(t *testing.T) {
 			if e, err := f.q.Status(t.Context(), room, p.Token); err == nil && e.State != queue.Unknown {
 				t.Errorf("the held token %s stands %+v, want it registered nowhere", p.Token, e)
 			}
+			if rank, ok, err := f.q.Decoy(t.Context(), room, p.Token); err != nil || !ok || rank != 2 {
+				t.Errorf("the held token's decoy place = %d, %v, %v; want 2 (shown 3rd), so the status route answers it as waiting", rank, ok, err)
+			}
 		}
 		if n := f.waiting(t); n != 2 {
 			t.Errorf("%d wait, want the 2 registered places only", n)

@@ -105,12 +105,12 @@ const placeMessage = "the site is busy: you have a place in its waiting room"
 // registered nowhere, so its position never moves and a bot learns nothing from being caught.
 func (g *Gate) overPace(w http.ResponseWriter, r *http.Request, st roomState, a waitingAnswer) {
 	if g.settings.InfiniteQueue {
-		waiting, _, err := g.lines.Counts(r.Context(), st.room.ID)
+		decoy, err := g.lines.NewDecoy(r.Context(), st.room.ID, g.settings.HoldFor)
 		if err != nil {
-			waiting = 0
+			g.log.Warn("gate: remember a held place", "room", st.room.ID, "err", err)
 		}
 		g.metrics.count(st.room.ID, outcomeHeld)
-		a.Token, a.State, a.Position, a.Total = queue.NewToken(), string(queue.Waiting), waiting+1, waiting+1
+		a.Token, a.State, a.Position, a.Total = decoy.Token, string(decoy.State), decoy.ZeroBasedRank+1, decoy.Total
 		busy(w, st, a, placeMessage)
 		return
 	}

@@ -1,7 +1,8 @@
-// The infinite queue's decoy places: a socket the server takes for a bot is shown a place that is in no
-// line (server/bots.go). The place is remembered here for as long as the socket is held, so that the public
-// status route answers its token as it answers a waiting one, on every instance (Decoy), and never lets it
-// be mistaken for a real place by anything that admits (Status does not read it).
+// The infinite queue's decoy places: a socket the server takes for a bot (server/bots.go), or a JSON client
+// at the gate over its pace (gate/waiting.go), is shown a place that is in no line (NewDecoy). The place is
+// remembered here for as long as it is held, so that the public status route answers its token as it
+// answers a waiting one, on every instance (Decoy), and never lets it be mistaken for a real place by
+// anything that admits (Status does not read it).
 
 package queue
 
@@ -15,8 +16,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SetDecoy remembers that token was shown the place zeroBasedRank in the screening's line, for d.
-func (q *Queue) SetDecoy(ctx context.Context, screening, token string, zeroBasedRank int64, d time.Duration) error {
+// NewDecoy draws a decoy place in the screening's line: a fresh token behind everyone waiting now,
+// registered nowhere, remembered for d. The entry is good to show even with an error, which says only that
+// the place could not be remembered (its token then reads as unknown).
+func (q *Queue) NewDecoy(ctx context.Context, screening string, d time.Duration) (Entry, error) {
+	waiting, _, err := q.Counts(ctx, screening)
+	if err != nil {
+		waiting = 0 // shown at the head, it still holds up nobody
+	}
+	e := Entry{Token: NewToken(), State: Waiting, ZeroBasedRank: waiting, Total: waiting + 1, Inserted: true}
+	return e, q.setDecoy(ctx, screening, e.Token, waiting, d)
+}
+
+// setDecoy remembers that token was shown the place zeroBasedRank in the screening's line, for d.
+func (q *Queue) setDecoy(ctx context.Context, screening, token string, zeroBasedRank int64, d time.Duration) error {
 	if err := q.check(screening, token); err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/limit"
-	"github.com/waitroom/waitroom/queue"
 )
 
 // Bots is the infinite queue's settings (bots.*).
@@ -63,7 +62,7 @@ const (
 // holds fewer than bots.max_held: a verdict for the hub to hold it; false when it did not (the caller
 // refuses the socket as it would have). The socket is shown a place behind everyone now waiting, which
 // never moves, and a token that is registered in no line; the status route answers that token as a waiting
-// one while it is held (queue.SetDecoy). The caller has made sure the socket's own token holds no place: a
+// one while it is held (queue.NewDecoy). The caller has made sure the socket's own token holds no place: a
 // held socket must never lose a real one.
 func (s *Server) holdVerdict(ctx context.Context, a arrival, reason string) (hub.Verdict, bool) {
 	w := s.bots
@@ -74,17 +73,12 @@ func (s *Server) holdVerdict(ctx context.Context, a arrival, reason string) (hub
 		w.held.Add(-1)
 		return hub.Verdict{}, false
 	}
-	waiting, _, err := s.Queue.Counts(ctx, a.screening)
+	decoy, err := s.Queue.NewDecoy(ctx, a.screening, w.Hold)
 	if err != nil {
-		waiting = 0
-	}
-	token := queue.NewToken()
-	if err := s.Queue.SetDecoy(ctx, a.screening, token, waiting, w.Hold); err != nil {
 		s.Log.Warn("socket: remember a held place", "screening", a.screening, "err", err)
 	}
 	s.entryMetrics.heldTotal.WithLabelValues(reason).Inc()
-	first := hub.QueuedMessage(queue.Entry{Token: token, State: queue.Waiting, ZeroBasedRank: waiting,
-		Total: waiting + 1, Inserted: true})
+	first := hub.QueuedMessage(decoy)
 	return hub.Verdict{Hold: first, HoldFor: w.Hold, HoldDone: func() { w.held.Add(-1) }}, true
 }
 

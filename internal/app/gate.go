@@ -41,7 +41,7 @@ func (a *App) newGate(cfg config.Config, registrations *limit.Rate) (*gate.Gate,
 		Upstream: upstream, Paths: gp, RoomURL: cfg.Gate.RoomURL, PublicURL: cfg.Gate.PublicURL, RoomPort: portOf(cfg.HTTP.Addr), Mode: cfg.Gate.Mode,
 		Defaults: AdmissionDefaults(cfg), PowCost: cfg.Pow.Cost, ReadTimeout: cfg.HTTP.ReadTimeout, ClientAddress: limit.ClientAddress(nil),
 		Direct:        limit.NewRate(cfg.Limits.RegistrationsPerSecond, cfg.Limits.RegistrationBurst),
-		Registrations: registrations, InfiniteQueue: cfg.Bots.InfiniteQueue,
+		Registrations: registrations, InfiniteQueue: cfg.Bots.InfiniteQueue, HoldFor: cfg.Bots.Hold,
 	}
 	if cfg.HTTP.BehindProxy {
 		settings.TrustedProxies = trustedProxies(cfg.HTTP)
