@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // Reset is what ResetSale deleted.
@@ -21,10 +23,17 @@ type Reset struct {
 
 // LiveOrders counts the screening's held and confirmed orders: the buyers a reset would take seats from.
 func (s *Store) LiveOrders(ctx context.Context, id string) (int64, error) {
+	return liveOrders(ctx, s.db, id)
+}
+
+// liveOrders is LiveOrders on q, the store's database or a transaction of it.
+func liveOrders(ctx context.Context, q interface {
+	sqlx.QueryerContext
+	Rebind(string) string
+}, id string) (int64, error) {
 	var n int64
-	err := s.db.GetContext(ctx, &n, s.db.Rebind(`SELECT COUNT(*) FROM reservations
-		WHERE screening_id = ? AND status IN ('held', 'confirmed')`), id)
-	if err != nil {
+	if err := sqlx.GetContext(ctx, q, &n, q.Rebind(`SELECT COUNT(*) FROM reservations
+		WHERE screening_id = ? AND status IN ('held', 'confirmed')`), id); err != nil {
 		return 0, fmt.Errorf("booking: live orders of %s: %w", id, err)
 	}
 	return n, nil
@@ -40,9 +49,8 @@ func (s *Store) clearSale(ctx context.Context, id string, force bool) (Reset, er
 	}
 	defer tx.Rollback()
 	var out Reset
-	if err := tx.GetContext(ctx, &out.Live, tx.Rebind(`SELECT COUNT(*) FROM reservations
-		WHERE screening_id = ? AND status IN ('held', 'confirmed')`), id); err != nil {
-		return Reset{}, fmt.Errorf("booking: reset %s: %w", id, err)
+	if out.Live, err = liveOrders(ctx, tx, id); err != nil {
+		return Reset{}, fmt.Errorf("booking: reset: %w", err)
 	}
 	if out.Live > 0 && !force {
 		return Reset{}, fmt.Errorf("booking: reset %s: %d live orders: %w", id, out.Live, ErrSaleHasOrders)

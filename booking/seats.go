@@ -83,20 +83,14 @@ func SortSeatIDs(ids []string) []string {
 	return ids
 }
 
-// splitSeatID is the row and number of a seat id, false when id is not one.
+// splitSeatID is the row and number of a seat id (seatIDRe), false when id is not one.
 func splitSeatID(id string) (row string, number int, ok bool) {
-	i := strings.IndexFunc(id, func(r rune) bool { return r < 'A' || r > 'Z' })
-	if i < 1 || i > 3 {
+	m := seatIDRe.FindStringSubmatch(id)
+	if m == nil {
 		return "", 0, false
 	}
-	if id[i] < '1' || id[i] > '9' || len(id)-i > 4 {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(id[i:])
-	if err != nil {
-		return "", 0, false
-	}
-	return id[:i], n, true
+	n, _ := strconv.Atoi(m[2]) // one to four digits: always a number
+	return m[1], n, true
 }
 
 func firstRepeat(sorted []string) int {

@@ -201,7 +201,8 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "absolute-form request", http.StatusBadRequest)
 		return
 	}
-	if refusedPath(r.URL.Path) {
+	again := decodedAgain(r.URL.Path)
+	if refusedPath(r.URL.Path, again) {
 		// The origin might read such a path as a protected one the gate does not see in it.
 		http.Error(w, "bad path", http.StatusBadRequest)
 		return
@@ -222,11 +223,9 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, ok := g.protecting(r.URL.Path)
-	if !ok && strings.Contains(r.URL.Path, "%") {
-		// Decoded once more, as an origin that decodes twice reads it ("/%2563heckout" is /checkout there).
-		if twice, err := url.PathUnescape(r.URL.Path); err == nil {
-			p, ok = g.protecting(cleanPath(twice))
-		}
+	if !ok && again != "" {
+		// As an origin that decodes twice reads it ("/%2563heckout" is /checkout there).
+		p, ok = g.protecting(cleanPath(again))
 	}
 	if !ok {
 		g.metrics.count("", outcomeUnprotected)
@@ -365,16 +364,23 @@ func continuesName(c byte) bool {
 // as it is or percent-encoded once more (for an origin that decodes twice): ';' (Tomcat, Jetty and Spring
 // strip ";jsessionid=…" path parameters, so "/checkout;x" is /checkout there), '\' (a separator on Windows
 // and to some routers: "/a\..\checkout"), NUL and the other control characters (which some cut a path at).
-// The decoded path holds what the client sent both raw and encoded ("%3B" is ';' here).
-func refusedPath(p string) bool {
-	if strings.ContainsFunc(p, isRefusedRune) {
-		return true
-	}
+// The decoded path holds what the client sent both raw and encoded ("%3B" is ';' here); again is p decoded
+// once more (decodedAgain).
+func refusedPath(p, again string) bool {
+	return strings.ContainsFunc(p, isRefusedRune) || strings.ContainsFunc(again, isRefusedRune)
+}
+
+// decodedAgain is the decoded path p percent-decoded once more, as an origin that decodes twice reads it;
+// "" when p holds no escape (or a malformed one).
+func decodedAgain(p string) string {
 	if !strings.Contains(p, "%") {
-		return false
+		return ""
 	}
-	twice, err := url.PathUnescape(p)
-	return err == nil && strings.ContainsFunc(twice, isRefusedRune)
+	again, err := url.PathUnescape(p)
+	if err != nil {
+		return ""
+	}
+	return again
 }
 
 func isRefusedRune(c rune) bool {

@@ -5,8 +5,11 @@
 package server
 
 import (
+	"net/http"
 	"sync"
 	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/waitroom/waitroom/limit"
 )
@@ -32,6 +35,13 @@ type Limits struct {
 	// orders.go).
 	OrdersPerSecond float64
 	OrdersBurst     int
+}
+
+// tooFast answers a request whose address went past one of its paces: 429 RATE_LIMITED, Retry-After
+// retryAfterSecs.
+func tooFast(c echo.Context, retryAfterSecs, message string) error {
+	c.Response().Header().Set("Retry-After", retryAfterSecs)
+	return c.JSON(http.StatusTooManyRequests, apiError{Error: apiErrorBody{Code: "RATE_LIMITED", Message: message}})
 }
 
 // addressLimits applies Limits per client address. Safe for concurrent use.

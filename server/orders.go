@@ -123,9 +123,7 @@ func (s *Server) paceOrders(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.orders.Allow(s.clientIP(c.Request()), s.now()) {
 			return next(c)
 		}
-		c.Response().Header().Set("Retry-After", retry)
-		return c.JSON(http.StatusTooManyRequests, apiError{Error: apiErrorBody{Code: "RATE_LIMITED",
-			Message: "too many requests for orders from your address; retry in " + retry + " s"}})
+		return tooFast(c, retry, "too many requests for orders from your address; retry in "+retry+" s")
 	}
 }
 

@@ -48,9 +48,7 @@ func (s *Server) challenge(c echo.Context) error {
 	now := time.Now()
 	// The pace comes first, so that a flood of requests for screenings that do not exist reads nothing.
 	if !s.challenges.Allow(s.clientIP(c.Request()), now) {
-		c.Response().Header().Set("Retry-After", "1")
-		return c.JSON(http.StatusTooManyRequests, apiError{Error: apiErrorBody{Code: "RATE_LIMITED",
-			Message: "too many challenges from this address; retry in a second"}})
+		return tooFast(c, "1", "too many challenges from this address; retry in a second")
 	}
 	if err := s.Booking.Exists(ctx, id); err != nil {
 		return err

@@ -69,29 +69,21 @@ type GateLinks struct {
 // SetGatePort sets the gate's port (gate.addr's, once it listens) for the enter URL. Call it before serving.
 func (s *Server) SetGatePort(port string) { s.Gate.Port = port }
 
-// enterURL is the gate's enter form (gate.EnterPath) as the page that asked (request r) reaches it, or ""
-// when room is not behind the gate.
-func (g GateLinks) enterURL(r *http.Request, trusted []netip.Prefix, room string) string {
+// gateLinks are a room's ways to the gate as the page that asked (request r) reaches it: the enter form
+// (gate.EnterPath), and the name and home page of the site behind it; all "" when room is not behind the
+// gate.
+func (g GateLinks) gateLinks(r *http.Request, trusted []netip.Prefix, room string) (enter, siteName, siteHome string) {
 	if !slices.Contains(g.Rooms, room) {
-		return ""
-	}
-	return g.gateOrigin(r, trusted) + gate.EnterPath
-}
-
-// site is the name and home page of the site behind the gate as the page that asked (request r) reaches it,
-// or "", "" when room is not behind the gate.
-func (g GateLinks) site(r *http.Request, trusted []netip.Prefix, room string) (name, home string) {
-	if !slices.Contains(g.Rooms, room) {
-		return "", ""
+		return "", "", ""
 	}
 	origin := g.gateOrigin(r, trusted)
-	name = g.SiteName
-	if name == "" {
+	siteName = g.SiteName
+	if siteName == "" {
 		if u, err := url.Parse(origin); err == nil {
-			name = u.Hostname()
+			siteName = u.Hostname()
 		}
 	}
-	return name, origin + "/"
+	return origin + gate.EnterPath, siteName, origin + "/"
 }
 
 // gateOrigin is the gate's origin as the page that asked (request r) reaches it: gate.public_url, or the
@@ -179,8 +171,7 @@ func (s *Server) getScreening(c echo.Context) error {
 	}
 	v := s.screeningOf(sum, time.Now())
 	v.Waiting, v.Active = &waiting, &active
-	v.GateEnter = s.Gate.enterURL(c.Request(), s.trustedHosts(), sum.ID)
-	v.GateSiteName, v.GateSiteURL = s.Gate.site(c.Request(), s.trustedHosts(), sum.ID)
+	v.GateEnter, v.GateSiteName, v.GateSiteURL = s.Gate.gateLinks(c.Request(), s.trustedHosts(), sum.ID)
 	return c.JSON(http.StatusOK, v)
 }
 

@@ -7,6 +7,8 @@ package swarm
 import (
 	"slices"
 	"strings"
+
+	"github.com/waitroom/waitroom/config"
 )
 
 // LimitHit is the users one of the server's limits refused, in the end: errors whose last refusal was
@@ -74,12 +76,6 @@ func summarizeLimits(results []result) []LimitHit {
 	return hits
 }
 
-// envName is the server's environment variable of a setting: limits.orders_burst is
-// WAITROOM_LIMITS_ORDERS_BURST.
-func envName(setting string) string {
-	return "WAITROOM_" + strings.ToUpper(strings.ReplaceAll(setting, ".", "_"))
-}
-
 // LimitAdvice is how to lift the limits a run met, for a load test: the words the table prints after the
 // errors, and the command's error.
 func LimitAdvice(hits []LimitHit) string {
@@ -90,7 +86,7 @@ func LimitAdvice(hits []LimitHit) string {
 				lift = append(lift, "the limits.* settings at 0")
 				continue
 			}
-			if v := envName(s) + "=0"; !slices.Contains(lift, v) && !strings.HasSuffix(s, "_burst") {
+			if v := config.EnvName(s) + "=0"; !slices.Contains(lift, v) && !strings.HasSuffix(s, "_burst") {
 				lift = append(lift, v)
 			}
 		}

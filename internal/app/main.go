@@ -40,7 +40,7 @@ const proxiedDrain = ShutdownGrace / 2
 // the server is meant to stop, so its exit status is 0. args are the command line (args[0] the program),
 // getenv the environment.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := loadConfig(args, getenv, stdout)
+	cfg, err := loadConfig(commandFlags(args, stdout), args, getenv)
 	if err != nil {
 		return err
 	}
@@ -94,10 +94,17 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	return nil
 }
 
-// loadConfig reads the flags (-config) and the configuration they name.
-func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (config.Config, error) {
+// commandFlags is the flag set of a command whose arguments are args (args[0] its name), its usage written
+// to stdout; the command adds its own flags before loadConfig parses them.
+func commandFlags(args []string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stdout)
+	return fs
+}
+
+// loadConfig parses args with fs, and -config, and reads the configuration that names; what is left of args
+// is fs.Args().
+func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (config.Config, error) {
 	configPath := fs.String("config", "config.yaml", "settings file (absent: defaults); every key can be overridden by WAITROOM_<KEY>")
 	if err := fs.Parse(args[1:]); err != nil {
 		return config.Config{}, err

@@ -6,13 +6,11 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 
 	"github.com/waitroom/waitroom/booking"
-	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -26,22 +24,15 @@ import (
 // inside the server: stop the server first (`make reset` then `make run`; one answering on http.addr is
 // refused), or reset it live with the admin API (POST /api/admin/screenings/{id}/reset).
 func ResetDemo(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	configPath := fs.String("config", "config.yaml", "settings file (absent: defaults); every key can be overridden by WAITROOM_<KEY>")
+	fs := commandFlags(args, stdout)
 	force := fs.Bool("force", false, "reset a sale with held or confirmed orders too, deleting them")
-	if err := fs.Parse(args[1:]); err != nil {
+	cfg, err := loadConfig(fs, args, getenv)
+	if err != nil {
 		return fmt.Errorf("reset-demo: %w", err)
 	}
 	ids := fs.Args()
 	if len(ids) == 0 {
 		ids = []string{"demo"}
-	}
-	explicit := false
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
-	cfg, err := config.Load(*configPath, explicit, getenv)
-	if err != nil {
-		return fmt.Errorf("reset-demo: %w", err)
 	}
 	if cfg.Embedded() {
 		// The server's Redis is inside it: a reset from here would empty the database under a line that
