@@ -418,3 +418,30 @@ func TestOneCodeClaimedByManyTokensAtOnceHasOneWinner(t *testing.T) {
 		}
 	})
 }
+
+// A held order that lapsed or was cancelled gives back its seats, not its code: the code its token bought
+// with stays spent (docs/protocol.md 12.3).
+func TestACodeWhoseOrderLapsedOrWasCancelledStaysSpent(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Demo(t, "s1", 1, 1)
+		store := booking.NewStore(env.DB)
+		codes, err := store.IssueCodes(ctx, "s1", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, status := range []string{booking.StatusExpired, booking.StatusCancelled} {
+			token := fmt.Sprintf("tok%d", i)
+			if err := store.ClaimCode(ctx, "s1", codes[i], token); err != nil {
+				t.Fatalf("first ClaimCode by %s = %v, want nil", token, err)
+			}
+			if _, err := env.DB.ExecContext(ctx, env.DB.Rebind(`INSERT INTO reservations (screening_id, holder, pass_id, code, status)
+				VALUES ('s1', ?, ?, ?, ?)`), token, token, token, status); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.ClaimCode(ctx, "s1", codes[i], token); !errors.Is(err, booking.ErrCodeSpent) {
+				t.Errorf("ClaimCode after its order was %s = %v, want ErrCodeSpent", status, err)
+			}
+		}
+	})
+}
