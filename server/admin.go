@@ -62,33 +62,6 @@ func decodeAdminBody(c echo.Context, limit int64, v any) error {
 	return err
 }
 
-// adminRoutes serves the operator's API under /api/admin, behind the bearer key. Without a key configured
-// the routes do not exist (404): the admin API is off, never open.
-func (s *Server) adminRoutes(api *echo.Group) {
-	if s.AdminKey == "" {
-		return
-	}
-	admin := api.Group("/admin", s.requireAdmin)
-	admin.GET("/screenings", s.adminList)
-	admin.POST("/screenings", s.adminCreate)
-	admin.GET("/screenings/:id", s.adminGet)
-	admin.PATCH("/screenings/:id/admission", s.adminSetAdmission)
-	admin.POST("/screenings/:id/pause", s.adminPause)
-	admin.POST("/screenings/:id/resume", s.adminResume)
-	admin.POST("/screenings/:id/close", s.adminClose)
-	admin.POST("/screenings/:id/reset", s.adminReset)
-	admin.POST("/screenings/:id/archive", s.adminArchive)
-	admin.POST("/screenings/:id/unarchive", s.adminUnarchive)
-	admin.GET("/screenings/:id/orders", s.adminOrders)
-	admin.POST("/screenings/:id/codes", s.adminIssueCodes)
-	admin.GET("/screenings/:id/codes", s.adminCodes)
-	admin.DELETE("/screenings/:id/codes/:code", s.adminRevokeCode)
-	admin.POST("/orders/:code/cancel", s.adminCancelOrder)
-	admin.GET("/instances", s.adminInstances)
-	admin.GET("/webhooks", s.adminWebhooks)
-	admin.GET("/stream", s.adminStream)
-}
-
 // gateModeDefault, as a PATCH's gate_mode, drops the room's own mode: the room follows gate.mode again.
 const gateModeDefault = "default"
 

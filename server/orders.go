@@ -90,26 +90,6 @@ func (s *Server) checkoutURL(code string) string {
 	return ""
 }
 
-// orderRoutes serves the orders' public routes, the payment backend's when the confirm key is set, and the
-// demo checkout's only when it is asked for and there is no real checkout. The buyers' routes are paced
-// per address (paceOrders); the payment backend's, one address confirming a whole sale, is guarded by its
-// key instead.
-func (s *Server) orderRoutes(api *echo.Group) {
-	api.GET("/orders/:code", s.getOrder, s.paceOrders)
-	api.POST("/orders/:code/cancel", s.cancelOrder, s.paceOrders)
-	if s.Checkout.ConfirmKey != "" {
-		api.POST("/orders/:code/confirm", s.confirmOrder, s.requireConfirmKey)
-	}
-	if s.Checkout.demo() {
-		// The demo checkout: anyone with the order's code pays by pressing Pay. Never on a real sale, where
-		// checkout_url names the shop that takes the money and the payment backend confirms with its key.
-		api.POST("/orders/:code/pay", s.confirmOrder, s.paceOrders)
-		s.e.GET("/checkout/:code", page("checkout.html"), s.paceOrders, noCache)
-	}
-	s.e.GET("/t/:code", page("ticket.html"), s.paceOrders, noCache)
-	s.e.GET("/t/:code/qr.png", s.ticketQR, s.paceOrders)
-}
-
 // paceOrders lets a request to an order's routes through while its client address keeps to
 // limits.orders_per_second (bursts of limits.orders_burst): each reads the database or draws an image, and
 // one address asking without end would keep the database busy for everyone. Faster: 429 RATE_LIMITED with

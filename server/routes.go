@@ -1,5 +1,5 @@
-// Every route the public handler serves, in one place: the health checks, the public API, the admin API
-// (admin.go), the socket, and the pages. The metrics and the profiler are the ops listener's (ops.go).
+// Every route the public handler serves, in one place: the health checks, the public API, the admin API,
+// the orders' routes, the socket, and the pages. The metrics and the profiler are the ops listener's (ops.go).
 
 package server
 
@@ -24,14 +24,53 @@ func (s *Server) routes() {
 			AllowHeaders: []string{"Authorization", "Content-Type", "Idempotency-Key"},
 		}))
 	}
-	s.adminRoutes(api)
+
+	// The operator's API (admin.go, codes.go, csv.go, webhooks.go), behind the bearer key. Without a key
+	// configured the routes do not exist (404): the admin API is off, never open.
+	if s.AdminKey != "" {
+		admin := api.Group("/admin", s.requireAdmin)
+		admin.GET("/screenings", s.adminList)
+		admin.POST("/screenings", s.adminCreate)
+		admin.GET("/screenings/:id", s.adminGet)
+		admin.PATCH("/screenings/:id/admission", s.adminSetAdmission)
+		admin.POST("/screenings/:id/pause", s.adminPause)
+		admin.POST("/screenings/:id/resume", s.adminResume)
+		admin.POST("/screenings/:id/close", s.adminClose)
+		admin.POST("/screenings/:id/reset", s.adminReset)
+		admin.POST("/screenings/:id/archive", s.adminArchive)
+		admin.POST("/screenings/:id/unarchive", s.adminUnarchive)
+		admin.GET("/screenings/:id/orders", s.adminOrders)
+		admin.POST("/screenings/:id/codes", s.adminIssueCodes)
+		admin.GET("/screenings/:id/codes", s.adminCodes)
+		admin.DELETE("/screenings/:id/codes/:code", s.adminRevokeCode)
+		admin.POST("/orders/:code/cancel", s.adminCancelOrder)
+		admin.GET("/instances", s.adminInstances)
+		admin.GET("/webhooks", s.adminWebhooks)
+		admin.GET("/stream", s.adminStream)
+	}
+
 	api.GET("/screenings", s.listScreenings)
 	api.GET("/screenings/:id", s.getScreening)
 	api.GET("/screenings/:id/seats", s.getSeats)
 	api.GET("/screenings/:id/challenge", s.challenge)
 	api.GET("/screenings/:id/queue/:token", s.getQueueStatus)
 	api.POST("/screenings/:id/reservations", s.reserve, s.countReservations)
-	s.orderRoutes(api)
+
+	// The orders (orders.go): the buyers' routes, paced per address (paceOrders); the payment backend's
+	// only when the confirm key is set, guarded by the key instead (one address confirming a whole sale);
+	// the demo checkout's only when it is asked for and there is no real checkout.
+	api.GET("/orders/:code", s.getOrder, s.paceOrders)
+	api.POST("/orders/:code/cancel", s.cancelOrder, s.paceOrders)
+	if s.Checkout.ConfirmKey != "" {
+		api.POST("/orders/:code/confirm", s.confirmOrder, s.requireConfirmKey)
+	}
+	if s.Checkout.demo() {
+		// The demo checkout: anyone with the order's code pays by pressing Pay. Never on a real sale, where
+		// checkout_url names the shop that takes the money and the payment backend confirms with its key.
+		api.POST("/orders/:code/pay", s.confirmOrder, s.paceOrders)
+		s.e.GET("/checkout/:code", page("checkout.html"), s.paceOrders, noCache)
+	}
+
 	if s.BenchFloor {
 		// The floor of the booking benchmark: the same server, the same middleware, no work.
 		api.POST("/bench/floor", func(c echo.Context) error {
@@ -40,10 +79,12 @@ func (s *Server) routes() {
 	}
 	s.e.GET("/ws/screenings/:id", s.socket, forgetRequest)
 
-	// The pages: the list of screenings, the waiting room of one, and their assets. Revalidated on every
-	// load, so a deploy never pairs new HTML with an old cached script.
+	// The pages: the list of screenings, the waiting room of one, an order's ticket, and their assets.
+	// Revalidated on every load, so a deploy never pairs new HTML with an old cached script.
 	s.e.GET("/", page("index.html"), noCache)
 	s.e.GET("/s/:id", s.roomPage(), noCache)
+	s.e.GET("/t/:code", page("ticket.html"), s.paceOrders, noCache)
+	s.e.GET("/t/:code/qr.png", s.ticketQR, s.paceOrders)
 	// The operator's control room; it asks for the admin key and calls /api/admin with it.
 	s.e.GET("/admin", page("admin.html"), noCache)
 	s.e.Group("/static", noCache).StaticFS("/", s.staticFS())
