@@ -6,7 +6,7 @@
 // Server data reaches the page through textContent and attributes only.
 
 import { clockTime, countdown, onChange, t } from '../i18n.js';
-import { call, codeFromPath, seatsOf, serverNow, setText, statuses, ticketPath, when } from '../ticket/order.js';
+import { call, codeFromPath, seatsOf, serverNow, setText, statuses, ticketPath, when } from '../lib/order.js';
 
 // tickMs redraws the countdown; lowMs is when it turns urgent and is announced.
 const tickMs = 250;

@@ -6,7 +6,22 @@
 // Server data reaches the page through textContent and attributes only.
 
 import { clockTime, onChange, t } from '../i18n.js';
-import { call, codeFromPath, qrPath, safeLink, seatsOf, setText, statuses, when } from './order.js';
+import { call, codeFromPath, seatsOf, setText, statuses, when } from '../lib/order.js';
+
+// qrPath is the image of the ticket's QR code.
+const qrPath = (code) => `/t/${encodeURIComponent(code)}/qr.png`;
+
+// safeLink is href when it is a web address (or one on this server), else '': a checkout_url is the
+// operator's setting, but a javascript: link is never followed.
+function safeLink(href) {
+  if (typeof href !== 'string' || href === '') return '';
+  try {
+    const u = new URL(href, location.href);
+    return u.protocol === 'https:' || u.protocol === 'http:' ? u.href : '';
+  } catch (_) {
+    return '';
+  }
+}
 
 // heldRefreshMs: how often a held order is read again (it may be paid in another tab, or cancelled).
 const heldRefreshMs = 15000;

@@ -1,9 +1,9 @@
-// order.js: what the ticket page and the demo checkout share: the order code of the page's address, the
-// order API (GET /api/orders/{code} and the buyer's POSTs), the server's clock as the Date header tells it,
-// and how an order's fields are written.
+// order.js: what the ticket page (ticket/) and the demo checkout (checkout/) share: the order code of the
+// page's address, the order API (GET /api/orders/{code} and the buyer's POSTs), the server's clock as the
+// Date header tells it, and how an order's fields are written.
 
 import { dateTime } from '../i18n.js';
-import { sortedSeats } from '../lib/seats.js';
+import { sortedSeats } from './seats.js';
 
 // dateSkewMinMs: the Date header tells the server's time to the second only, so a difference smaller than
 // that is no evidence of a wrong client clock.
@@ -24,7 +24,6 @@ export function codeFromPath() {
 
 export const orderPath = (code) => `/api/orders/${encodeURIComponent(code)}`;
 export const ticketPath = (code) => `/t/${encodeURIComponent(code)}`;
-export const qrPath = (code) => `/t/${encodeURIComponent(code)}/qr.png`;
 
 let skewMs = 0; // the server's clock minus this one's, once a Date header shows a clear difference
 
@@ -61,18 +60,6 @@ export async function call(method, code, action) {
     code: err ? String(err.code || '') : '',
     message: err ? String(err.message || '') : '',
   };
-}
-
-// safeLink is href when it is a web address (or one on this server), else '': a checkout_url is the
-// operator's setting, but a javascript: link is never followed.
-export function safeLink(href) {
-  if (typeof href !== 'string' || href === '') return '';
-  try {
-    const u = new URL(href, location.href);
-    return u.protocol === 'https:' || u.protocol === 'http:' ? u.href : '';
-  } catch (_) {
-    return '';
-  }
 }
 
 // when writes an RFC 3339 time as a date and time of the page's language, with its zone (i18n.js's
