@@ -1,5 +1,10 @@
 // Package web owns the browser pages, embedded in the binary: plain HTML, CSS and JavaScript modules with no
 // build step and nothing fetched from elsewhere, so the pages work from the server alone.
+//
+// Files: web.go (the embedded pages, FS), web_test.go (every page's modules embedded, preloaded, in use),
+// node_test.go (runs the room's module tests under Node). Not embedded: jstest/ (those tests, Node's own
+// runner over the real modules and jstest/fakes.js, a fake of the little of a browser they touch) and
+// package.json (it only tells Node that the .js files are ES modules, as browsers load them; no packages).
 package web
 
 import (
