@@ -1,8 +1,10 @@
-// protocol.test.js: the waiting room's handling of each server message (docs/protocol.md 4.2-4.4), run by
-// Node's test runner with no browser: the real room modules (socket.js reads the socket, protocol.js acts on
-// each message) over the fakes of fakes.js. Each test drives the page as the server would, through a
-// FakeWebSocket, and reads what the page did: its state, the view shown, what it stored, what it sent, and
-// when it connects again. The page's timers are fakes.js's, so a reconnect's wait is ticked, not slept.
+// protocol.test.js: the waiting room's handling of each server message (docs/protocol.md 4.2-4.4: queued,
+// prequeue, position, paused, resumed, unavailable, available, all_held, reopened, admitted, seats,
+// sold_out, error and its codes) and of each close code, run by Node's test runner with no browser: the
+// real room modules (socket.js reads the socket, protocol.js acts on each message) over the fakes of
+// fakes.js. Each test drives the page as the server would, through a FakeWebSocket, and reads what the page
+// did: its state, the view shown, what it stored, what it sent, and when it connects again. The page's
+// timers are fakes.js's, so a reconnect's wait is ticked, not slept.
 //
 // The modules keep their state for the whole file, as a page does: the tests run in order, and each starts
 // a fresh place with the page's own "join again" (phases.js rejoin).
@@ -312,6 +314,64 @@ test('error UNAVAILABLE after a leave: the leave is sent again; on connect the c
   assert.deepEqual(again.sent.slice(-1), [{ type: 'leave' }]);
   again.receive({ type: 'error', code: 'UNAVAILABLE', message: 'try later' });
   assert.deepEqual(again.sent.slice(-2), [{ type: 'leave' }, { type: 'leave' }], 'the leave is sent again');
+});
+
+test('unavailable and available: the page keeps its place and its socket, and waits for the next position', () => {
+  const ws = waiting(tokenA, 2, 4);
+  const was = JSON.stringify({ phase: st.phase, rank: st.rank, conn: st.conn, store: stored() });
+  ws.receive({ type: 'unavailable', message: 'the waiting room lost its line store for a moment' });
+  ws.receive({ type: 'available' });
+  assert.equal(JSON.stringify({ phase: st.phase, rank: st.rank, conn: st.conn, store: stored() }), was);
+  assert.equal(ws.closedWith, null);
+  ws.receive({ type: 'position', rank: 1, total: 4 });
+  assert.equal(st.rank, 1);
+});
+
+test('error BAD_MESSAGE: the socket stays and so does the place', () => {
+  const ws = waiting(tokenA, 2, 4);
+  ws.receive({ type: 'error', code: 'BAD_MESSAGE', message: 'unexpected message' });
+  assert.equal(st.phase, 'waiting');
+  assert.equal(ws.closedWith, null);
+  assert.equal(stored().token, tokenA);
+});
+
+test('error RATE_LIMITED, close 1013: the token is kept and the reconnect waits at least 2 s', () => {
+  const ws = waiting(tokenA, 2, 4);
+  ws.closeFromServer(1006);
+  tick(1000);
+  const again = opened();
+  again.receive({ type: 'error', code: 'RATE_LIMITED', message: 'too many sockets from your address' });
+  assert.equal(st.phase, 'waiting', 'not a refusal of the entry');
+  const made = FakeWebSocket.made.length;
+  again.closeFromServer(1013);
+  tick(1999);
+  assert.equal(FakeWebSocket.made.length, made, 'no reconnect before 2 s');
+  tick(2001);
+  assert.deepEqual(opened().sent, [{ type: 'hello', token: tokenA }]);
+});
+
+test('a socket held in the infinite queue: its one queued, then close 1013 "try again later"; the page comes back with that token', () => {
+  const ws = freshPlace();
+  ws.receive({ type: 'queued', token: tokenB, rank: 41, total: 41, inserted: true });
+  assert.equal(st.phase, 'waiting');
+  assert.equal(stored().token, tokenB);
+  const made = FakeWebSocket.made.length;
+  ws.closeFromServer(1013);
+  tick(1999);
+  assert.equal(FakeWebSocket.made.length, made, 'no reconnect before 2 s');
+  tick(2001);
+  assert.deepEqual(opened().sent, [{ type: 'hello', token: tokenB }]);
+});
+
+test('close 1000 with no final message (the server ended a silent socket): the page reconnects with its token', () => {
+  const ws = waiting(tokenA, 2, 4);
+  const made = FakeWebSocket.made.length;
+  ws.closeFromServer(1000);
+  assert.equal(st.conn, 'reconnecting');
+  assert.equal(announced(), t('announce.lost'));
+  tick(1000);
+  assert.equal(FakeWebSocket.made.length, made + 1);
+  assert.deepEqual(opened().sent, [{ type: 'hello', token: tokenA }]);
 });
 
 test('close 1012, server restarting: the page comes back soon, within 0.25-2.25 s, with its token', () => {
