@@ -40,7 +40,8 @@ reset:
 
 # Every test, with the race detector: the embedded backends always, the real Redis and PostgreSQL when they
 # answer (with CI set, a missing service fails the run). Tests keep their artifacts (the browser test's
-# screenshots) under testdata/artifacts/.
+# screenshots) under testdata/artifacts/. The room's JavaScript modules are tested under Node by a Go test
+# (web/node_test.go), so this one command runs them too; without node they skip, unless CI is set.
 ARTIFACTS := $(CURDIR)/testdata/artifacts
 
 test:
