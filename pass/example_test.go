@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/pass"
-	"github.com/waitroom/waitroom/queue"
 )
 
 // A service checks the pass a visitor brings against the waiting room's published keys. Here the waiting
@@ -22,7 +21,7 @@ func Example() {
 		_, _ = w.Write(room.JWKS())
 	}))
 	defer jwks.Close()
-	visitorsPass, _ := room.Issue("demo", queue.NewToken(), time.Now().Add(5*time.Minute))
+	visitorsPass, _ := room.Issue("demo", "0123456789abcdef0123456789abcdef", time.Now().Add(5*time.Minute))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // stops the background refresh

@@ -26,22 +26,32 @@ type Key struct {
 // ErrBadKey is every pass key entry that cannot be read.
 var ErrBadKey = errors.New("bad pass key")
 
+// KeyError is an entry ParseKey cannot read. Problem says what is wrong with it, naming the kid but never the
+// seed, in words a person who set the entry reads (config shows it beside where the entry is). It is
+// ErrBadKey.
+type KeyError struct {
+	Problem string
+}
+
+func (e *KeyError) Error() string        { return "pass: " + ErrBadKey.Error() + ": " + e.Problem }
+func (e *KeyError) Is(target error) bool { return target == ErrBadKey }
+
 // kidPattern is what a key id may be: short, and safe in a header, a URL and a log line.
 var kidPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // ParseKey reads "kid:seed", the seed being the base64 (standard or URL alphabet, padded or not) of a
-// 32-byte Ed25519 seed. Its errors name the kid but never the seed.
+// 32-byte Ed25519 seed. Its errors are a *KeyError, which names the kid but never the seed.
 func ParseKey(entry string) (Key, error) {
 	kid, seed, ok := strings.Cut(strings.TrimSpace(entry), ":")
 	if !ok {
-		return Key{}, fmt.Errorf("pass: %w: want kid:base64-seed", ErrBadKey)
+		return Key{}, &KeyError{Problem: "want kid:base64-seed"}
 	}
 	if !kidPattern.MatchString(kid) {
-		return Key{}, fmt.Errorf("pass: %w: kid %q: want 1 to 64 of A-Z a-z 0-9 . _ -", ErrBadKey, truncate(kid, 64))
+		return Key{}, &KeyError{Problem: fmt.Sprintf("kid %q: want 1 to 64 of A-Z a-z 0-9 . _ -", truncate(kid, 64))}
 	}
 	raw, err := decodeSeed(seed)
 	if err != nil {
-		return Key{}, fmt.Errorf("pass: %w: kid %q: %v", ErrBadKey, kid, err)
+		return Key{}, &KeyError{Problem: fmt.Sprintf("kid %q: %v", kid, err)}
 	}
 	return Key{ID: kid, Private: ed25519.NewKeyFromSeed(raw)}, nil
 }
