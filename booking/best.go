@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -44,7 +45,7 @@ func (b *Booking) ReserveBest(ctx context.Context, screening, pass, key string, 
 // holds the rest of that block too). When the picks run out that way, the best seats not known taken are
 // reserved waiting for their locks, as a named request does (a holder that fails gives them back), and a
 // seat found taken then is left out of the next pick.
-func (b *Booking) reserveBest(ctx context.Context, claims queue.Claims, key, hash string, count int) (Reservation, error) {
+func (b *Booking) reserveBest(ctx context.Context, claims pass.Claims, key, hash string, count int) (Reservation, error) {
 	cat, err := b.catalog(ctx, claims.Screening)
 	if err != nil {
 		return Reservation{}, err

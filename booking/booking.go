@@ -40,6 +40,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -47,13 +48,13 @@ import (
 type Admissions interface {
 	// CheckPassLine checks the pass (CheckPass) and tells, from the same round trip, the state of the line:
 	// closed, and its count of released seats.
-	CheckPassLine(ctx context.Context, c queue.Claims) (queue.LineState, error)
-	Finish(ctx context.Context, c queue.Claims) error
+	CheckPassLine(ctx context.Context, c pass.Claims) (queue.LineState, error)
+	Finish(ctx context.Context, c pass.Claims) error
 	// SellOut closes the line of a screening sold out, and returns the closing's epoch.
 	SellOut(ctx context.Context, screening string) (int64, error)
 	// Hold spends the pass of a held order and keeps its slot until the hold lapses; Release frees it when
 	// the order ends.
-	Hold(ctx context.Context, c queue.Claims, until time.Time) error
+	Hold(ctx context.Context, c pass.Claims, until time.Time) error
 	Release(ctx context.Context, screening, token string, until time.Time) error
 	// AllHeld tells the line every seat is held or sold; Reopen that seats came back.
 	AllHeld(ctx context.Context, screening string) error
@@ -66,7 +67,7 @@ type Admissions interface {
 
 // PassVerifier checks a pass's signature, expiry and screening.
 type PassVerifier interface {
-	Verify(pass, screening string) (queue.Claims, error)
+	Verify(pass, screening string) (pass.Claims, error)
 }
 
 // Settings bounds a reservation.

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -36,7 +37,7 @@ type fixture struct {
 	env    *testenv.Env
 	prefix string
 	q      *queue.Queue
-	passes *queue.Passes
+	passes *pass.Issuer
 	store  *booking.Store
 	book   *booking.Booking
 }
@@ -44,7 +45,7 @@ type fixture struct {
 func newFixture(t testing.TB, env *testenv.Env, prefix string, s booking.Settings) *fixture {
 	t.Helper()
 	q := queue.New(env.Redis, prefix)
-	passes := queue.NewPasses(secret)
+	passes := pass.NewSecretIssuer(secret)
 	store := booking.NewStore(env.DB)
 	return &fixture{
 		env: env, prefix: prefix, q: q, passes: passes, store: store,
@@ -69,7 +70,7 @@ func (f *fixture) admitTokens(t testing.TB, screening string, now time.Time, tok
 }
 
 // claims verifies a pass the test signed.
-func (f *fixture) claims(t *testing.T, screening, pass string) queue.Claims {
+func (f *fixture) claims(t *testing.T, screening, pass string) pass.Claims {
 	t.Helper()
 	c, err := f.passes.Verify(pass, screening)
 	if err != nil {
@@ -229,7 +230,7 @@ func unsignedPass(t *testing.T, u user) string {
 	t.Helper()
 	s, err := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.RegisteredClaims{
 		Subject: u.Token, Audience: jwt.ClaimStrings{"s1"}, ExpiresAt: jwt.NewNumericDate(u.ExpiresAt),
-		ID: queue.PassID("s1", u.Token, u.ExpiresAt),
+		ID: pass.ID("s1", u.Token, u.ExpiresAt),
 	}).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	if err != nil {
 		t.Fatal(err)

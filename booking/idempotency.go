@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -23,7 +24,7 @@ func mayBeRetry(err error) bool {
 }
 
 // replay answers a retry: the reservation this pass made under key, or the original error if there is none.
-func (b *Booking) replay(ctx context.Context, claims queue.Claims, key, hash string, original error) (Reservation, error) {
+func (b *Booking) replay(ctx context.Context, claims pass.Claims, key, hash string, original error) (Reservation, error) {
 	prev, prevKey, prevHash, err := b.store.byPass(ctx, claims.ID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows) || (err == nil && prevKey != key):

@@ -8,18 +8,18 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/booking"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/testenv"
 )
 
 // BenchmarkReserveEdDSA is BenchmarkReserve with passes signed and checked with an Ed25519 key (pass.keys):
 // the difference is the cost of the EdDSA check on a reservation (docs/benchmarks.md).
 func BenchmarkReserveEdDSA(b *testing.B) {
-	key, err := queue.ParsePassKey("k1:" + base64.StdEncoding.EncodeToString([]byte("bench-seed-0123456789abcdef01234")))
+	key, err := pass.ParseKey("k1:" + base64.StdEncoding.EncodeToString([]byte("bench-seed-0123456789abcdef01234")))
 	if err != nil {
 		b.Fatal(err)
 	}
-	passes, err := queue.NewKeyedPasses([]queue.PassKey{key})
+	passes, err := pass.NewIssuer([]pass.Key{key})
 	if err != nil {
 		b.Fatal(err)
 	}

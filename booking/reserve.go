@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/pass"
 )
 
 // Reservation is a committed booking of one pass: an order of the box office (orders.go), held while its
@@ -65,18 +65,18 @@ func (b *Booking) ReserveOnce(ctx context.Context, screening, pass, key string, 
 // reserve runs a request whose pass verified and whose seats are known, in the order of its guarantees: wait
 // for a holder here; check the pass, and what is known sold; lock every seat or none; write and commit while
 // the locks hold; then settle what follows. The locks are released on every way out.
-func (b *Booking) reserve(ctx context.Context, claims queue.Claims, key, hash string, seats []string) (Reservation, error) {
+func (b *Booking) reserve(ctx context.Context, claims pass.Claims, key, hash string, seats []string) (Reservation, error) {
 	return b.reserveHold(ctx, claims, key, hash, seats, false)
 }
 
 // reserveNow is reserve without waiting for a seat another request holds, its seats claimed among the
 // requests here before anything else (the claim is given up on every way out): a LockedError at once when
 // another request here has one of them, before any Redis call (best available picks again).
-func (b *Booking) reserveNow(ctx context.Context, claims queue.Claims, key, hash string, seats []string) (Reservation, error) {
+func (b *Booking) reserveNow(ctx context.Context, claims pass.Claims, key, hash string, seats []string) (Reservation, error) {
 	return b.reserveHold(ctx, claims, key, hash, seats, true)
 }
 
-func (b *Booking) reserveHold(ctx context.Context, claims queue.Claims, key, hash string, seats []string, noWait bool) (Reservation, error) {
+func (b *Booking) reserveHold(ctx context.Context, claims pass.Claims, key, hash string, seats []string, noWait bool) (Reservation, error) {
 	cat, err := b.catalog(ctx, claims.Screening)
 	if err != nil {
 		return Reservation{}, err
@@ -115,7 +115,7 @@ func (b *Booking) reserveHold(ctx context.Context, claims queue.Claims, key, has
 // checkPass checks the pass and that its admission still holds the slot, reading with it whether the line
 // is closed; then it refuses, with no lock, a seat this instance saw sold (a spent pass was told so first,
 // and a closed line was just read with the pass).
-func (b *Booking) checkPass(ctx context.Context, claims queue.Claims, h *hold) error {
+func (b *Booking) checkPass(ctx context.Context, claims pass.Claims, h *hold) error {
 	line, err := b.admissions.CheckPassLine(ctx, claims)
 	if err != nil {
 		return fmt.Errorf("booking: %w", err)
@@ -197,7 +197,7 @@ func (b *Booking) refused(ctx context.Context, h *hold, err error) error {
 // news (news.go, sent without the request waiting). Spending the pass and releasing the locks go to Redis
 // side by side: the winner waits one round trip for both, not two. A failure among these is an
 // AfterCommitError, with the reservation.
-func (b *Booking) settle(ctx context.Context, claims queue.Claims, h *hold, r Reservation) (Reservation, error) {
+func (b *Booking) settle(ctx context.Context, claims pass.Claims, h *hold, r Reservation) (Reservation, error) {
 	var after []error
 	left, err := b.seatsLeft(ctx, h)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -361,7 +362,7 @@ func TestInvalidPassesAreRefused(t *testing.T) {
 		env.Demo(t, "s1", 2, 5)
 		f := newFixture(t, env, env.Prefix, defaults)
 		u := f.admit(t, "s1", 1)[0]
-		sign := func(p *queue.Passes, screening, token string, exp time.Time) string {
+		sign := func(p *pass.Issuer, screening, token string, exp time.Time) string {
 			t.Helper()
 			s, err := p.Issue(screening, token, exp)
 			if err != nil {
@@ -370,7 +371,7 @@ func TestInvalidPassesAreRefused(t *testing.T) {
 			return s
 		}
 		passes := map[string]string{
-			"forged":           sign(queue.NewPasses([]byte("not-the-secret-0123456789abcdef")), "s1", u.Token, u.ExpiresAt),
+			"forged":           sign(pass.NewSecretIssuer([]byte("not-the-secret-0123456789abcdef")), "s1", u.Token, u.ExpiresAt),
 			"expired":          sign(f.passes, "s1", u.Token, time.Now().Add(-time.Minute).Truncate(time.Second)),
 			"other screening":  sign(f.passes, "s2", u.Token, u.ExpiresAt),
 			"garbage":          "not-a-pass",
@@ -379,11 +380,11 @@ func TestInvalidPassesAreRefused(t *testing.T) {
 			"unsigned (none)":  unsignedPass(t, u),
 			"malformed token":  sign(f.passes, "s1", "NOT-A-TOKEN", u.ExpiresAt),
 		}
-		for name, pass := range passes {
+		for name, p := range passes {
 			t.Run(name, func(t *testing.T) {
-				_, err := f.book.Reserve(ctx, "s1", pass, []string{"A1"})
-				if !errors.Is(err, queue.ErrInvalidPass) {
-					t.Errorf("Reserve with a %s pass = %v, want ErrInvalidPass", name, err)
+				_, err := f.book.Reserve(ctx, "s1", p, []string{"A1"})
+				if !errors.Is(err, pass.ErrInvalid) {
+					t.Errorf("Reserve with a %s pass = %v, want pass.ErrInvalid", name, err)
 				}
 			})
 		}

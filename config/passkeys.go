@@ -1,23 +1,18 @@
-// The checks of the pass keys (pass.keys and pass.keys_file), and the one place that reads them together.
+// The checks of the pass keys (pass.keys and pass.keys_file), and the one place that reads them together;
+// each entry is read by package pass, the one reader of a key.
 
 package config
 
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
+
+	"github.com/waitroom/waitroom/pass"
 )
-
-// kidPattern is what a pass key's kid may be (queue.ParsePassKey reads the same).
-var kidPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-
-// passSeedSize is an Ed25519 seed's length in bytes.
-const passSeedSize = 32
 
 // KeyEntries returns the pass keys, each "kid:seed": pass.keys in order (blanks skipped), then the lines of
 // pass.keys_file (blank lines and # comments skipped). The first signs. An entry that cannot be read, or a
@@ -70,28 +65,19 @@ func (p Pass) KeyEntries() ([]string, error) {
 	return out, nil
 }
 
-// checkPassKey reads "kid:seed" far enough to know it is one (kid: 1 to 64 of A-Z a-z 0-9 . _ -; the seed:
-// 32 bytes in base64, standard or URL alphabet, padded or not) and returns its kid.
+// checkPassKey reads "kid:seed" as the server will (pass.ParseKey: kid 1 to 64 of A-Z a-z 0-9 . _ -, the
+// seed 32 bytes in base64, standard or URL alphabet, padded or not) and returns its kid, or what is wrong
+// with it.
 func checkPassKey(entry string) (string, error) {
-	kid, seed, ok := strings.Cut(entry, ":")
-	if !ok {
-		return "", errors.New("want kid:base64-seed")
+	k, err := pass.ParseKey(entry)
+	var bad *pass.KeyError
+	if errors.As(err, &bad) {
+		return "", errors.New(bad.Problem) // where the entry is says it is a pass key
 	}
-	if !kidPattern.MatchString(kid) {
-		if len(kid) > 64 {
-			kid = kid[:64] + "…"
-		}
-		return "", fmt.Errorf("kid %q: want 1 to 64 of A-Z a-z 0-9 . _ -", kid)
+	if err != nil {
+		return "", err
 	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(seed); err == nil {
-			if len(b) != passSeedSize {
-				return "", fmt.Errorf("kid %q: the seed is %d bytes, want %d (openssl rand -base64 32)", kid, len(b), passSeedSize)
-			}
-			return kid, nil
-		}
-	}
-	return "", fmt.Errorf("kid %q: the seed is not base64", kid)
+	return k.ID, nil
 }
 
 // validate names what cannot work in the pass keys.

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/pass"
 )
 
 const (
@@ -31,7 +31,7 @@ const (
 
 // admission is a live admission a request carries, or the gate just gave.
 type admission struct {
-	claims queue.Claims
+	claims pass.Claims
 	pass   string
 	// fresh: the gate admitted the visitor with this request; its cookie goes with the response.
 	fresh bool
@@ -54,30 +54,30 @@ func (g *Gate) admitted(ctx context.Context, r *http.Request, room string) (adm 
 	return &admission{claims: claims, pass: c.Value}, true
 }
 
-// verified checks pass for room: from the cache when its slot was checked within cookieRecheck, else its
+// verified checks the pass cookie carries for room: from the cache when its slot was checked within cookieRecheck, else its
 // signature, audience and expiry (Passes.Verify) and its slot (Lines.CheckPass).
-func (g *Gate) verified(ctx context.Context, pass, room string) (queue.Claims, bool) {
+func (g *Gate) verified(ctx context.Context, cookie, room string) (pass.Claims, bool) {
 	now := g.now()
-	if e, ok := g.cookies.get(pass); ok && e.claims.Screening == room {
+	if e, ok := g.cookies.get(cookie); ok && e.claims.Screening == room {
 		if !e.claims.ExpiresAt.After(now) {
-			g.cookies.drop(pass)
-			return queue.Claims{}, false
+			g.cookies.drop(cookie)
+			return pass.Claims{}, false
 		}
 		if now.Sub(e.checkedAt) < cookieRecheck {
 			return e.claims, true
 		}
 	}
-	claims, err := g.passes.Verify(pass, room)
+	claims, err := g.passes.Verify(cookie, room)
 	if err != nil || !claims.ExpiresAt.After(now) {
-		return queue.Claims{}, false
+		return pass.Claims{}, false
 	}
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	if err := g.lines.CheckPass(cctx, claims); err != nil {
-		g.cookies.drop(pass)
-		return queue.Claims{}, false
+		g.cookies.drop(cookie)
+		return pass.Claims{}, false
 	}
-	g.cookies.put(pass, cacheEntry{claims: claims, checkedAt: now})
+	g.cookies.put(cookie, cacheEntry{claims: claims, checkedAt: now})
 	return claims, true
 }
 
@@ -88,13 +88,13 @@ func (g *Gate) admitDirect(ctx context.Context, st roomState) (*admission, error
 	if err != nil {
 		return nil, err
 	}
-	pass, err := g.passes.Issue(st.room.ID, d.Token, d.ExpiresAt)
+	signed, err := g.passes.Issue(st.room.ID, d.Token, d.ExpiresAt)
 	if err != nil {
 		return nil, err
 	}
-	claims := queue.Claims{ID: queue.PassID(st.room.ID, d.Token, d.ExpiresAt), Token: d.Token, Screening: st.room.ID, ExpiresAt: d.ExpiresAt}
-	g.cookies.put(pass, cacheEntry{claims: claims, checkedAt: g.now()})
-	return &admission{claims: claims, pass: pass, fresh: true}, nil
+	claims := pass.Claims{ID: pass.ID(st.room.ID, d.Token, d.ExpiresAt), Token: d.Token, Screening: st.room.ID, ExpiresAt: d.ExpiresAt}
+	g.cookies.put(signed, cacheEntry{claims: claims, checkedAt: g.now()})
+	return &admission{claims: claims, pass: signed, fresh: true}, nil
 }
 
 // setCookie is the cookie of adm: HttpOnly, Secure, SameSite=Lax, for the whole site, until the pass's expiry.
@@ -119,7 +119,7 @@ func isGateCookie(name string) bool {
 
 // cacheEntry is a verified cookie: its claims and when its slot was last found live.
 type cacheEntry struct {
-	claims    queue.Claims
+	claims    pass.Claims
 	checkedAt time.Time
 }
 

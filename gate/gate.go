@@ -36,6 +36,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -55,14 +56,14 @@ type Lines interface {
 	Enter(ctx context.Context, screening, token string, opensAt time.Time) (queue.Entry, error)
 	Disconnected(ctx context.Context, screening, token string) error
 	NewDecoy(ctx context.Context, screening string, d time.Duration) (queue.Entry, error)
-	CheckPass(ctx context.Context, c queue.Claims) error
-	Finish(ctx context.Context, c queue.Claims) error
+	CheckPass(ctx context.Context, c pass.Claims) error
+	Finish(ctx context.Context, c pass.Claims) error
 }
 
 // Passes signs and checks the passes the gate's cookie carries.
 type Passes interface {
 	Issue(screening, token string, expiresAt time.Time) (string, error)
-	Verify(pass, screening string) (queue.Claims, error)
+	Verify(pass, screening string) (pass.Claims, error)
 }
 
 // Rooms reads a room's mode and settings.

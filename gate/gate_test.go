@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -101,7 +102,7 @@ func TestEveryRefusedCookieGoesBackToTheLineUnseenByTheOrigin(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		f := newFixture(t, env, 1, booking.GateAuto)
 		valid := f.admitDirect(t) // the room is full from here on
-		_, pass, _ := strings.Cut(valid, "=")
+		_, validPass, _ := strings.Cut(valid, "=")
 		expired, err := f.passes.Issue(room, queue.NewToken(), time.Now().Add(-time.Minute))
 		if err != nil {
 			t.Fatal(err)
@@ -113,13 +114,13 @@ func TestEveryRefusedCookieGoesBackToTheLineUnseenByTheOrigin(t *testing.T) {
 		}
 		otherPass, _ := f.passes.Issue(other, d.Token, d.ExpiresAt)
 		unheld, _ := f.passes.Issue(room, queue.NewToken(), time.Now().Add(time.Minute))
-		forger := queue.NewPasses([]byte("not the server's secret, 32 byte"))
+		forger := pass.NewSecretIssuer([]byte("not the server's secret, 32 byte"))
 		forged, _ := forger.Issue(room, queue.NewToken(), time.Now().Add(time.Minute))
 		name := gate.CookiePrefix + room
 		for _, c := range []struct{ what, cookie string }{
 			{"no cookie", ""},
 			{"a forged cookie", name + "=" + forged},
-			{"a tampered cookie", name + "=" + tampered(pass)},
+			{"a tampered cookie", name + "=" + tampered(validPass)},
 			{"garbage", name + "=not-a-pass"},
 			{"an expired cookie", name + "=" + expired},
 			{"a cookie for another path's room", name + "=" + otherPass},

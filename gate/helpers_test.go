@@ -22,6 +22,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -108,7 +109,7 @@ func (o *origin) requests() []seen {
 type fixture struct {
 	env    *testenv.Env
 	q      *queue.Queue
-	passes *queue.Passes
+	passes *pass.Issuer
 	store  *booking.Store
 	origin *origin
 	g      *gate.Gate
@@ -120,7 +121,7 @@ type fixture struct {
 // /tickets=other in mode.
 func newFixture(t *testing.T, env *testenv.Env, maxActive int, mode string, opts ...func(*gate.Settings)) *fixture {
 	t.Helper()
-	f := &fixture{env: env, q: queue.New(env.Redis, env.Prefix), passes: queue.NewPasses(secret), store: booking.NewStore(env.DB),
+	f := &fixture{env: env, q: queue.New(env.Redis, env.Prefix), passes: pass.NewSecretIssuer(secret), store: booking.NewStore(env.DB),
 		origin: newOrigin(t), reg: prometheus.NewRegistry()}
 	now := time.Now().UTC().Truncate(time.Second)
 	for _, id := range []string{room, other} {

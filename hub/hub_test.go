@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -121,7 +122,7 @@ func TestSlowClientIsDisconnectedNotWaitedOn(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)
 	reg := prometheus.NewRegistry()
-	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, reg, quiet)
+	h := hub.New(q, pass.NewSecretIssuer([]byte(strings.Repeat("k", 32))), q, reg, quiet)
 	run(t, h)
 	conn, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
 		return hub.Join(h, conn, "s1", queue.NewToken(), 0, false, nil)
@@ -416,7 +417,7 @@ func TestBadClientMessageGetsAnError(t *testing.T) {
 func TestCatchUpNeverFollowsNewerTickNews(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)
-	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	h := hub.New(q, pass.NewSecretIssuer([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
 	run(t, h)
 	token := queue.NewToken()
 	conn, c := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
@@ -570,7 +571,7 @@ func (failingLeaver) Leave(context.Context, string, string) (bool, error) {
 func TestMessageFloodIsClosed(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)
-	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), failingLeaver{}, prometheus.NewRegistry(), quiet)
+	h := hub.New(q, pass.NewSecretIssuer([]byte(strings.Repeat("k", 32))), failingLeaver{}, prometheus.NewRegistry(), quiet)
 	run(t, h)
 	conn, _ := serveOne(t, h, func(conn *websocket.Conn) *hub.Client {
 		return hub.Join(h, conn, "s1", queue.NewToken(), 0, false, nil)
@@ -610,7 +611,7 @@ func TestMessageFloodIsClosed(t *testing.T) {
 func TestPauseBetweenRegisteringAndJoiningIsTold(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)
-	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	h := hub.New(q, pass.NewSecretIssuer([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
 	run(t, h)
 	ctx := context.Background()
 	if err := h.Follow(ctx, "s1"); err != nil {

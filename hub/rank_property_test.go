@@ -23,6 +23,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -382,7 +383,7 @@ func TestPushedRankPropertyMatchesZRank(t *testing.T) {
 func TestShutdownLeaksNoGoroutine(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
-		passes := queue.NewPasses([]byte(strings.Repeat("k", 32)))
+		passes := pass.NewSecretIssuer([]byte(strings.Repeat("k", 32)))
 		reg := prometheus.NewRegistry()
 		h := hub.New(q, passes, q, reg, quiet)
 		sched := queue.NewScheduler(q, noSales{}, queue.Settings{Interval: time.Second, BatchSize: 1, MaxActive: 10, ActiveTTL: time.Minute, LockTTL: time.Second},

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -28,7 +29,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // rig is a hub on real backends, reached through its own socket endpoint, with the tick driven by the test.
 type rig struct {
 	q      *queue.Queue
-	passes *queue.Passes
+	passes *pass.Issuer
 	hub    *hub.Hub
 	sched  *queue.Scheduler
 	url    string
@@ -42,7 +43,7 @@ type rig struct {
 // newRig makes a rig; set changes its hub before it runs.
 func newRig(t *testing.T, env *testenv.Env, settings queue.Settings, set ...func(*hub.Hub)) *rig {
 	t.Helper()
-	r := &rig{q: queue.New(env.Redis, env.Prefix), passes: queue.NewPasses([]byte(strings.Repeat("k", 32))), reg: prometheus.NewRegistry(),
+	r := &rig{q: queue.New(env.Redis, env.Prefix), passes: pass.NewSecretIssuer([]byte(strings.Repeat("k", 32))), reg: prometheus.NewRegistry(),
 		opensAt: map[string]time.Time{}, made: time.Now()}
 	r.hub = hub.New(r.q, r.passes, r.q, r.reg, quiet)
 	for _, f := range set {
@@ -154,7 +155,7 @@ func readTick(t *testing.T, c *testenv.Socket, tickAtMs int64) testenv.Message {
 func quietHub(t testing.TB, set ...func(*hub.Hub)) *hub.Hub {
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)
-	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
+	h := hub.New(q, pass.NewSecretIssuer([]byte(strings.Repeat("k", 32))), q, prometheus.NewRegistry(), quiet)
 	for _, f := range set {
 		f(h)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -19,7 +20,7 @@ func TestBurstOfSocketsIsFollowedByOneMemoryReturn(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)
 	reg := prometheus.NewRegistry()
-	h := hub.New(q, queue.NewPasses([]byte(strings.Repeat("k", 32))), q, reg, quiet)
+	h := hub.New(q, pass.NewSecretIssuer([]byte(strings.Repeat("k", 32))), q, reg, quiet)
 	hub.SetTrim(h, every, burst)
 	run(t, h)
 	returns := func() float64 { return metricValue(t, reg, "waitroom_hub_memory_returns_total") }

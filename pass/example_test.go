@@ -8,21 +8,20 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/pass"
-	"github.com/waitroom/waitroom/queue"
 )
 
 // A service checks the pass a visitor brings against the waiting room's published keys. Here the waiting
-// room is played by its own signing code (queue.Passes) and its key set served as the server serves it; in
+// room is played by its own signing code (pass.Issuer) and its key set served as the server serves it; in
 // production the URL is https://ROOM/.well-known/jwks.json.
 func Example() {
-	key, _ := queue.GeneratePassKey("k1")
-	room, _ := queue.NewKeyedPasses([]queue.PassKey{key})
+	key, _ := pass.GenerateKey("k1")
+	room, _ := pass.NewIssuer([]pass.Key{key})
 	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/jwk-set+json")
 		_, _ = w.Write(room.JWKS())
 	}))
 	defer jwks.Close()
-	visitorsPass, _ := room.Issue("demo", queue.NewToken(), time.Now().Add(5*time.Minute))
+	visitorsPass, _ := room.Issue("demo", "0123456789abcdef0123456789abcdef", time.Now().Add(5*time.Minute))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // stops the background refresh

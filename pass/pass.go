@@ -1,31 +1,39 @@
-// Package pass verifies a waitroom admission pass in any Go service, against the waiting room's published
-// keys (its /.well-known/jwks.json): import it alone, it needs nothing else of waitroom.
+// Package pass owns the admission pass, both sides of it: the waiting room signs and checks its passes with
+// an Issuer, and any Go service checks them against the room's published keys (its /.well-known/jwks.json)
+// with a Verifier. Import it alone: it needs nothing else of waitroom.
 //
-// A pass is an EdDSA JWT (Ed25519) whose header names its key (kid) and whose claims say who was admitted
-// (sub: the queue token), to what (aud: the screening or room), until when (adm: the admission's expiry in
-// Unix ms; exp: the same, up to the second), and which admission (jti). A Verifier keeps the key set in
-// memory, refreshes it in the background, and fetches it again at once (rate-limited) when a pass names a
-// kid it does not hold, so a key that starts signing is learnt without waiting for the next refresh.
+// A pass is a JWT whose claims say who was admitted (sub: the queue token), to what (aud: the screening or
+// room), until when (adm: the admission's expiry in Unix ms; exp: the same, up to the second), and which
+// admission (jti, ID). The room signs it with EdDSA (Ed25519, its header naming the key in kid) or, without
+// keys, HS256 with one shared secret that only the room's instances hold. A Verifier accepts EdDSA alone; it
+// keeps the key set in memory, refreshes it in the background, and fetches it again at once (rate-limited)
+// when a pass names a kid it does not hold, so a key that starts signing is learnt without waiting for the
+// next refresh.
 //
 // A valid pass proves the waiting room admitted its holder; it does not prove the admission is unspent (the
-// holder may have reserved or left since): only the waiting room knows that.
+// holder may have reserved or left since): only the waiting room knows that (queue checks and spends the
+// slot).
+//
+// Each file holds one part:
+//   - pass.go: what a pass says (Claims), its one claim format, its id (ID), and ErrInvalid
+//   - issuer.go: the room's side: signing a pass and checking the room's own (Issuer)
+//   - keys.go: the Ed25519 keys that sign passes (Key, ParseKey, GenerateKey) and their JWK Set
+//   - verifier.go: another service's side: checking a pass against the room's key set (Verifier)
 package pass
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
-	"fmt"
-	"log/slog"
-	"net/http"
+	"regexp"
+	"strconv"
 	"time"
 
-	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
-	"golang.org/x/time/rate"
 )
 
-// ErrInvalid is every pass that must not be honoured: a bad signature, another algorithm than EdDSA, no kid
-// or an unknown one, another screening, expired, or malformed. Verify's errors wrap it.
+// ErrInvalid is every pass that must not be honoured: a bad signature, another algorithm, no kid or an
+// unknown one, another screening, expired, or malformed. Verify's errors wrap it.
 var ErrInvalid = errors.New("pass: invalid pass")
 
 // Claims is what a verified pass says.
@@ -38,154 +46,60 @@ type Claims struct {
 	ID string
 	// ExpiresAt is when the admission lapses (adm, to the millisecond).
 	ExpiresAt time.Time
-	// IssuedAt is when this copy of the pass was signed (iat).
+	// IssuedAt is when this copy of the pass was signed (iat). Only a Verifier fills it: the room's own check
+	// (Issuer.Verify) has no use for it, and a claim that a slot check builds itself has none.
 	IssuedAt time.Time
 }
 
-// The defaults of a Verifier's options.
-const (
-	defaultRefresh       = 5 * time.Minute // the JWK Set's own max-age
-	defaultUnknownKID    = 30 * time.Second
-	defaultHTTPTimeout   = 5 * time.Second
-	defaultLeeway        = 0
-	algorithm            = "EdDSA"
-	refreshErrorInterval = time.Minute
-)
-
-// options are a Verifier's settings.
-type options struct {
-	client      *http.Client
-	refresh     time.Duration
-	unknownKID  time.Duration
-	httpTimeout time.Duration
-	leeway      time.Duration
-	now         func() time.Time
-	log         *slog.Logger
+// ID names one admission of token to screening by its exact expiry: a reconnecting user gets the same pass
+// id again, and a later admission of the same token (a later tick, so a later expiry) gets another.
+func ID(screening, token string, expiresAt time.Time) string {
+	sum := sha256.Sum256([]byte(screening + "\x00" + token + "\x00" + strconv.FormatInt(expiresAt.UnixMilli(), 10)))
+	return hex.EncodeToString(sum[:16])
 }
 
-// Option changes a Verifier's settings.
-type Option func(*options)
+// tokenPattern is a queue token as the room draws it (queue.NewToken: 128 random bits in lowercase hex);
+// the room's own check refuses a pass of any other subject.
+var tokenPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// WithHTTPClient fetches the key set with c (default: http.DefaultClient).
-func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.client = c } }
-
-// WithRefreshInterval fetches the key set every d in the background (default 5 minutes).
-func WithRefreshInterval(d time.Duration) Option { return func(o *options) { o.refresh = d } }
-
-// WithUnknownKIDRefresh fetches the key set at most once every d on a pass whose kid is unknown (default 30
-// seconds); other such passes meanwhile are refused at once, so forged kids cannot flood the waiting room.
-func WithUnknownKIDRefresh(d time.Duration) Option { return func(o *options) { o.unknownKID = d } }
-
-// WithHTTPTimeout bounds one fetch of the key set (default 5 seconds).
-func WithHTTPTimeout(d time.Duration) Option { return func(o *options) { o.httpTimeout = d } }
-
-// WithLeeway accepts a pass up to d past its expiry, for clocks that disagree (default none).
-func WithLeeway(d time.Duration) Option { return func(o *options) { o.leeway = d } }
-
-// WithClock reads the time from now (default time.Now).
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
-
-// WithLogger logs the background refreshes that fail (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
-
-// Verifier checks passes against a waiting room's key set. It is safe for concurrent use.
-type Verifier struct {
-	keys   keyfunc.Keyfunc
-	parser *jwt.Parser
-	now    func() time.Time
-	leeway time.Duration
-	stop   context.CancelFunc
-}
-
-// NewVerifier fetches the key set at jwksURL (e.g. https://room.example/.well-known/jwks.json), and
-// refreshes it in the background until ctx ends or Close is called. It fails if the first fetch does.
-func NewVerifier(ctx context.Context, jwksURL string, opts ...Option) (*Verifier, error) {
-	o := options{client: http.DefaultClient, refresh: defaultRefresh, unknownKID: defaultUnknownKID,
-		httpTimeout: defaultHTTPTimeout, leeway: defaultLeeway, now: time.Now, log: slog.Default()}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.refresh <= 0 || o.unknownKID <= 0 || o.httpTimeout <= 0 || o.leeway < 0 {
-		return nil, errors.New("pass: the refresh intervals and the HTTP timeout must be positive, the leeway not negative")
-	}
-	ctx, stop := context.WithCancel(ctx)
-	noFirstError := false
-	keys, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{jwksURL}, keyfunc.Override{
-		Client:                    o.client,
-		HTTPTimeout:               o.httpTimeout,
-		NoErrorReturnFirstHTTPReq: &noFirstError,
-		RefreshInterval:           o.refresh,
-		RefreshUnknownKID:         rate.NewLimiter(rate.Every(o.unknownKID), 1),
-		// Bounds the wait for the limiter (a pass with an unknown kid waits for no earlier refetch: it is
-		// refused) and the refetch itself.
-		RateLimitWaitMax:        o.httpTimeout,
-		RefreshErrorHandlerFunc: refreshErrorHandler(o.log),
-	})
-	if err != nil {
-		stop() // ends the refresh the library may have started
-		return nil, fmt.Errorf("pass: fetch the key set %s: %w", jwksURL, err)
-	}
-	return &Verifier{
-		keys: keys,
-		// iat is not checked against the clock: a room whose clock runs a second ahead would have its fresh
-		// passes refused, and the expiry is what bounds a pass.
-		parser: jwt.NewParser(jwt.WithValidMethods([]string{algorithm}), jwt.WithExpirationRequired(),
-			jwt.WithLeeway(o.leeway), jwt.WithTimeFunc(o.now), jwt.WithStrictDecoding()),
-		now:    o.now,
-		leeway: o.leeway,
-		stop:   stop,
-	}, nil
-}
-
-// refreshErrorHandler logs a failed fetch of the key set, once a minute at most (the keys already held
-// keep serving).
-func refreshErrorHandler(log *slog.Logger) func(string) func(context.Context, error) {
-	every := rate.NewLimiter(rate.Every(refreshErrorInterval), 1)
-	return func(u string) func(context.Context, error) {
-		return func(ctx context.Context, err error) {
-			if every.Allow() {
-				log.WarnContext(ctx, "pass: fetching the key set failed; the keys already held still verify", "url", u, "error", err)
-			}
-		}
-	}
-}
-
-// Close stops the background refresh. The Verifier still checks passes with the keys it holds.
-func (v *Verifier) Close() { v.stop() }
-
-// payload is a pass's claims as the waiting room writes them.
-type payload struct {
-	jwt.RegisteredClaims
+// claims is a pass's JWT payload, the one format both sides read: the registered claims a pass uses, under
+// their JSON names, and adm. The times are plain integers, as the room writes them, and the audience is a
+// list of one: decoding jwt.RegisteredClaims' NumericDate and ClaimStrings runs json.Unmarshal again for
+// each, and in a burst of a thousand reservations that made the pass check a third of the server's CPU
+// (docs/benchmarks.md).
+type claims struct {
+	Subject   string   `json:"sub"`
+	Audience  []string `json:"aud"`
+	ExpiresAt int64    `json:"exp"` // Unix s; 0: absent, which the parsers refuse
+	IssuedAt  int64    `json:"iat"` // Unix s; 0: absent
+	ID        string   `json:"jti"`
+	// AdmissionMs is the admission's expiry in Unix ms, exactly as the active set holds it.
 	AdmissionMs int64 `json:"adm"`
 }
 
-// Verify checks pass: an EdDSA signature by a key of the set that its kid names, its expiry (with the
-// leeway: exp, and adm to the millisecond), and its audience, which must be screening alone. It returns the claims, or an error wrapping
-// ErrInvalid.
-func (v *Verifier) Verify(pass, screening string) (Claims, error) {
-	var p payload
-	_, err := v.parser.ParseWithClaims(pass, &p, func(t *jwt.Token) (any, error) {
-		if kid, _ := t.Header["kid"].(string); kid == "" {
-			return nil, errors.New("no kid in the header")
-		}
-		return v.keys.Keyfunc(t)
-	})
-	if err != nil {
-		return Claims{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+// The jwt.Claims methods the parser's validator reads.
+
+func (c *claims) GetExpirationTime() (*jwt.NumericDate, error) {
+	return numericDate(c.ExpiresAt), nil
+}
+func (c *claims) GetIssuedAt() (*jwt.NumericDate, error)  { return numericDate(c.IssuedAt), nil }
+func (c *claims) GetNotBefore() (*jwt.NumericDate, error) { return nil, nil }
+func (c *claims) GetIssuer() (string, error)              { return "", nil }
+func (c *claims) GetSubject() (string, error)             { return c.Subject, nil }
+func (c *claims) GetAudience() (jwt.ClaimStrings, error)  { return c.Audience, nil }
+
+// numericDate is Unix second s as a JWT time; nil for 0 (absent).
+func numericDate(s int64) *jwt.NumericDate {
+	if s == 0 {
+		return nil
 	}
-	if len(p.Audience) != 1 || p.Audience[0] != screening || screening == "" {
-		return Claims{}, fmt.Errorf("%w: not a pass for screening %q", ErrInvalid, screening)
+	return jwt.NewNumericDate(time.Unix(s, 0))
+}
+
+// ceilSecond rounds t up to the whole second.
+func ceilSecond(t time.Time) time.Time {
+	if down := t.Truncate(time.Second); !down.Equal(t) {
+		return down.Add(time.Second)
 	}
-	if p.Subject == "" || p.ID == "" || p.AdmissionMs <= 0 || p.IssuedAt == nil {
-		return Claims{}, fmt.Errorf("%w: malformed claims", ErrInvalid)
-	}
-	// exp is adm up to the whole second; adm is the admission's own end.
-	expiresAt := time.UnixMilli(p.AdmissionMs)
-	if !v.now().Before(expiresAt.Add(v.leeway)) {
-		return Claims{}, fmt.Errorf("%w: the admission ended at %s", ErrInvalid, expiresAt.UTC().Format(time.RFC3339Nano))
-	}
-	return Claims{
-		Token: p.Subject, Screening: screening, ID: p.ID,
-		ExpiresAt: expiresAt, IssuedAt: p.IssuedAt.Time,
-	}, nil
+	return t
 }

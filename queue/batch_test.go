@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -179,14 +180,14 @@ func TestRegistrationAfterScriptFlush(t *testing.T) {
 func TestPassChecksArrivingTogetherShareRoundTrips(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
-		p := queue.NewPasses(secret)
+		p := pass.NewSecretIssuer(secret)
 		const n = 300
 		registerN(t, q, screening, n)
 		res, err := q.Admit(t.Context(), screening, time.Now(), settings(n, n))
 		if err != nil || len(res.Admitted) != n {
 			t.Fatalf("Admit = %d admitted, %v; want %d", len(res.Admitted), err, n)
 		}
-		claims := make([]queue.Claims, n)
+		claims := make([]pass.Claims, n)
 		want := make([]error, n)
 		for i, tok := range res.Admitted {
 			claims[i] = passFor(t, p, tok, res.ExpiresAt)
@@ -228,10 +229,10 @@ func TestPassChecksArrivingTogetherShareRoundTrips(t *testing.T) {
 func TestPassChecksOfTwoScreeningsTogetherReadEachClosing(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
-		p := queue.NewPasses(secret)
+		p := pass.NewSecretIssuer(secret)
 		const n = 100 // per screening
 		screenings := []string{"open", "closed"}
-		var claims []queue.Claims
+		var claims []pass.Claims
 		for _, s := range screenings {
 			registerN(t, q, s, n)
 			res, err := q.Admit(t.Context(), s, time.Now(), settings(n, n))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/waitroom/waitroom/pass"
 )
 
 var (
@@ -32,7 +33,7 @@ const reopenedMark = 5 * refreshEvery
 
 // Hold records that the pass made a held order: it is spent, and its slot stays taken until the hold's
 // expiry, not the admission's (a buyer paying is not replaced by the next in line).
-func (q *Queue) Hold(ctx context.Context, c Claims, until time.Time) error {
+func (q *Queue) Hold(ctx context.Context, c pass.Claims, until time.Time) error {
 	k := q.keys(c.Screening)
 	err := holdScript.Run(ctx, q.rdb, []string{k.active, k.spent}, c.Token, c.ExpiresAt.UnixMilli(), c.ID, until.UnixMilli()).Err()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -153,7 +154,7 @@ func TestAdmitDirectRefusesPausedClosedAndNotYetOpenLines(t *testing.T) {
 func TestAdmitDirectHoldsASlotItsPassCanUseAndFinishFreesIt(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
-		passes := queue.NewPasses([]byte("a secret of thirty-two bytes ..."))
+		passes := pass.NewSecretIssuer([]byte("a secret of thirty-two bytes ..."))
 		st := settings(10, 1)
 		ctx := t.Context()
 		d, err := q.AdmitDirect(ctx, screening, time.Time{}, st)

@@ -13,6 +13,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -67,7 +68,7 @@ func (m *lineModel) drop(tok, why string) {
 
 func TestLineNeverLosesAnyoneAndAdmitsInRegistrationOrder(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
-	p := queue.NewPasses(secret)
+	p := pass.NewSecretIssuer(secret)
 	ctx := context.Background()
 
 	rapid.Check(t, func(rt *rapid.T) {

@@ -1,6 +1,7 @@
 // Package queue owns the waiting line in Redis: registration (idempotent, first come first served), position,
 // atomic admission, the active set, the per-screening admission lock, the scheduler that sets the pace, and
-// the signed passes admission hands out.
+// the slot behind each pass admission hands out: checked and spent here, signed and verified in package
+// pass.
 //
 // Guarantees: a registered token is always in exactly one of waiting, active, or (after leave/expiry/close)
 // gone by a documented step; an admission tick pops and activates in one Lua script, so nobody is popped and
@@ -18,8 +19,8 @@
 //   - events.go: what instances tell each other over pub/sub (Event, Subscribe, Epoch)
 //   - line.go: an instance's copy of a line, which computes ranks without Redis (Line, Queue.Line)
 //   - restore.go: rebuilding a line Redis lost (Standing, Restore)
-//   - pass.go: signing and verifying passes (Passes, Claims)
-//   - spend.go: checking a pass against its slot and spending it (CheckPass, CheckPassLine, Finish)
+//   - spend.go: checking a pass's claims (pass.Claims) against its slot and spending it (CheckPass,
+//     CheckPassLine, Finish)
 //   - gate.go: the gate's direct admission of a visitor into a free slot while nobody waits (AdmitDirect)
 //   - solutions.go: a proof of work spent once (SpendSolution, UnspendSolution)
 //   - batch.go: calls that arrive together sent to Redis in one pipeline (Settle)

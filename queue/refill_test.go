@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -84,7 +85,7 @@ func TestReservationRefillsTheSlotAtOnce(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		t.Run("max_active 1", func(t *testing.T) {
 			q := queue.New(env.Redis, env.Prefix+"one:")
-			p := queue.NewPasses(secret)
+			p := pass.NewSecretIssuer(secret)
 			tokens := registerN(t, q, screening, 3)
 			st := settings(1, 1)
 			st.Interval = noTicks
@@ -128,7 +129,7 @@ func TestReservationRefillsTheSlotAtOnce(t *testing.T) {
 
 		t.Run("three freed at once", func(t *testing.T) {
 			q := queue.New(env.Redis, env.Prefix+"three:")
-			p := queue.NewPasses(secret)
+			p := pass.NewSecretIssuer(secret)
 			tokens := registerN(t, q, screening, 20)
 			st := settings(10, 5)
 			st.Interval = noTicks
@@ -170,7 +171,7 @@ func TestReservationRefillsTheSlotAtOnce(t *testing.T) {
 func TestAFreedSlotWakesEverySchedulerRunningOnTheQueue(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
-		p := queue.NewPasses(secret)
+		p := pass.NewSecretIssuer(secret)
 		tokens := registerN(t, q, screening, 2)
 		st := settings(1, 1)
 		st.Interval = noTicks
@@ -223,7 +224,7 @@ func TestRefillAdmitsNoMoreThanWereFreed(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		ctx := t.Context()
 		q := queue.New(env.Redis, env.Prefix)
-		p := queue.NewPasses(secret)
+		p := pass.NewSecretIssuer(secret)
 		tokens := registerN(t, q, screening, 30)
 		st := settings(10, 5)
 		at := tickTimes()

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/waitroom/waitroom/pass"
 )
 
 var (
@@ -29,7 +30,7 @@ var (
 
 // CheckPass tells whether a verified pass may reserve now: its admission must still hold the slot
 // (ErrNotActive otherwise) and it must not have reserved already (ErrPassSpent).
-func (q *Queue) CheckPass(ctx context.Context, c Claims) error {
+func (q *Queue) CheckPass(ctx context.Context, c pass.Claims) error {
 	_, err := q.CheckPassLine(ctx, c)
 	return err
 }
@@ -46,7 +47,7 @@ type LineState struct {
 // CheckPassLine is CheckPass that also reports, from the same round trip, the state of the screening's
 // line. Checks that arrive together share a pipeline (batcher): a burst of reservations checks a thousand
 // passes at once.
-func (q *Queue) CheckPassLine(ctx context.Context, c Claims) (LineState, error) {
+func (q *Queue) CheckPassLine(ctx context.Context, c pass.Claims) (LineState, error) {
 	k := q.keys(c.Screening)
 	pc := &passCheck{active: k.active, spent: k.spent, closed: k.closed, released: k.released, token: c.Token, id: c.ID, done: make(chan struct{})}
 	q.checks.add(pc)
@@ -130,7 +131,7 @@ func firstErr(errs ...error) error {
 
 // Finish records that the pass reserved: it is spent, and its slot is freed at once for the next admission
 // (the admission loops running on q here are woken to refill it at once).
-func (q *Queue) Finish(ctx context.Context, c Claims) error {
+func (q *Queue) Finish(ctx context.Context, c pass.Claims) error {
 	k := q.keys(c.Screening)
 	err := finishScript.Run(ctx, q.rdb, []string{k.active, k.spent, k.freed}, c.Token, c.ExpiresAt.UnixMilli(), c.ID).Err()
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/webhook"
 )
@@ -81,7 +82,7 @@ func classify(err error) (int, apiErrorBody) {
 		return http.StatusConflict, apiErrorBody{Code: "SOLD_OUT", Message: "no seat is left"}
 	case errors.Is(err, queue.ErrPassSpent):
 		return http.StatusGone, apiErrorBody{Code: "PASS_SPENT", Message: "this pass has already reserved"}
-	case errors.Is(err, queue.ErrInvalidPass):
+	case errors.Is(err, pass.ErrInvalid):
 		return http.StatusUnauthorized, apiErrorBody{Code: "INVALID_PASS", Message: "the pass is missing, forged, expired or for another screening"}
 	case errors.Is(err, queue.ErrNotActive):
 		return http.StatusUnauthorized, apiErrorBody{Code: "INVALID_PASS", Message: "the admission of this pass is over (it expired or was left)"}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -24,7 +25,7 @@ func TestRefusalsKeepTheirStatusCodeAndMessage(t *testing.T) {
 	env := testenv.New(t, testenv.Embedded)
 	env.Demo(t, "t1", 2, 5)
 	q := queue.New(env.Redis, env.Prefix)
-	passes := queue.NewPasses(fuzzSecret)
+	passes := pass.NewSecretIssuer(fuzzSecret)
 	store := booking.NewStore(env.DB)
 	book := booking.New(store, env.Redis, env.Prefix, q, passes, booking.Settings{
 		LockWait: 200 * time.Millisecond, LockLease: 10 * time.Second, MaxSeats: 4,

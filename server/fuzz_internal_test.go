@@ -23,6 +23,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -230,7 +231,7 @@ type fuzzServer struct {
 	env    *testenv.Env
 	s      *Server
 	q      *queue.Queue
-	passes *queue.Passes
+	passes *pass.Issuer
 	log    *testenv.SyncBuffer
 }
 
@@ -245,7 +246,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	logs := &testenv.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	q := queue.New(env.Redis, env.Prefix)
-	passes := queue.NewPasses(fuzzSecret)
+	passes := pass.NewSecretIssuer(fuzzSecret)
 	store := booking.NewStore(env.DB)
 	book := booking.New(store, env.Redis, env.Prefix, q, passes, booking.Settings{
 		LockWait: 200 * time.Millisecond, LockLease: 10 * time.Second, MaxSeats: fuzzMaxSeats,

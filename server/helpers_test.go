@@ -21,6 +21,7 @@ import (
 	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -36,7 +37,7 @@ var secret = []byte("test-secret-0123456789abcdef0123456789")
 type testServer struct {
 	env    *testenv.Env
 	q      *queue.Queue
-	passes *queue.Passes
+	passes *pass.Issuer
 	store  *booking.Store
 	book   *booking.Booking
 	hub    *hub.Hub

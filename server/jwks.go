@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// KeySet publishes the keys that check passes: queue.Passes.
+// KeySet publishes the keys that check passes: pass.Issuer.
 type KeySet interface {
 	// JWKS is the public keys as a JWK Set (RFC 7517); the empty set when passes are HS256.
 	JWKS() []byte

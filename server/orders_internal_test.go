@@ -17,6 +17,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -26,7 +27,7 @@ func newOrdersServer(t *testing.T, limits Limits, checkout Checkout, now *time.T
 	t.Helper()
 	env := testenv.New(t, testenv.Embedded)
 	q := queue.New(env.Redis, env.Prefix)
-	passes := queue.NewPasses(fuzzSecret)
+	passes := pass.NewSecretIssuer(fuzzSecret)
 	store := booking.NewStore(env.DB)
 	book := booking.New(store, env.Redis, env.Prefix, q, passes, booking.Settings{
 		LockWait: 200 * time.Millisecond, LockLease: 10 * time.Second, MaxSeats: 4,

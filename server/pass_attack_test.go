@@ -19,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -127,7 +128,7 @@ func TestForgedPassesNeverReachTheDatabase(t *testing.T) {
 	}
 }
 
-// passClaimsOf is the payload queue.Passes.Issue signs for token's admission to screening until adm.
+// passClaimsOf is the payload pass.Issuer.Issue signs for token's admission to screening until adm.
 func passClaimsOf(screening, token string, adm time.Time) jwt.MapClaims {
 	exp := adm.Truncate(time.Second)
 	if !exp.Equal(adm) {
@@ -135,7 +136,7 @@ func passClaimsOf(screening, token string, adm time.Time) jwt.MapClaims {
 	}
 	return jwt.MapClaims{
 		"sub": token, "aud": []string{screening}, "exp": exp.Unix(), "iat": time.Now().Unix(),
-		"jti": queue.PassID(screening, token, adm), "adm": adm.UnixMilli(),
+		"jti": pass.ID(screening, token, adm), "adm": adm.UnixMilli(),
 	}
 }
 
@@ -385,9 +386,9 @@ func TestEdDSAServerRefusesEveryOtherAlgorithmAndKid(t *testing.T) {
 	})
 }
 
-func mustPassKey(t *testing.T, entry string) queue.PassKey {
+func mustPassKey(t *testing.T, entry string) pass.Key {
 	t.Helper()
-	k, err := queue.ParsePassKey(entry)
+	k, err := pass.ParseKey(entry)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/waitroom/waitroom/booking"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/pass"
 )
 
 // reserveBody is POST /api/screenings/{id}/reservations: the seats by name, or a count of seats the server
@@ -23,9 +23,9 @@ type reserveBody struct {
 
 func (s *Server) reserve(c echo.Context) error {
 	ctx := c.Request().Context()
-	pass, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
-	if !ok || pass == "" {
-		return queue.ErrInvalidPass
+	bearer, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+	if !ok || bearer == "" {
+		return pass.ErrInvalid
 	}
 	var body reserveBody
 	if err := decodeStrict(c, maxBodyBytes, &body, errBadBody); err != nil {
@@ -41,9 +41,9 @@ func (s *Server) reserve(c echo.Context) error {
 	case body.Count != nil && body.Seats != nil:
 		return errBadBody
 	case body.Count != nil:
-		r, err = s.Booking.ReserveBest(ctx, c.Param("id"), pass, key, *body.Count)
+		r, err = s.Booking.ReserveBest(ctx, c.Param("id"), bearer, key, *body.Count)
 	default:
-		r, err = s.Booking.ReserveOnce(ctx, c.Param("id"), pass, key, body.Seats)
+		r, err = s.Booking.ReserveOnce(ctx, c.Param("id"), bearer, key, body.Seats)
 	}
 	var after *booking.AfterCommitError
 	if errors.As(err, &after) {

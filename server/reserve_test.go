@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -125,7 +126,7 @@ func TestReservationErrorsHaveStatusAndCode(t *testing.T) {
 		if _, err := a.q.Leave(ctx, "s1", leftClaims.Token); err != nil {
 			t.Fatal(err)
 		}
-		forged, err := queue.NewPasses([]byte("not-the-secret-0123456789abcdef")).Issue("s1", leftClaims.Token, leftClaims.ExpiresAt)
+		forged, err := pass.NewSecretIssuer([]byte("not-the-secret-0123456789abcdef")).Issue("s1", leftClaims.Token, leftClaims.ExpiresAt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -21,7 +22,7 @@ type Admitted struct {
 // would (room is made for all of them beside those already active), and signs their passes with passes.
 // The same tokens admitted at the same now in another prefix get the same expiry, hence the same pass. The
 // result is in the line's order.
-func Admit(t testing.TB, q *queue.Queue, passes *queue.Passes, screening string, now time.Time, tokens ...string) []Admitted {
+func Admit(t testing.TB, q *queue.Queue, passes *pass.Issuer, screening string, now time.Time, tokens ...string) []Admitted {
 	t.Helper()
 	ctx := context.Background()
 	for _, tok := range tokens {
@@ -55,7 +56,7 @@ func Admit(t testing.TB, q *queue.Queue, passes *queue.Passes, screening string,
 }
 
 // AdmitNew is Admit of n fresh tokens, now.
-func AdmitNew(t testing.TB, q *queue.Queue, passes *queue.Passes, screening string, n int) []Admitted {
+func AdmitNew(t testing.TB, q *queue.Queue, passes *pass.Issuer, screening string, n int) []Admitted {
 	t.Helper()
 	tokens := make([]string, n)
 	for i := range tokens {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -49,7 +50,7 @@ func setup(ctx context.Context, o options, benchURL string, rdb *redis.Client, p
 		// The server's scheduler ticks once an hour here; one at the wrong moment would have taken some.
 		return nil, fmt.Errorf("admitted %d of %d users (skip %q); run again", len(res.Admitted), o.users, res.Skip)
 	}
-	p := queue.NewPasses([]byte(secret))
+	p := pass.NewSecretIssuer([]byte(secret))
 	passes := make([]string, o.users)
 	for i, tok := range res.Admitted {
 		if passes[i], err = p.Issue(oursScreening, tok, res.ExpiresAt); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -140,7 +141,7 @@ func replay(t *testing.T, users, leavers []*user, ticks []event, gateAt time.Tim
 // three instances ran, they are exactly 1..total (less the ranks of users leaving at that moment).
 type pushes struct {
 	*replayed
-	passes         *queue.Passes
+	passes         *pass.Issuer
 	killAt, gateAt time.Time
 
 	pushed                              map[int64]map[int64]*user // epoch -> rank -> user

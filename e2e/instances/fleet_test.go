@@ -13,6 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/internal/app/apptest"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -24,7 +25,7 @@ type fleet struct {
 	procs  []*apptest.Process
 	client *http.Client
 	dialer *websocket.Dialer
-	passes *queue.Passes
+	passes *pass.Issuer
 	gate   chan struct{} // closed when admitted users may reserve
 	stop   chan struct{} // closed when the test ends: every user gives up
 

@@ -21,6 +21,7 @@ import (
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/app/apptest"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -72,7 +73,7 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 
 	c := &fleet{
 		t: t, env: env, gate: make(chan struct{}), stop: make(chan struct{}),
-		passes: queue.NewPasses([]byte(apptest.Secret)),
+		passes: pass.NewSecretIssuer([]byte(apptest.Secret)),
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}},
 		dialer: &websocket.Dialer{HandshakeTimeout: 3 * time.Second},
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/webhook"
@@ -34,13 +35,13 @@ import (
 // Interfaces the wiring relies on, checked where things meet.
 var (
 	_ hub.Lines            = (*queue.Queue)(nil)
-	_ hub.Passes           = (*queue.Passes)(nil)
+	_ hub.Passes           = (*pass.Issuer)(nil)
 	_ hub.Leaver           = (*queue.Queue)(nil)
 	_ booking.Admissions   = (*queue.Queue)(nil)
-	_ booking.PassVerifier = (*queue.Passes)(nil)
+	_ booking.PassVerifier = (*pass.Issuer)(nil)
 	_ queue.Screenings     = (*booking.Store)(nil)
 	_ gate.Lines           = (*queue.Queue)(nil)
-	_ gate.Passes          = (*queue.Passes)(nil)
+	_ gate.Passes          = (*pass.Issuer)(nil)
 	_ gate.Rooms           = (*booking.Store)(nil)
 )
 
@@ -58,7 +59,7 @@ type App struct {
 	Log       *slog.Logger
 	Registry  *prometheus.Registry
 	Queue     *queue.Queue
-	Passes    *queue.Passes
+	Passes    *pass.Issuer
 	Scheduler *queue.Scheduler
 	Store     *booking.Store
 	Booking   *booking.Booking

@@ -11,12 +11,12 @@ import (
 	"log/slog"
 
 	"github.com/waitroom/waitroom/config"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/pass"
 )
 
 // newPasses builds the passes cfg asks for: EdDSA with the Ed25519 keys of pass.keys then pass.keys_file
 // (the first signs) when any are set, and HS256 with pass.secret otherwise. Keys win over a secret.
-func newPasses(cfg config.Pass, log *slog.Logger) (*queue.Passes, error) {
+func newPasses(cfg config.Pass, log *slog.Logger) (*pass.Issuer, error) {
 	entries, err := cfg.KeyEntries()
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
@@ -26,15 +26,15 @@ func newPasses(cfg config.Pass, log *slog.Logger) (*queue.Passes, error) {
 			return nil, errors.New("app: no pass key and no pass secret: set pass.keys (WAITROOM_PASS_KEYS)")
 		}
 		log.Info("passes are signed with HS256 and pass.secret; only holders of the secret can check them (set pass.keys for EdDSA and /.well-known/jwks.json)")
-		return queue.NewPasses([]byte(cfg.Secret)), nil
+		return pass.NewSecretIssuer([]byte(cfg.Secret)), nil
 	}
-	keys := make([]queue.PassKey, len(entries))
+	keys := make([]pass.Key, len(entries))
 	for i, e := range entries {
-		if keys[i], err = queue.ParsePassKey(e); err != nil {
+		if keys[i], err = pass.ParseKey(e); err != nil {
 			return nil, fmt.Errorf("app: pass key %d: %w", i+1, err)
 		}
 	}
-	p, err := queue.NewKeyedPasses(keys)
+	p, err := pass.NewIssuer(keys)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
@@ -56,7 +56,7 @@ func drawPassKey(cfg *config.Pass, log *slog.Logger) error {
 	if _, err := rand.Read(b[:]); err != nil {
 		return fmt.Errorf("app: draw a pass key id: %w", err)
 	}
-	k, err := queue.GeneratePassKey("local-" + hex.EncodeToString(b[:]))
+	k, err := pass.GenerateKey("local-" + hex.EncodeToString(b[:]))
 	if err != nil {
 		return fmt.Errorf("app: %w", err)
 	}

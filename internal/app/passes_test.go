@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/config"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/pass"
 )
 
 var testSeed = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
@@ -47,7 +47,7 @@ func TestAProcessWithoutKeyOrSecretDrawsAnEd25519Key(t *testing.T) {
 	if err := drawPassKey(&b, log); err != nil {
 		t.Fatal(err)
 	}
-	ka, err := queue.ParsePassKey(a.Keys[0])
+	ka, err := pass.ParseKey(a.Keys[0])
 	if err != nil || len(a.Keys) != 1 || !strings.HasPrefix(ka.ID, "local-") {
 		t.Fatalf("drawn keys = %d, kid %q, %v; want one local- key", len(a.Keys), ka.ID, err)
 	}

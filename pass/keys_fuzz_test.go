@@ -1,17 +1,17 @@
 // Fuzz tests of Ed25519 passes: Verify of any string, and of any edit of a valid pass.
 
-package queue_test
+package pass_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/pass"
 )
 
 // fuzzKeyed is an EdDSA Passes of two keys, k2 signing.
-func fuzzKeyed(f *testing.F) *queue.Passes {
+func fuzzKeyed(f *testing.F) *pass.Issuer {
 	return mustKeyed(f, mustKey(f, "k2:"+seedOf('f')), mustKey(f, "k1:"+seedOf('g')))
 }
 
@@ -25,8 +25,8 @@ func FuzzVerifyEdDSAPass(f *testing.F) {
 	}
 	f.Add(good, "fz1")
 	f.Add(strings.Replace(good, "EdDSA", "HS256", 1), "fz1")
-	f.Fuzz(func(t *testing.T, pass, screening string) {
-		checkVerify(t, p, pass, screening)
+	f.Fuzz(func(t *testing.T, signed, screening string) {
+		checkVerify(t, p, signed, screening)
 	})
 }
 
@@ -39,23 +39,23 @@ func FuzzVerifyMutatedEdDSAPass(f *testing.F) {
 	f.Add(uint16(200), uint16(0), "A")
 	f.Fuzz(func(t *testing.T, at uint16, cut uint16, insert string) {
 		exp := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
-		pass, err := p.Issue("fz1", tok, exp)
+		signed, err := p.Issue("fz1", tok, exp)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, ok := checkVerify(t, p, pass, "fz1")
+		want, ok := checkVerify(t, p, signed, "fz1")
 		if !ok {
 			t.Fatalf("Verify(Issue(...)) failed")
 		}
-		i := int(at) % (len(pass) + 1)
-		j := min(i+int(cut), len(pass))
-		mutated := pass[:i] + insert + pass[j:]
+		i := int(at) % (len(signed) + 1)
+		j := min(i+int(cut), len(signed))
+		mutated := signed[:i] + insert + signed[j:]
 		got, ok := checkVerify(t, p, mutated, "fz1")
 		if !ok {
 			return
 		}
-		if got != want || (mutated != pass && !sameEncoding(mutated, pass)) {
-			t.Fatalf("pass %q edited at %d (cut %d, insert %q) still verifies: %q", pass, i, j-i, insert, mutated)
+		if got != want || (mutated != signed && !sameEncoding(mutated, signed)) {
+			t.Fatalf("pass %q edited at %d (cut %d, insert %q) still verifies: %q", signed, i, j-i, insert, mutated)
 		}
 	})
 }

@@ -1,154 +1,23 @@
-// Tests of passes: issued and verified, checked against their slot, spent by Finish, and fresh on readmission.
+// Tests of a pass against its slot: checked (CheckPass, CheckPassLine), spent by Finish, and fresh on
+// readmission. Issuing and verifying a pass are tested in pass/.
 
 package queue_test
 
 import (
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
 
 var secret = []byte("test-secret-0123456789abcdef0123456789")
 
-func TestPassRoundTripsItsClaims(t *testing.T) {
-	p := queue.NewPasses(secret)
-	tok := queue.NewToken()
-	exp := time.Now().Add(time.Minute).Truncate(time.Second)
-
-	pass, err := p.Issue(screening, tok, exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := p.Verify(pass, screening)
-	if err != nil {
-		t.Fatalf("Verify(Issue(...)) = %v, want nil", err)
-	}
-	want := queue.Claims{ID: queue.PassID(screening, tok, exp), Token: tok, Screening: screening, ExpiresAt: exp}
-	if c.ID != want.ID || c.Token != want.Token || c.Screening != want.Screening || !c.ExpiresAt.Equal(want.ExpiresAt) {
-		t.Errorf("Verify = %+v, want %+v", c, want)
-	}
-	// Every copy of one admission's pass has one id; another admission of the same token has another.
-	if again, _ := p.Issue(screening, tok, exp); mustVerify(t, p, again).ID != c.ID {
-		t.Errorf("a second pass of the same admission has another id")
-	}
-	if later := queue.PassID(screening, tok, exp.Add(time.Second)); later == c.ID {
-		t.Errorf("PassID of a later admission = %s, the same as the earlier one", later)
-	}
-}
-
-func mustVerify(t *testing.T, p *queue.Passes, pass string) queue.Claims {
-	t.Helper()
-	c, err := p.Verify(pass, screening)
-	if err != nil {
-		t.Fatalf("Verify: %v", err)
-	}
-	return c
-}
-
-// handClaims is a pass's payload built by hand: the registered claims and adm, as Issue writes them.
-type handClaims struct {
-	jwt.RegisteredClaims
-	Adm int64 `json:"adm"`
-}
-
-// sign builds a JWT by hand, with claims Issue would never write.
-func sign(t *testing.T, method jwt.SigningMethod, key any, claims handClaims) string {
-	t.Helper()
-	s, err := jwt.NewWithClaims(method, claims).SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func TestVerifyRejectsEveryPassThatMustNotReserve(t *testing.T) {
-	p := queue.NewPasses(secret)
-	tok, other := queue.NewToken(), queue.NewToken()
-	exp := time.Now().Add(time.Minute).Truncate(time.Second)
-	good, err := p.Issue(screening, tok, exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherPass, _ := p.Issue(screening, other, exp)
-	// Each case changes one thing of a pass that verifies (checked first), so it is refused for that alone.
-	claims := func(edit func(*handClaims)) handClaims {
-		c := handClaims{RegisteredClaims: jwt.RegisteredClaims{
-			Subject: tok, Audience: jwt.ClaimStrings{screening}, ExpiresAt: jwt.NewNumericDate(exp),
-			IssuedAt: jwt.NewNumericDate(time.Now()), ID: queue.PassID(screening, tok, exp),
-		}, Adm: exp.UnixMilli()}
-		if edit != nil {
-			edit(&c)
-		}
-		return c
-	}
-	if c, err := p.Verify(sign(t, jwt.SigningMethodHS256, secret, claims(nil)), screening); err != nil || c.Token != tok {
-		t.Fatalf("the cases' unchanged pass: Verify = %+v, %v, want it to verify", c, err)
-	}
-	parts := strings.Split(good, ".")
-	otherParts := strings.Split(otherPass, ".")
-	flip := func(s string, i int) string {
-		b := []byte(s)
-		if b[i] == 'A' {
-			b[i] = 'B'
-		} else {
-			b[i] = 'A'
-		}
-		return string(b)
-	}
-
-	cases := []struct {
-		name, pass, screening string
-	}{
-		{"tampered signature", parts[0] + "." + parts[1] + "." + flip(parts[2], len(parts[2])/2), screening},
-		{"another pass's claims under this signature", parts[0] + "." + otherParts[1] + "." + parts[2], screening},
-		{"wrong screening", good, "s2"},
-		{"no screening", good, ""},
-		{"expired", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) {
-			past := time.Now().Add(-time.Minute).Truncate(time.Second)
-			c.ExpiresAt, c.ID, c.Adm = jwt.NewNumericDate(past), queue.PassID(screening, tok, past), past.UnixMilli()
-		})), screening},
-		{"two audiences", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) {
-			c.Audience = jwt.ClaimStrings{screening, "s2"}
-		})), screening},
-		{"exp not adm's second", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) {
-			c.ExpiresAt = jwt.NewNumericDate(exp.Add(time.Hour))
-		})), screening},
-		{"alg none", sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, claims(nil)), screening},
-		{"HS512 with the same secret", sign(t, jwt.SigningMethodHS512, secret, claims(nil)), screening},
-		{"HS384 with the same secret", sign(t, jwt.SigningMethodHS384, secret, claims(nil)), screening},
-		{"another secret", sign(t, jwt.SigningMethodHS256, []byte("another-secret-0123456789abcdef012345"), claims(nil)), screening},
-		{"no expiry", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) { c.ExpiresAt = nil })), screening},
-		{"id of another admission", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) {
-			c.ID = queue.PassID(screening, tok, exp.Add(time.Second))
-		})), screening},
-		{"subject not a token", sign(t, jwt.SigningMethodHS256, secret, claims(func(c *handClaims) {
-			c.Subject, c.ID = "admin", queue.PassID(screening, "admin", exp)
-		})), screening},
-		{"not a JWT", "not.a.jwt", screening},
-		{"empty", "", screening},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := p.Verify(c.pass, c.screening)
-			if !errors.Is(err, queue.ErrInvalidPass) {
-				t.Errorf("Verify = %+v, %v, want %v", got, err, queue.ErrInvalidPass)
-			}
-			if got != (queue.Claims{}) {
-				t.Errorf("Verify returned claims %+v with its error, want none", got)
-			}
-		})
-	}
-}
-
 // admitOne runs an admission at now that must admit exactly one token, and returns its pass's claims.
-func admitOne(t *testing.T, q *queue.Queue, p *queue.Passes, now time.Time, st queue.Settings) queue.Claims {
+func admitOne(t *testing.T, q *queue.Queue, p *pass.Issuer, now time.Time, st queue.Settings) pass.Claims {
 	t.Helper()
 	res, err := q.Admit(t.Context(), screening, now, st)
 	if err != nil || len(res.Admitted) != 1 {
@@ -160,7 +29,7 @@ func admitOne(t *testing.T, q *queue.Queue, p *queue.Passes, now time.Time, st q
 func TestCheckPassAcceptsOnlyTheAdmissionThatHoldsTheSlot(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
-		p := queue.NewPasses(secret)
+		p := pass.NewSecretIssuer(secret)
 		tokens := registerN(t, q, screening, 2)
 		held := admitOne(t, q, p, time.Now(), settings(1, 10))
 		if held.Token != tokens[0] {
@@ -172,7 +41,7 @@ func TestCheckPassAcceptsOnlyTheAdmissionThatHoldsTheSlot(t *testing.T) {
 
 		notAdmitted := passFor(t, p, tokens[1], held.ExpiresAt)
 		otherExpiry := passFor(t, p, held.Token, held.ExpiresAt.Add(time.Second))
-		for name, c := range map[string]queue.Claims{"waiting token": notAdmitted, "other expiry": otherExpiry} {
+		for name, c := range map[string]pass.Claims{"waiting token": notAdmitted, "other expiry": otherExpiry} {
 			if err := q.CheckPass(t.Context(), c); !errors.Is(err, queue.ErrNotActive) {
 				t.Errorf("CheckPass(%s) = %v, want %v", name, err, queue.ErrNotActive)
 			}
@@ -190,7 +59,7 @@ func TestCheckPassAcceptsOnlyTheAdmissionThatHoldsTheSlot(t *testing.T) {
 func TestCheckPassOfALapsedAdmissionIsNotActive(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
-		p := queue.NewPasses(secret)
+		p := pass.NewSecretIssuer(secret)
 		start := time.Now().Add(time.Minute).Truncate(time.Second) // passes stay unexpired for the real clock
 		clk := newClock(q, start)
 		registerN(t, q, screening, 1)
@@ -227,7 +96,7 @@ func TestCheckPassOfALapsedAdmissionIsNotActive(t *testing.T) {
 func TestFinishSpendsThePassAndFreesTheSlot(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
-		p := queue.NewPasses(secret)
+		p := pass.NewSecretIssuer(secret)
 		tokens := registerN(t, q, screening, 2)
 		st := settings(1, 1)
 		at := tickTimes()
@@ -256,13 +125,13 @@ func TestFinishSpendsThePassAndFreesTheSlot(t *testing.T) {
 }
 
 // passFor issues and verifies the pass of token's admission to screening until exp.
-func passFor(t *testing.T, p *queue.Passes, token string, exp time.Time) queue.Claims {
+func passFor(t *testing.T, p *pass.Issuer, token string, exp time.Time) pass.Claims {
 	t.Helper()
 	return passOf(t, p, screening, token, exp)
 }
 
 // passOf is passFor for screening s.
-func passOf(t *testing.T, p *queue.Passes, s, token string, exp time.Time) queue.Claims {
+func passOf(t *testing.T, p *pass.Issuer, s, token string, exp time.Time) pass.Claims {
 	t.Helper()
 	pass, err := p.Issue(s, token, exp)
 	if err != nil {
@@ -280,7 +149,7 @@ func TestReadmissionGetsAFreshPass(t *testing.T) {
 	// the first one's Finish must not spend the second.
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
-		p := queue.NewPasses(secret)
+		p := pass.NewSecretIssuer(secret)
 		st := settings(1, 1)
 		st.Interval = 500 * time.Millisecond // config accepts any positive interval
 		s, _ := newScheduler(t, q, st, "a")
@@ -317,7 +186,7 @@ func TestReadmissionGetsAFreshPass(t *testing.T) {
 func TestCheckPassLineTellsAClosedLine(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		q := queue.New(env.Redis, env.Prefix)
-		p := queue.NewPasses(secret)
+		p := pass.NewSecretIssuer(secret)
 		registerN(t, q, screening, 1)
 		held := admitOne(t, q, p, time.Now(), settings(1, 10))
 		if line, err := q.CheckPassLine(t.Context(), held); err != nil || line.Closed {

@@ -1,7 +1,7 @@
 // Tests of Ed25519 passes: key entries read and refused, the JWK Set, rotation, and every pass an EdDSA
 // Passes must refuse; and the benchmark of Verify for both algorithms.
 
-package queue_test
+package pass_test
 
 import (
 	"crypto/ed25519"
@@ -15,6 +15,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -23,32 +24,32 @@ func seedOf(b byte) string {
 	return base64.StdEncoding.EncodeToString([]byte(strings.Repeat(string(rune(b)), 32)))
 }
 
-func mustKey(t testing.TB, entry string) queue.PassKey {
+func mustKey(t testing.TB, entry string) pass.Key {
 	t.Helper()
-	k, err := queue.ParsePassKey(entry)
+	k, err := pass.ParseKey(entry)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return k
 }
 
-func mustKeyed(t testing.TB, keys ...queue.PassKey) *queue.Passes {
+func mustKeyed(t testing.TB, keys ...pass.Key) *pass.Issuer {
 	t.Helper()
-	p, err := queue.NewKeyedPasses(keys)
+	p, err := pass.NewIssuer(keys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func TestParsePassKeyReadsEveryBase64SpellingAndNamesTheKidNotTheSeed(t *testing.T) {
+func TestParseKeyReadsEveryBase64SpellingAndNamesTheKidNotTheSeed(t *testing.T) {
 	raw := []byte(strings.Repeat("\xfb", 32)) // '+' and '/' in standard base64, '-' and '_' in URL base64
 	want := ed25519.NewKeyFromSeed(raw)
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		entry := "k1:" + enc.EncodeToString(raw)
-		k, err := queue.ParsePassKey(entry)
+		k, err := pass.ParseKey(entry)
 		if err != nil || k.ID != "k1" || !k.Private.Equal(want) {
-			t.Errorf("ParsePassKey(%q) = %q, %v, want kid k1 and the seed's key", entry, k.ID, err)
+			t.Errorf("ParseKey(%q) = %q, %v, want kid k1 and the seed's key", entry, k.ID, err)
 		}
 	}
 	if k := mustKey(t, "k1:"+seedOf('a')); k.String() != "k1:"+seedOf('a') {
@@ -63,26 +64,26 @@ func TestParsePassKeyReadsEveryBase64SpellingAndNamesTheKidNotTheSeed(t *testing
 		"k1:" + short:     "16 bytes, want 32",
 		"k1:not base64!!": "not base64",
 	} {
-		_, err := queue.ParsePassKey(entry)
-		if !errors.Is(err, queue.ErrBadPassKey) || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParsePassKey(%q) = %v, want %v naming %q", entry, err, queue.ErrBadPassKey, want)
+		_, err := pass.ParseKey(entry)
+		if !errors.Is(err, pass.ErrBadKey) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseKey(%q) = %v, want %v naming %q", entry, err, pass.ErrBadKey, want)
 		}
 		if err != nil && strings.Contains(err.Error(), seedOf('a')) {
-			t.Errorf("ParsePassKey(%q)'s error %q shows the seed", entry, err)
+			t.Errorf("ParseKey(%q)'s error %q shows the seed", entry, err)
 		}
 	}
 }
 
-func TestNewKeyedPassesRefusesNoKeysAndATwiceListedKid(t *testing.T) {
-	if _, err := queue.NewKeyedPasses(nil); !errors.Is(err, queue.ErrBadPassKey) {
-		t.Errorf("NewKeyedPasses(nil) = %v, want %v", err, queue.ErrBadPassKey)
+func TestNewIssuerRefusesNoKeysAndATwiceListedKid(t *testing.T) {
+	if _, err := pass.NewIssuer(nil); !errors.Is(err, pass.ErrBadKey) {
+		t.Errorf("NewIssuer(nil) = %v, want %v", err, pass.ErrBadKey)
 	}
 	k1, k1b := mustKey(t, "k1:"+seedOf('a')), mustKey(t, "k1:"+seedOf('b'))
-	if _, err := queue.NewKeyedPasses([]queue.PassKey{k1, k1b}); !errors.Is(err, queue.ErrBadPassKey) || !strings.Contains(err.Error(), "twice") {
-		t.Errorf("NewKeyedPasses(k1, k1) = %v, want %v: listed twice", err, queue.ErrBadPassKey)
+	if _, err := pass.NewIssuer([]pass.Key{k1, k1b}); !errors.Is(err, pass.ErrBadKey) || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("NewIssuer(k1, k1) = %v, want %v: listed twice", err, pass.ErrBadKey)
 	}
-	if _, err := queue.NewKeyedPasses([]queue.PassKey{{ID: "k1", Private: ed25519.PrivateKey("short")}}); !errors.Is(err, queue.ErrBadPassKey) {
-		t.Errorf("NewKeyedPasses(a short key) = %v, want %v", err, queue.ErrBadPassKey)
+	if _, err := pass.NewIssuer([]pass.Key{{ID: "k1", Private: ed25519.PrivateKey("short")}}); !errors.Is(err, pass.ErrBadKey) {
+		t.Errorf("NewIssuer(a short key) = %v, want %v", err, pass.ErrBadKey)
 	}
 }
 
@@ -96,7 +97,7 @@ func TestJWKSPublishesEveryPublicKeyAndNoPrivateOne(t *testing.T) {
 	if len(set.Keys) != 2 {
 		t.Fatalf("JWKS() has %d keys, want 2: %s", len(set.Keys), p.JWKS())
 	}
-	for i, want := range []queue.PassKey{k2, k1} {
+	for i, want := range []pass.Key{k2, k1} {
 		got := set.Keys[i]
 		pub, ok := got.Key.(ed25519.PublicKey)
 		if got.KeyID != want.ID || !ok || !pub.Equal(want.Private.Public()) || got.Algorithm != "EdDSA" || got.Use != "sig" || !got.IsPublic() {
@@ -110,7 +111,7 @@ func TestJWKSPublishesEveryPublicKeyAndNoPrivateOne(t *testing.T) {
 	if k := raw.Keys[0]; k["kty"] != "OKP" || k["crv"] != "Ed25519" || k["x"] == nil || k["d"] != nil {
 		t.Errorf("JWKS key 0 = %v, want kty OKP, crv Ed25519, an x and no d", k)
 	}
-	if got := string(queue.NewPasses(secret).JWKS()); got != `{"keys":[]}` {
+	if got := string(pass.NewSecretIssuer(secret).JWKS()); got != `{"keys":[]}` {
 		t.Errorf("HS256 JWKS() = %s, want the empty set", got)
 	}
 }
@@ -119,25 +120,25 @@ func TestEdDSAPassCarriesTheSigningKidAndRoundTrips(t *testing.T) {
 	p := mustKeyed(t, mustKey(t, "k1:"+seedOf('a')))
 	tok := queue.NewToken()
 	exp := time.Now().Add(time.Minute).Truncate(time.Second)
-	pass, err := p.Issue(screening, tok, exp)
+	signed, err := p.Issue(screening, tok, exp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := header(t, pass); h["alg"] != "EdDSA" || h["kid"] != "k1" {
+	if h := header(t, signed); h["alg"] != "EdDSA" || h["kid"] != "k1" {
 		t.Errorf("pass header = %v, want alg EdDSA, kid k1", h)
 	}
-	c := mustVerify(t, p, pass)
-	if c.Token != tok || c.ID != queue.PassID(screening, tok, exp) || !c.ExpiresAt.Equal(exp) {
+	c := mustVerify(t, p, signed)
+	if c.Token != tok || c.ID != pass.ID(screening, tok, exp) || !c.ExpiresAt.Equal(exp) {
 		t.Errorf("Verify = %+v, want token %s expiring %v", c, tok, exp)
 	}
-	if p.Alg() != "EdDSA" || p.SigningKID() != "k1" || queue.NewPasses(secret).Alg() != "HS256" {
+	if p.Alg() != "EdDSA" || p.SigningKID() != "k1" || pass.NewSecretIssuer(secret).Alg() != "HS256" {
 		t.Errorf("Alg, SigningKID = %s, %s; want EdDSA, k1 (and HS256 for a secret)", p.Alg(), p.SigningKID())
 	}
 }
 
-func header(t *testing.T, pass string) map[string]any {
+func header(t *testing.T, signed string) map[string]any {
 	t.Helper()
-	b, err := base64.RawURLEncoding.DecodeString(strings.Split(pass, ".")[0])
+	b, err := base64.RawURLEncoding.DecodeString(strings.Split(signed, ".")[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,13 +167,13 @@ func TestRotatedOutKeyStillVerifiesUntilDropped(t *testing.T) {
 	if h := header(t, fresh); h["kid"] != "k2" {
 		t.Errorf("new pass kid = %v, want k2", h["kid"])
 	}
-	if _, err := before.Verify(fresh, screening); !errors.Is(err, queue.ErrInvalidPass) {
-		t.Errorf("Verify(k2's pass) by an instance holding only k1 = %v, want %v", err, queue.ErrInvalidPass)
+	if _, err := before.Verify(fresh, screening); !errors.Is(err, pass.ErrInvalid) {
+		t.Errorf("Verify(k2's pass) by an instance holding only k1 = %v, want %v", err, pass.ErrInvalid)
 	}
 
 	dropped := mustKeyed(t, k2)
-	if _, err := dropped.Verify(old, screening); !errors.Is(err, queue.ErrInvalidPass) {
-		t.Errorf("Verify(k1's pass) with keys [k2] = %v, want %v", err, queue.ErrInvalidPass)
+	if _, err := dropped.Verify(old, screening); !errors.Is(err, pass.ErrInvalid) {
+		t.Errorf("Verify(k1's pass) with keys [k2] = %v, want %v", err, pass.ErrInvalid)
 	}
 }
 
@@ -183,7 +184,7 @@ func TestEdDSAVerifyRefusesEveryOtherAlgorithmKidAndKey(t *testing.T) {
 	exp := time.Now().Add(time.Minute).Truncate(time.Second)
 	claims := handClaims{RegisteredClaims: jwt.RegisteredClaims{
 		Subject: tok, Audience: jwt.ClaimStrings{screening}, ExpiresAt: jwt.NewNumericDate(exp),
-		IssuedAt: jwt.NewNumericDate(time.Now()), ID: queue.PassID(screening, tok, exp),
+		IssuedAt: jwt.NewNumericDate(time.Now()), ID: pass.ID(screening, tok, exp),
 	}, Adm: exp.UnixMilli()}
 	withKid := func(method jwt.SigningMethod, kid string, key any) string {
 		tk := jwt.NewWithClaims(method, claims)
@@ -217,17 +218,17 @@ func TestEdDSAVerifyRefusesEveryOtherAlgorithmKidAndKey(t *testing.T) {
 		"HS256 with the private key as secret": withKid(jwt.SigningMethodHS256, "k1", []byte(k1.Private)),
 		"HS256 with a secret, no kid":          sign(t, jwt.SigningMethodHS256, secret, claims),
 	}
-	for name, pass := range cases {
+	for name, signed := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := p.Verify(pass, screening)
-			if !errors.Is(err, queue.ErrInvalidPass) || got != (queue.Claims{}) {
-				t.Errorf("Verify = %+v, %v, want %v and no claims", got, err, queue.ErrInvalidPass)
+			got, err := p.Verify(signed, screening)
+			if !errors.Is(err, pass.ErrInvalid) || got != (pass.Claims{}) {
+				t.Errorf("Verify = %+v, %v, want %v and no claims", got, err, pass.ErrInvalid)
 			}
 		})
 	}
 	// And the other way: an HS256 Passes refuses an EdDSA pass.
-	if _, err := queue.NewPasses(secret).Verify(good, screening); !errors.Is(err, queue.ErrInvalidPass) {
-		t.Errorf("HS256 Verify(EdDSA pass) = %v, want %v", err, queue.ErrInvalidPass)
+	if _, err := pass.NewSecretIssuer(secret).Verify(good, screening); !errors.Is(err, pass.ErrInvalid) {
+		t.Errorf("HS256 Verify(EdDSA pass) = %v, want %v", err, pass.ErrInvalid)
 	}
 }
 
@@ -245,19 +246,19 @@ func BenchmarkVerify(b *testing.B) {
 	exp := time.Now().Add(time.Hour)
 	for _, bc := range []struct {
 		name   string
-		passes *queue.Passes
+		passes *pass.Issuer
 	}{
-		{"HS256", queue.NewPasses(secret)},
+		{"HS256", pass.NewSecretIssuer(secret)},
 		{"EdDSA", mustKeyed(b, mustKey(b, "k1:"+seedOf('a')))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			pass, err := bc.passes.Issue(screening, queue.NewToken(), exp)
+			signed, err := bc.passes.Issue(screening, queue.NewToken(), exp)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := bc.passes.Verify(pass, screening); err != nil {
+				if _, err := bc.passes.Verify(signed, screening); err != nil {
 					b.Fatal(err)
 				}
 			}
