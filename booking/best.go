@@ -58,7 +58,7 @@ func (b *Booking) reserveBest(ctx context.Context, claims queue.Claims, key, has
 		if err != nil {
 			return Reservation{}, err
 		}
-		held := b.released.seatsHeld(queue.Key(b.prefix, claims.Screening, "seat:"))
+		held := b.released.seatsLocked(b.seats.SeatLockPrefix(claims.Screening))
 		wait := try >= bestTries
 		seats := pickBest(cat.seats, func(id string) bool {
 			return taken[id] || sold[id] || held[id] || (!wait && tried[id])
@@ -98,7 +98,7 @@ func (b *Booking) reserveBest(ctx context.Context, claims queue.Claims, key, has
 // takenSeats is what Redis's sold set says is taken (held or sold) in the screening, as a set; nil when it
 // does not know (the pick then leaves it to the locks and the database to refuse).
 func (b *Booking) takenSeats(ctx context.Context, screening string) (map[string]bool, error) {
-	ids, err := b.rdb.SMembers(ctx, queue.Key(b.prefix, screening, "sold")).Result()
+	ids, err := b.seats.SoldSeats(ctx, screening)
 	if err != nil {
 		return nil, fmt.Errorf("booking: best available in %s: %w", screening, err)
 	}
