@@ -16,6 +16,10 @@ func SetAfterFence(b *Booking, fn func()) { b.afterFence = fn }
 // lease lapsed reaches the fence and the UNIQUE constraint: the guards a test of them needs to reach.
 func SkipHeldCheck(b *Booking) { b.noHeldCheck = true }
 
+// SetSeatWait makes b call fn each time a request (owner, its lock owner id) starts to wait for a seat
+// another request of b has locked.
+func SetSeatWait(b *Booking, fn func(owner, seat string)) { b.seatWait = fn }
+
 // LockScriptHash is the SHA1 of the seat-lock script (the queue's, lua/seatlock.lua), as EVALSHA names it.
 var LockScriptHash = func() string {
 	src, err := os.ReadFile("../queue/lua/seatlock.lua")

@@ -96,6 +96,9 @@ func (b *Booking) awaitRelease(ctx context.Context, sl *seatLocks, seat string, 
 	if left <= 0 {
 		return &LockedError{Seat: seat}
 	}
+	if b.seatWait != nil {
+		b.seatWait(sl.owner, seat) // tests only
+	}
 	timer := time.NewTimer(min(localHolderCheck, left))
 	defer timer.Stop()
 	select {
