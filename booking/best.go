@@ -11,7 +11,6 @@ import (
 	"fmt"
 
 	"github.com/waitroom/waitroom/pass"
-	"github.com/waitroom/waitroom/queue"
 )
 
 // bestTries bounds the picks of one best-available request: each retry leaves out the seats the last one
@@ -59,7 +58,7 @@ func (b *Booking) reserveBest(ctx context.Context, claims pass.Claims, key, hash
 		if err != nil {
 			return Reservation{}, err
 		}
-		held := b.released.seatsHeld(queue.Key(b.prefix, claims.Screening, "seat:"))
+		held := b.released.seatsLocked(b.seats.SeatLockPrefix(claims.Screening))
 		wait := try >= bestTries
 		seats := pickBest(cat.seats, func(id string) bool {
 			return taken[id] || sold[id] || held[id] || (!wait && tried[id])
@@ -99,7 +98,7 @@ func (b *Booking) reserveBest(ctx context.Context, claims pass.Claims, key, hash
 // takenSeats is what Redis's sold set says is taken (held or sold) in the screening, as a set; nil when it
 // does not know (the pick then leaves it to the locks and the database to refuse).
 func (b *Booking) takenSeats(ctx context.Context, screening string) (map[string]bool, error) {
-	ids, err := b.rdb.SMembers(ctx, queue.Key(b.prefix, screening, "sold")).Result()
+	ids, err := b.seats.SoldSeats(ctx, screening)
 	if err != nil {
 		return nil, fmt.Errorf("booking: best available in %s: %w", screening, err)
 	}

@@ -12,7 +12,9 @@
 //   - errors.go: the errors it returns.
 //   - reserve.go: a reservation, from pass and seats to commit and what follows it.
 //   - idempotency.go: a retry under the same Idempotency-Key answered with the first reservation.
-//   - locks.go: the seat locks in Redis (lua/lock.lua, unlock.lua, held.lua) and the wait for them.
+//   - best.go, pick.go: a reservation by count: the best free seats together, picked and locked.
+//   - locks.go: a request's seat locks (seatLocks), taken in Redis through the queue (SeatKeeper: booking
+//     builds no Redis key and holds no Redis client), and the wait for another request holding them.
 //   - local.go: what the requests of one instance share: the seats known sold, the locks held here.
 //   - catalog.go: a screening's seats and sale time, in memory once loaded.
 //   - seats.go: seat ids under one grammar, a request's seat list, listed and grid catalogs.
@@ -25,6 +27,9 @@
 //   - news.go: the seat changes, gathered and published to every instance's admitted sockets.
 //   - store.go, store_read.go, store_write.go: the SQL side, its reads, a reservation's write.
 //   - screenings.go: creating and managing screenings, and the scheduler's list of sales.
+//   - reset.go: a sale reset and a screening archived, by the operator.
+//   - gate.go: what the gate keeps of a screening: its gate mode, the fields it reads per room.
+//   - metrics.go: the order transitions counted by outcome, and the holds the sweeper expired.
 //   - db.go: opening the database and migrating it (migrations/postgres, migrations/sqlite).
 //   - warm.go: keeping the connection pool warm for a burst.
 //   - entry.go: what a socket must bring to take a place: the screening's proof-of-work cost, its rules.
@@ -37,7 +42,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/waitroom/waitroom/pass"
@@ -52,10 +56,10 @@ type Admissions interface {
 	Finish(ctx context.Context, c pass.Claims) error
 	// SellOut closes the line of a screening sold out, and returns the closing's epoch.
 	SellOut(ctx context.Context, screening string) (int64, error)
-	// Hold spends the pass of a held order and keeps its slot until the hold lapses; Release frees it when
-	// the order ends.
-	Hold(ctx context.Context, c pass.Claims, until time.Time) error
-	Release(ctx context.Context, screening, token string, until time.Time) error
+	// KeepOrderSlot spends the pass of a held order and keeps its slot, the order slot, until the hold
+	// lapses; FreeOrderSlot frees it when the order ends.
+	KeepOrderSlot(ctx context.Context, c pass.Claims, until time.Time) error
+	FreeOrderSlot(ctx context.Context, screening, token string, until time.Time) error
 	// AllHeld tells the line every seat is held or sold; Reopen that seats came back.
 	AllHeld(ctx context.Context, screening string) error
 	Reopen(ctx context.Context, screening string, mayReopen bool) (int64, error)
@@ -63,6 +67,23 @@ type Admissions interface {
 	PublishSeats(ctx context.Context, screening string, seats []queue.SeatChange) error
 	// Reset empties the screening's line and its keys in Redis, running between once the line is closed.
 	Reset(ctx context.Context, screening string, between func(context.Context) error) (int64, error)
+}
+
+// SeatKeeper is what booking needs of Redis for seats, under the queue's keys (queue/seats.go, whose
+// scripts' headers say what each key and argument is): a request's seat locks, the sold and held sets of a
+// screening, and the sweeper's lease. Each method is one script or one pipeline.
+type SeatKeeper interface {
+	SeatKeys(screening string, seats []string) queue.SeatKeys
+	SeatLockPrefix(screening string) string
+	LockSeats(ctx context.Context, k queue.SeatKeys, args []any) (queue.SeatLock, error)
+	SeatLocksHeld(ctx context.Context, k queue.SeatKeys, owner string) (bool, error)
+	UnlockSeats(ctx context.Context, k queue.SeatKeys, args []any) error
+	SeatSets(ctx context.Context, screening string) (sold, held []string, err error)
+	SoldSeats(ctx context.Context, screening string) ([]string, error)
+	FillSeatSets(ctx context.Context, screening string, sold, held []any) error
+	FixSeatSets(ctx context.Context, screening string, fix queue.SeatSetFix) error
+	ChangeSeats(ctx context.Context, screening string, args ...any) error
+	RenewLease(ctx context.Context, name, owner string, lease time.Duration) (bool, error)
 }
 
 // PassVerifier checks a pass's signature, expiry and screening.
@@ -89,8 +110,7 @@ type Settings struct {
 // Booking reserves seats.
 type Booking struct {
 	store      *Store
-	rdb        redis.UniversalClient
-	prefix     string
+	seats      SeatKeeper
 	admissions Admissions
 	passes     PassVerifier
 	settings   Settings
@@ -106,14 +126,16 @@ type Booking struct {
 
 	// Tests only: afterFence runs inside the transaction after the fence is written (to pause a holder
 	// past its lease); noHeldCheck skips the check before commit (so a lapsed holder reaches the fence and
-	// the UNIQUE constraint, the guards behind it).
+	// the UNIQUE constraint, the guards behind it); seatWait is told each time a request (its owner id)
+	// starts to wait for a seat another request here has locked.
 	afterFence  func()
 	noHeldCheck bool
+	seatWait    func(owner, seat string)
 }
 
-// New returns the reservation service over store, with seat locks in rdb under prefix.
-func New(store *Store, rdb redis.UniversalClient, prefix string, a Admissions, p PassVerifier, s Settings) *Booking {
-	return &Booking{store: store, rdb: rdb, prefix: prefix, admissions: a, passes: p, settings: s,
+// New returns the reservation service over store, with seat locks and sets in Redis kept by seats.
+func New(store *Store, seats SeatKeeper, a Admissions, p PassVerifier, s Settings) *Booking {
+	return &Booking{store: store, seats: seats, admissions: a, passes: p, settings: s,
 		catalogs: map[string]*catalog{}, instance: queue.NewToken()[:12]}
 }
 

@@ -2,6 +2,12 @@
 
 package booking
 
+import (
+	"crypto/sha1"
+	"fmt"
+	"os"
+)
+
 // SetAfterFence makes every reservation of b call fn inside its transaction right after the fence is
 // written: a test pauses there so the holder's lease runs out mid-transaction.
 func SetAfterFence(b *Booking, fn func()) { b.afterFence = fn }
@@ -10,5 +16,15 @@ func SetAfterFence(b *Booking, fn func()) { b.afterFence = fn }
 // lease lapsed reaches the fence and the UNIQUE constraint: the guards a test of them needs to reach.
 func SkipHeldCheck(b *Booking) { b.noHeldCheck = true }
 
-// LockScriptHash is the SHA1 of the seat-lock script, as EVALSHA names it.
-var LockScriptHash = lockScript.Hash()
+// SetSeatWait makes b call fn each time a request (owner, its lock owner id) starts to wait for a seat
+// another request of b has locked.
+func SetSeatWait(b *Booking, fn func(owner, seat string)) { b.seatWait = fn }
+
+// LockScriptHash is the SHA1 of the seat-lock script (the queue's, lua/seatlock.lua), as EVALSHA names it.
+var LockScriptHash = func() string {
+	src, err := os.ReadFile("../queue/lua/seatlock.lua")
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Sprintf("%x", sha1.Sum(src))
+}()

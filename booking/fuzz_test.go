@@ -118,7 +118,7 @@ func FuzzParseSeats(f *testing.F) {
 	env := testenv.New(f, testenv.Embedded)
 	env.Demo(f, "fz1", fuzzRows, fuzzPerRow)
 	q := queue.New(env.Redis, env.Prefix)
-	b := booking.New(booking.NewStore(env.DB), env.Redis, env.Prefix, q, pass.NewSecretIssuer([]byte("fuzz-secret-0123456789abcdef")),
+	b := booking.New(booking.NewStore(env.DB), q, q, pass.NewSecretIssuer([]byte("fuzz-secret-0123456789abcdef")),
 		booking.Settings{LockWait: time.Second, LockLease: 10 * time.Second, MaxSeats: fuzzMaxSeats})
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, list string) {

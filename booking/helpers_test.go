@@ -49,7 +49,7 @@ func newFixture(t testing.TB, env *testenv.Env, prefix string, s booking.Setting
 	store := booking.NewStore(env.DB)
 	return &fixture{
 		env: env, prefix: prefix, q: q, passes: passes, store: store,
-		book: booking.New(store, env.Redis, prefix, q, passes, s),
+		book: booking.New(store, q, q, passes, s),
 	}
 }
 

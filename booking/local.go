@@ -121,55 +121,55 @@ func (s *soldSeats) refuse(screening string, seats []string, total int) error {
 type releases struct {
 	mu      sync.Mutex
 	waiting map[string]chan struct{} // seat lock key -> closed when a request here releases it
-	held    map[string]string        // seat lock key -> the owner id of the request here that holds it
+	owners  map[string]string        // seat lock key -> the owner id of the request here that holds it
 }
 
-// hold records that owner, a request here, took the locks keys.
-func (r *releases) hold(keys []string, owner string) {
+// took records that owner, a request here, took the locks keys.
+func (r *releases) took(keys []string, owner string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.holdLocked(keys, owner)
+	r.tookLocked(keys, owner)
 }
 
-func (r *releases) holdLocked(keys []string, owner string) {
-	if r.held == nil {
-		r.held = map[string]string{}
+func (r *releases) tookLocked(keys []string, owner string) {
+	if r.owners == nil {
+		r.owners = map[string]string{}
 	}
 	for _, k := range keys {
-		r.held[k] = owner
+		r.owners[k] = owner
 	}
 }
 
 // claim records owner as the holder here of keys, all or none: if a request here other than owner has
 // one of them, it returns that key's seat (seats[i] for keys[i]) and the channel its release closes, and
-// claims nothing. The claim becomes the hold if the lock script then takes the locks (released after the
-// commit or rollback, as a hold is), and is released at once if it does not.
+// claims nothing. The claim becomes the seat locks if the lock script then takes them (released after the
+// commit or rollback, as the locks are), and is released at once if it does not.
 func (r *releases) claim(keys, seats []string, owner string) (string, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if i := r.otherHolderLocked(keys, owner); i >= 0 {
+	if i := r.otherOwnerLocked(keys, owner); i >= 0 {
 		return seats[i], r.waitLocked(keys[i])
 	}
-	r.holdLocked(keys, owner)
+	r.tookLocked(keys, owner)
 	return "", nil
 }
 
-// heldHere returns the first of keys (and its seat, seats[i] for keys[i]) that a request here other than
+// lockedHere returns the first of keys (and its seat, seats[i] for keys[i]) that a request here other than
 // owner has, with the channel its release closes; a nil channel when none has.
-func (r *releases) heldHere(keys, seats []string, owner string) (string, <-chan struct{}) {
+func (r *releases) lockedHere(keys, seats []string, owner string) (string, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if i := r.otherHolderLocked(keys, owner); i >= 0 {
+	if i := r.otherOwnerLocked(keys, owner); i >= 0 {
 		return seats[i], r.waitLocked(keys[i])
 	}
 	return "", nil
 }
 
-// otherHolderLocked returns the index of the first of keys that a request here other than owner has, or
+// otherOwnerLocked returns the index of the first of keys that a request here other than owner has, or
 // -1. r.mu is held.
-func (r *releases) otherHolderLocked(keys []string, owner string) int {
+func (r *releases) otherOwnerLocked(keys []string, owner string) int {
 	for i, k := range keys {
-		if o, ok := r.held[k]; ok && o != owner {
+		if o, ok := r.owners[k]; ok && o != owner {
 			return i
 		}
 	}
@@ -211,25 +211,25 @@ func (r *releases) wakeLocked(keys []string) {
 	}
 }
 
-// release gives up owner's hold on keys and wakes who waits for them.
+// release gives up owner's locks keys and wakes who waits for them.
 func (r *releases) release(keys []string, owner string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range keys {
-		if r.held[k] == owner {
-			delete(r.held, k)
+		if r.owners[k] == owner {
+			delete(r.owners, k)
 		}
 	}
 	r.wakeLocked(keys)
 }
 
-// seatsHeld returns the seats whose locks, under prefix (a screening's seat lock keys less the seat id), the
+// seatsLocked returns the seats whose locks, under prefix (a screening's seat lock keys less the seat id), the
 // requests of this instance hold now.
-func (r *releases) seatsHeld(prefix string) map[string]bool {
+func (r *releases) seatsLocked(prefix string) map[string]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string]bool{}
-	for k := range r.held {
+	for k := range r.owners {
 		if id, ok := strings.CutPrefix(k, prefix); ok {
 			out[id] = true
 		}

@@ -446,7 +446,7 @@ func TestALateConfirmIsRefusedWhenTheExpirysFollowUpFails(t *testing.T) {
 		cut := redis.NewClient(env.Redis.(*redis.Client).Options())
 		t.Cleanup(func() { cut.Close() })
 		cut.AddHook(testenv.Refuse{Names: []string{"evalsha", "eval"}, Err: errors.New("connection reset")})
-		late := booking.New(f.store, cut, f.prefix, f.q, f.passes, holding(100*time.Millisecond))
+		late := booking.New(f.store, queue.New(cut, f.prefix), f.q, f.passes, holding(100*time.Millisecond))
 		time.Sleep(150 * time.Millisecond)
 		if got, err := late.Confirm(ctx, o.Code); !errors.Is(err, booking.ErrHoldExpired) {
 			t.Fatalf("late Confirm with the follow-up failing = %+v, %v; want ErrHoldExpired", got, err)

@@ -32,7 +32,7 @@ func BenchmarkReserveEdDSA(b *testing.B) {
 			env.Demo(b, id, rows, perRow)
 			f := newFixture(b, env, env.Prefix, defaults)
 			f.passes = passes
-			f.book = booking.New(f.store, env.Redis, env.Prefix, f.q, passes, defaults)
+			f.book = booking.New(f.store, f.q, f.q, passes, defaults)
 			users := f.admit(b, id, b.N)
 			seats := booking.Grid(rows, perRow)
 			ctx := context.Background()

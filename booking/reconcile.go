@@ -10,8 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -46,13 +44,11 @@ func (b *Booking) Reconcile(ctx context.Context, now time.Time) (int, error) {
 // taken and SQL, read after, says available was released (its order's commit came before the read); a
 // seat SQL says taken is marked so. A sale that commits between the reads is marked by its own unlock.
 func (b *Booking) reconcile(ctx context.Context, screening string) (int, error) {
-	soldKey, heldKey := queue.Key(b.prefix, screening, "sold"), queue.Key(b.prefix, screening, "held")
-	pipe := b.rdb.Pipeline()
-	soldCmd, heldCmd := pipe.SMembers(ctx, soldKey), pipe.SMembers(ctx, heldKey)
-	if _, err := pipe.Exec(ctx); err != nil {
+	inSold, inHeld, err := b.seats.SeatSets(ctx, screening)
+	if err != nil {
 		return 0, fmt.Errorf("booking: reconcile %s: %w", screening, err)
 	}
-	if !slices.Contains(soldCmd.Val(), soldSentinel) {
+	if !slices.Contains(inSold, soldSentinel) {
 		return 0, nil // not loaded: the next seat map reads SQL whole
 	}
 	fromSQL, err := b.store.Seats(ctx, screening)
@@ -60,19 +56,15 @@ func (b *Booking) reconcile(ctx context.Context, screening string) (int, error) 
 		return 0, err
 	}
 	var fix setFix
-	fix.compare(soldCmd.Val(), fromSQL, func(st string) bool { return st != "available" })
+	fix.compare(inSold, fromSQL, func(st string) bool { return st != "available" })
 	sold, held := fix, setFix{}
-	held.compare(heldCmd.Val(), fromSQL, func(st string) bool { return st == "held" })
+	held.compare(inHeld, fromSQL, func(st string) bool { return st == "held" })
 	if sold.empty() && held.empty() {
 		return 0, nil
 	}
-	pipe = b.rdb.TxPipeline()
-	sold.apply(ctx, pipe, soldKey)
-	held.apply(ctx, pipe, heldKey)
-	if len(sold.remove) > 0 || len(held.remove) > 0 {
-		pipe.Incr(ctx, queue.ReleasedKey(b.prefix, screening)) // every instance forgets what it remembered
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	// One transaction; a removal moves the released count too, so every instance forgets what it remembered.
+	fixes := queue.SeatSetFix{SoldAdd: sold.add, SoldRemove: sold.remove, HeldAdd: held.add, HeldRemove: held.remove}
+	if err := b.seats.FixSeatSets(ctx, screening, fixes); err != nil {
 		return 0, fmt.Errorf("booking: reconcile %s: %w", screening, err)
 	}
 	return len(sold.add) + len(sold.remove) + len(held.add) + len(held.remove), nil
@@ -98,16 +90,3 @@ func (f *setFix) compare(members []string, fromSQL []SeatStatus, in func(status 
 }
 
 func (f setFix) empty() bool { return len(f.add) == 0 && len(f.remove) == 0 }
-
-// apply queues the fix of the set at key on pipe.
-func (f setFix) apply(ctx context.Context, pipe interface {
-	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
-	SRem(ctx context.Context, key string, members ...any) *redis.IntCmd
-}, key string) {
-	if len(f.add) > 0 {
-		pipe.SAdd(ctx, key, f.add...)
-	}
-	if len(f.remove) > 0 {
-		pipe.SRem(ctx, key, f.remove...)
-	}
-}

@@ -66,71 +66,71 @@ func (b *Booking) ReserveOnce(ctx context.Context, screening, pass, key string, 
 // for a holder here; check the pass, and what is known sold; lock every seat or none; write and commit while
 // the locks hold; then settle what follows. The locks are released on every way out.
 func (b *Booking) reserve(ctx context.Context, claims pass.Claims, key, hash string, seats []string) (Reservation, error) {
-	return b.reserveHold(ctx, claims, key, hash, seats, false)
+	return b.reserveSeats(ctx, claims, key, hash, seats, false)
 }
 
 // reserveNow is reserve without waiting for a seat another request holds, its seats claimed among the
 // requests here before anything else (the claim is given up on every way out): a LockedError at once when
 // another request here has one of them, before any Redis call (best available picks again).
 func (b *Booking) reserveNow(ctx context.Context, claims pass.Claims, key, hash string, seats []string) (Reservation, error) {
-	return b.reserveHold(ctx, claims, key, hash, seats, true)
+	return b.reserveSeats(ctx, claims, key, hash, seats, true)
 }
 
-func (b *Booking) reserveHold(ctx context.Context, claims pass.Claims, key, hash string, seats []string, noWait bool) (Reservation, error) {
+func (b *Booking) reserveSeats(ctx context.Context, claims pass.Claims, key, hash string, seats []string, noWait bool) (Reservation, error) {
 	cat, err := b.catalog(ctx, claims.Screening)
 	if err != nil {
 		return Reservation{}, err
 	}
-	h := b.newHold(claims.Screening, len(cat.seats), seats)
+	sl := b.newSeatLocks(claims.Screening, len(cat.seats), seats)
 	if noWait {
-		h.deadline = time.Now()
-		if seat, _ := b.released.claim(h.seatKeys(), h.seats, h.owner); seat != "" {
+		sl.deadline = time.Now()
+		if seat, _ := b.released.claim(sl.lockKeys(), sl.seats, sl.owner); seat != "" {
 			return Reservation{}, &LockedError{Seat: seat}
 		}
-		defer b.released.release(h.seatKeys(), h.owner)
+		defer b.released.release(sl.lockKeys(), sl.owner)
 	}
 	// A seat another request here holds is waited for here, before any Redis call: the losers of a burst on
 	// a few seats wait without a lock script each, and check their pass once the winner has committed.
-	if err := b.awaitHolders(ctx, h); err != nil {
+	if err := b.awaitSeatLocks(ctx, sl); err != nil {
 		return Reservation{}, err
 	}
-	defer b.unlock(ctx, h) // a refusal or a failure once locked; a reservation unlocks as it settles
-	if err := b.checkPass(ctx, claims, h); err != nil {
+	defer b.unlock(ctx, sl) // a refusal or a failure once locked; a reservation unlocks as it settles
+	if err := b.checkPass(ctx, claims, sl); err != nil {
 		return Reservation{}, err
 	}
-	if err := b.lock(ctx, h); err != nil {
+	if err := b.lock(ctx, sl); err != nil {
 		return Reservation{}, err
 	}
-	r, err := b.commit(ctx, h, write{
-		screening: h.screening, holder: claims.Token, passID: claims.ID, seats: seats, total: h.total,
+	r, err := b.commit(ctx, sl, write{
+		screening: sl.screening, holder: claims.Token, passID: claims.ID, seats: seats, total: sl.total,
 		idempotencyKey: key, hash: hash, code: NewOrderCode(), checkout: b.Checkout(),
 		holdTTL: b.settings.HoldTTL, webhooks: b.settings.Webhooks,
 	})
 	if err != nil {
-		return Reservation{}, b.refused(ctx, h, err)
+		return Reservation{}, b.refused(ctx, sl, err)
 	}
-	return b.settle(ctx, claims, h, r)
+	return b.settle(ctx, claims, sl, r)
 }
 
 // checkPass checks the pass and that its admission still holds the slot, reading with it whether the line
 // is closed; then it refuses, with no lock, a seat this instance saw sold (a spent pass was told so first,
 // and a closed line was just read with the pass).
-func (b *Booking) checkPass(ctx context.Context, claims pass.Claims, h *hold) error {
+func (b *Booking) checkPass(ctx context.Context, claims pass.Claims, sl *seatLocks) error {
 	line, err := b.admissions.CheckPassLine(ctx, claims)
 	if err != nil {
 		return fmt.Errorf("booking: %w", err)
 	}
-	b.sold.sync(h.screening, line.Released)
-	h.released = line.Released
+	b.sold.sync(sl.screening, line.Released)
+	sl.released = line.Released
 	if line.Closed {
-		b.sold.close(h.screening, h.released) // until seats come back: the memo answers SOLD_OUT, as the lock script would
+		b.sold.close(sl.screening, sl.released) // until seats come back: the memo answers SOLD_OUT, as the lock script would
 	}
-	return b.sold.refuse(h.screening, h.seats, h.total)
+	return b.sold.refuse(sl.screening, sl.seats, sl.total)
 }
 
-// commit writes the reservation w in one transaction, fenced, and commits it only while the hold still has
-// every seat lock. Once committed, the requests here waiting for the seats learn they are sold.
-func (b *Booking) commit(ctx context.Context, h *hold, w write) (Reservation, error) {
+// commit writes the reservation w in one transaction, fenced, and commits it only while the request still
+// has every seat lock. Once committed, the requests here waiting for the seats learn they are sold.
+func (b *Booking) commit(ctx context.Context, sl *seatLocks, w write) (Reservation, error) {
 	tx, err := b.store.begin(ctx, w)
 	if err != nil {
 		return Reservation{}, err
@@ -154,7 +154,7 @@ func (b *Booking) commit(ctx context.Context, h *hold, w write) (Reservation, er
 	if err != nil {
 		return Reservation{}, err
 	}
-	if err := b.stillHeld(work, h); err != nil {
+	if err := b.stillHeld(work, sl); err != nil {
 		return Reservation{}, err
 	}
 	if err := tx.commit(); err != nil {
@@ -162,26 +162,26 @@ func (b *Booking) commit(ctx context.Context, h *hold, w write) (Reservation, er
 	}
 	// The seats are sold: the requests here waiting for them learn it now and are refused at once, not
 	// after this request's count, Redis updates and unlock (they find the seats in the memo).
-	b.sold.add(h.screening, h.seats, h.released)
-	b.released.wake(h.seatKeys())
+	b.sold.add(sl.screening, sl.seats, sl.released)
+	b.released.wake(sl.lockKeys())
 	return r, nil
 }
 
 // refused notes what a refused write taught, and returns its error: seats SQL says are sold go to the memo
 // here and, with the unlock, to Redis's sold set, so the next request for them is refused before any lock;
 // a screening SQL says is sold out closes its line.
-func (b *Booking) refused(ctx context.Context, h *hold, err error) error {
+func (b *Booking) refused(ctx context.Context, sl *seatLocks, err error) error {
 	var taken *TakenError
 	if errors.As(err, &taken) {
-		b.sold.add(h.screening, taken.Seats, h.released)
-		h.sold = taken.Seats
+		b.sold.add(sl.screening, taken.Seats, sl.released)
+		sl.sold = taken.Seats
 	}
 	if errors.Is(err, ErrSoldOut) {
 		// No seat is free in SQL; sold out if none is only held (a Redis that forgot the held seats lets a
 		// request this far), else every seat is held and the line waits.
-		left, cerr := b.seatsLeft(ctx, h)
+		left, cerr := b.seatsLeft(ctx, sl)
 		if cerr == nil {
-			cerr = b.noneLeft(ctx, h, left)
+			cerr = b.noneLeft(ctx, sl, left)
 		}
 		if cerr != nil {
 			return errors.Join(err, cerr)
@@ -197,30 +197,30 @@ func (b *Booking) refused(ctx context.Context, h *hold, err error) error {
 // news (news.go, sent without the request waiting). Spending the pass and releasing the locks go to Redis
 // side by side: the winner waits one round trip for both, not two. A failure among these is an
 // AfterCommitError, with the reservation.
-func (b *Booking) settle(ctx context.Context, claims pass.Claims, h *hold, r Reservation) (Reservation, error) {
+func (b *Booking) settle(ctx context.Context, claims pass.Claims, sl *seatLocks, r Reservation) (Reservation, error) {
 	var after []error
-	left, err := b.seatsLeft(ctx, h)
+	left, err := b.seatsLeft(ctx, sl)
 	if err != nil {
 		after = append(after, err)
 	}
 	r.SeatsLeft = left.available
-	h.sold, h.held = r.Seats, r.Status == StatusHeld
-	if h.held {
+	sl.sold, sl.held = r.Seats, r.Status == StatusHeld
+	if sl.held {
 		b.metrics.transition("hold", nil)
 	}
 	spent := make(chan error, 1)
 	go func() {
-		if h.held {
-			spent <- b.admissions.Hold(ctx, claims, *r.HoldExpiresAt)
+		if sl.held {
+			spent <- b.admissions.KeepOrderSlot(ctx, claims, *r.HoldExpiresAt)
 			return
 		}
 		spent <- b.admissions.Finish(ctx, claims)
 	}()
 	if err == nil {
-		after = append(after, b.noneLeft(ctx, h, left))
+		after = append(after, b.noneLeft(ctx, sl, left))
 	}
-	b.unlock(ctx, h)
-	b.news.add(h.screening, r.Seats, r.Status)
+	b.unlock(ctx, sl)
+	b.news.add(sl.screening, r.Seats, r.Status)
 	after = append(after, <-spent)
 	if err := errors.Join(after...); err != nil {
 		return r, &AfterCommitError{Err: err}
@@ -231,28 +231,28 @@ func (b *Booking) settle(ctx context.Context, claims pass.Claims, h *hold, r Res
 // noneLeft closes the line when no seat of the screening is left and every one is sold (before the locks
 // go, so a request that waited for them is told SOLD_OUT), or tells the line they are all held when some
 // are only held (the line stays open: a hold may lapse).
-func (b *Booking) noneLeft(ctx context.Context, h *hold, left counts) error {
+func (b *Booking) noneLeft(ctx context.Context, sl *seatLocks, left counts) error {
 	switch {
 	case left.available > 0:
 		return nil
 	case left.held == 0:
-		b.sold.close(h.screening, h.released)
-		return b.sellOut(ctx, h.screening)
+		b.sold.close(sl.screening, sl.released)
+		return b.sellOut(ctx, sl.screening)
 	}
-	return b.admissions.AllHeld(ctx, h.screening)
+	return b.admissions.AllHeld(ctx, sl.screening)
 }
 
 // counts are a screening's seats by state.
 type counts struct{ available, held, sold int }
 
-// seatsLeft counts the seats of the hold's screening by state, right after its commit; available -1 and
+// seatsLeft counts the seats of the request's screening by state, right after its commit; available -1 and
 // the error if the count fails.
 //
 // Counted after commit, not inside the transaction: two reservations committing side by side each see only
 // their own insert in there, and neither would notice it took the last seat. After commit, the later of
 // them sees both.
-func (b *Booking) seatsLeft(ctx context.Context, h *hold) (counts, error) {
-	c, err := b.store.seatsTaken(ctx, h.screening, h.total)
+func (b *Booking) seatsLeft(ctx context.Context, sl *seatLocks) (counts, error) {
+	c, err := b.store.seatsTaken(ctx, sl.screening, sl.total)
 	if err != nil {
 		return counts{available: -1}, fmt.Errorf("booking: reserve: count after commit: %w", err)
 	}

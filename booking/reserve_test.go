@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -148,9 +149,18 @@ func TestMultiSeatRequestWaitsForALockReleasedInTime(t *testing.T) {
 		if err := env.Redis.Set(ctx, key, "someone-else", 30*time.Second).Err(); err != nil {
 			t.Fatal(err)
 		}
+		// A2 is released once the request's first lock script has found it held: the request then waits for
+		// it, and must take it on a later try.
+		tried := make(chan struct{})
+		var once sync.Once
+		testenv.OnReply(env.Redis, func(cmd redis.Cmder) {
+			if isLockScript(cmd) {
+				once.Do(func() { close(tried) })
+			}
+		})
 		released := make(chan error, 1)
 		go func() {
-			time.Sleep(100 * time.Millisecond)
+			<-tried
 			released <- env.Redis.Del(ctx, key).Err()
 		}()
 
@@ -159,7 +169,7 @@ func TestMultiSeatRequestWaitsForALockReleasedInTime(t *testing.T) {
 			t.Fatal(rerr)
 		}
 		if err != nil {
-			t.Fatalf("Reserve(A2+A1) with A2 released after 100ms of a 2s lock_wait = %v, want nil", err)
+			t.Fatalf("Reserve(A2+A1) with A2 released after a first try, within a 2s lock_wait = %v, want nil", err)
 		}
 		if want := []string{"A1", "A2"}; !slices.Equal(r.Seats, want) {
 			t.Errorf("Reservation.Seats = %v, want %v", r.Seats, want)
@@ -689,6 +699,8 @@ func TestSeatSoldHereIsRefusedWithNoLockOrScript(t *testing.T) {
 
 // Requests for a seat that a request of this instance holds wait here for its release, without a lock
 // script each: when the holder commits they are refused SEAT_TAKEN, and Redis ran the holder's scripts only.
+// The test waits until every waiter has told it that it waits (booking.SetSeatWait), so a waiter that never
+// waited fails it rather than passing unseen.
 func TestWaitersOnAHolderHereRunNoLockScript(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		ctx := context.Background()
@@ -698,6 +710,13 @@ func TestWaitersOnAHolderHereRunNoLockScript(t *testing.T) {
 		counted := testenv.CountCalls(env.Redis)
 		const waiters = 20
 		users := f.admit(t, "s1", waiters+1)
+		waiting := make(chan string, waiters)
+		booking.SetSeatWait(f.book, func(owner, _ string) {
+			select {
+			case waiting <- owner:
+			default: // a waiter that waits again (after localHolderCheck) is counted already
+			}
+		})
 
 		holder := make(chan error, 1)
 		go func() {
@@ -713,7 +732,15 @@ func TestWaitersOnAHolderHereRunNoLockScript(t *testing.T) {
 				errs <- err
 			}()
 		}
-		time.Sleep(100 * time.Millisecond) // the waiters reach their wait (under localHolderCheck: no poll of Redis yet)
+		waited := map[string]bool{}
+		for timeout := time.After(10 * time.Second); len(waited) < waiters; {
+			select {
+			case owner := <-waiting:
+				waited[owner] = true
+			case <-timeout:
+				t.Fatalf("%d of %d requests for B2 waited for its holder here, want all", len(waited), waiters)
+			}
+		}
 		during := counted.Scripts.Load() - before
 		release()
 
@@ -745,8 +772,7 @@ func TestRequestsRacingForASeatHereRunOneLockScript(t *testing.T) {
 		paused, release := pauseFirstAfterFence(t, f.book)
 		var locks atomic.Int64
 		testenv.OnReply(env.Redis, func(cmd redis.Cmder) {
-			if args := cmd.Args(); len(args) > 1 && (args[0] == "evalsha" && args[1] == booking.LockScriptHash ||
-				args[0] == "eval" && fmt.Sprintf("%x", sha1.Sum([]byte(fmt.Sprint(args[1])))) == booking.LockScriptHash) {
+			if isLockScript(cmd) {
 				locks.Add(1)
 			}
 		})
@@ -817,4 +843,11 @@ func TestSoldOutElsewhereIsSoldOutForASeatSoldHere(t *testing.T) {
 			t.Fatalf("Reserve(A1) on the instance that sold it, after the other sold the last seat = %v, want ErrSoldOut", err)
 		}
 	})
+}
+
+// isLockScript reports whether cmd ran the seat-lock script (by its hash, or its source after NOSCRIPT).
+func isLockScript(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	return len(args) > 1 && (args[0] == "evalsha" && args[1] == booking.LockScriptHash ||
+		args[0] == "eval" && fmt.Sprintf("%x", sha1.Sum([]byte(fmt.Sprint(args[1])))) == booking.LockScriptHash)
 }

@@ -7,8 +7,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-
-	"github.com/waitroom/waitroom/queue"
 )
 
 // SeatStatus is one seat of the map.
@@ -31,15 +29,12 @@ func (b *Booking) Seats(ctx context.Context, screening string) ([]SeatStatus, er
 	if err != nil {
 		return nil, err
 	}
-	soldKey, heldKey := queue.Key(b.prefix, screening, "sold"), queue.Key(b.prefix, screening, "held")
-	pipe := b.rdb.Pipeline()
-	soldCmd, heldCmd := pipe.SMembers(ctx, soldKey), pipe.SMembers(ctx, heldKey)
-	if _, err := pipe.Exec(ctx); err != nil {
+	taken, held, err := b.seats.SeatSets(ctx, screening)
+	if err != nil {
 		return nil, fmt.Errorf("booking: seat map of %s: %w", screening, err)
 	}
-	taken, held := soldCmd.Val(), heldCmd.Val()
 	if !slices.Contains(taken, soldSentinel) {
-		if taken, held, err = b.reloadSeats(ctx, screening, soldKey, heldKey); err != nil {
+		if taken, held, err = b.reloadSeats(ctx, screening); err != nil {
 			return nil, err
 		}
 	}
@@ -61,7 +56,7 @@ func (b *Booking) Seats(ctx context.Context, screening string) ([]SeatStatus, er
 }
 
 // reloadSeats fills the screening's sold and held sets in Redis from SQL, and returns what they hold.
-func (b *Booking) reloadSeats(ctx context.Context, screening, soldKey, heldKey string) (taken, held []string, err error) {
+func (b *Booking) reloadSeats(ctx context.Context, screening string) (taken, held []string, err error) {
 	fromSQL, err := b.store.Seats(ctx, screening)
 	if err != nil {
 		return nil, nil, err
@@ -78,12 +73,7 @@ func (b *Booking) reloadSeats(ctx context.Context, screening, soldKey, heldKey s
 			taken = append(taken, s.ID)
 		}
 	}
-	pipe := b.rdb.Pipeline()
-	if len(addHeld) > 0 {
-		pipe.SAdd(ctx, heldKey, addHeld...)
-	}
-	pipe.SAdd(ctx, soldKey, addTaken...)
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := b.seats.FillSeatSets(ctx, screening, addTaken, addHeld); err != nil {
 		return nil, nil, fmt.Errorf("booking: seat map of %s: %w", screening, err)
 	}
 	return taken, held, nil

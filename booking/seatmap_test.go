@@ -101,7 +101,7 @@ func TestSeatMapAsksNothingOfSQLOnceWarm(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		reader := booking.New(booking.NewStore(db), env.Redis, env.Prefix, f.q, f.passes, defaults)
+		reader := booking.New(booking.NewStore(db), f.q, f.q, f.passes, defaults)
 		if ids, sold := seatMap(t, reader, "s1"); !slices.Equal(ids, all) || !slices.Equal(sold, []string{"A3"}) {
 			t.Fatalf("first seat map = %v with %v sold, want %v with [A3] sold", ids, sold, all)
 		}

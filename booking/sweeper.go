@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/waitroom/waitroom/queue"
@@ -32,11 +31,6 @@ const (
 	sweepersAtOnce = 8
 )
 
-var renewScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0`)
-
 // Run does booking's background work until ctx ends: the sweeper (below) and the seat news (news.go),
 // telling log of what fails.
 func (b *Booking) Run(ctx context.Context, log *slog.Logger) error {
@@ -51,7 +45,6 @@ func (b *Booking) Run(ctx context.Context, log *slog.Logger) error {
 // ends, telling log of a failed sweep.
 func (b *Booking) runSweeper(ctx context.Context, log *slog.Logger) error {
 	owner := b.instance + "/" + queue.NewToken()[:8]
-	key := b.prefix + "sweeper"
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	var reconciled time.Time
@@ -61,8 +54,8 @@ func (b *Booking) runSweeper(ctx context.Context, log *slog.Logger) error {
 			return nil
 		case <-t.C:
 		}
-		n, err := renewScript.Run(ctx, b.rdb, []string{key}, owner, sweepLease.Milliseconds()).Int()
-		if err != nil || n != 1 {
+		held, err := b.seats.RenewLease(ctx, "sweeper", owner, sweepLease)
+		if err != nil || !held {
 			continue // Redis away, or another instance sweeps
 		}
 		if _, err := b.Sweep(ctx, time.Now()); err != nil && ctx.Err() == nil {

@@ -8,22 +8,12 @@ package booking
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/waitroom/waitroom/queue"
-)
-
-var (
-	//go:embed lua/seats.lua
-	seatsLua    string
-	seatsScript = redis.NewScript(seatsLua)
 )
 
 // Who cancelled an order.
@@ -215,15 +205,14 @@ func (b *Booking) afterMove(ctx context.Context, o, done Order, t transition) er
 		op = "release"
 		b.sold.forget(o.Screening, o.Seats)
 	}
-	keys := []string{queue.Key(b.prefix, o.Screening, "sold"), queue.Key(b.prefix, o.Screening, "held"), queue.ReleasedKey(b.prefix, o.Screening)}
 	args := []any{op}
 	for _, s := range o.Seats {
 		args = append(args, s)
 	}
-	after = append(after, seatsScript.Run(ctx, b.rdb, keys, args...).Err())
+	after = append(after, b.seats.ChangeSeats(ctx, o.Screening, args...))
 	b.news.add(o.Screening, o.Seats, done.Status)
 	if o.Status == StatusHeld && o.HoldExpiresAt != nil {
-		after = append(after, b.admissions.Release(ctx, o.Screening, o.Holder, *o.HoldExpiresAt))
+		after = append(after, b.admissions.FreeOrderSlot(ctx, o.Screening, o.Holder, *o.HoldExpiresAt))
 	}
 	after = append(after, b.lineAfter(ctx, o.Screening, t))
 	if err := errors.Join(after...); err != nil {

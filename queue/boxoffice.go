@@ -1,6 +1,7 @@
-// What the box office changes in a screening's line: a held order keeps its holder's slot until the hold
-// lapses (Hold) and frees it when it ends (Release); a sale whose seats are all held waits (AllHeld) and one
-// that got seats back opens again (Reopen); seat changes and the closing's reason reach every instance.
+// What the box office changes in a screening's line: a held order keeps its holder's slot, the order slot,
+// until the hold lapses (KeepOrderSlot) and frees it when it ends (FreeOrderSlot); a sale whose seats are
+// all held waits (AllHeld) and one that got seats back opens again (Reopen); seat changes and the closing's
+// reason reach every instance.
 
 package queue
 
@@ -11,42 +12,43 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/waitroom/waitroom/pass"
 )
 
 var (
-	//go:embed lua/hold.lua
-	holdLua string
-	//go:embed lua/release.lua
-	releaseLua string
+	//go:embed lua/keepslot.lua
+	keepSlotLua string
+	//go:embed lua/freeslot.lua
+	freeSlotLua string
 	//go:embed lua/reopen.lua
 	reopenLua string
 
-	holdScript    = redis.NewScript(holdLua)
-	releaseScript = redis.NewScript(releaseLua)
-	reopenScript  = redis.NewScript(reopenLua)
+	keepSlotScript = redis.NewScript(keepSlotLua)
+	freeSlotScript = redis.NewScript(freeSlotLua)
+	reopenScript   = redis.NewScript(reopenLua)
 )
 
 // reopenedMark is how long a reopened line is kept from keepClosed: longer than two of the scheduler's
 // refreshes, so a list of sales read before the reopening is never acted on after it.
 const reopenedMark = 5 * refreshEvery
 
-// Hold records that the pass made a held order: it is spent, and its slot stays taken until the hold's
-// expiry, not the admission's (a buyer paying is not replaced by the next in line).
-func (q *Queue) Hold(ctx context.Context, c pass.Claims, until time.Time) error {
+// KeepOrderSlot records that the pass made a held order: it is spent, and its slot (the order slot) stays
+// taken until the hold's expiry, not the admission's (a buyer paying is not replaced by the next in line).
+func (q *Queue) KeepOrderSlot(ctx context.Context, c pass.Claims, until time.Time) error {
 	k := q.keys(c.Screening)
-	err := holdScript.Run(ctx, q.rdb, []string{k.active, k.spent}, c.Token, c.ExpiresAt.UnixMilli(), c.ID, until.UnixMilli()).Err()
+	err := keepSlotScript.Run(ctx, q.rdb, []string{k.active, k.spent}, c.Token, c.ExpiresAt.UnixMilli(), c.ID, until.UnixMilli()).Err()
 	if err != nil {
 		return fmt.Errorf("queue: hold %s: %w", c.Screening, err)
 	}
 	return nil
 }
 
-// Release frees the slot token kept for a held order that lasted until until (Hold), now that the order is
-// confirmed, cancelled or expired, and wakes the admission loops here to refill it.
-func (q *Queue) Release(ctx context.Context, screening, token string, until time.Time) error {
+// FreeOrderSlot frees the slot token kept for a held order that lasted until until (KeepOrderSlot), now that
+// the order is confirmed, cancelled or expired, and wakes the admission loops here to refill it.
+func (q *Queue) FreeOrderSlot(ctx context.Context, screening, token string, until time.Time) error {
 	k := q.keys(screening)
-	n, err := releaseScript.Run(ctx, q.rdb, []string{k.active, k.freed}, token, until.UnixMilli()).Int()
+	n, err := freeSlotScript.Run(ctx, q.rdb, []string{k.active, k.freed}, token, until.UnixMilli()).Int()
 	if err != nil {
 		return fmt.Errorf("queue: release %s: %w", screening, err)
 	}

@@ -1,7 +1,8 @@
 // Package queue owns the waiting line in Redis: registration (idempotent, first come first served), position,
 // atomic admission, the active set, the per-screening admission lock, the scheduler that sets the pace, and
 // the slot behind each pass admission hands out: checked and spent here, signed and verified in package
-// pass.
+// pass. It is the one owner of the Redis keys: booking's seat locks and seat sets live under its keys too,
+// and booking reaches them only through its methods (seats.go).
 //
 // Guarantees: a registered token is always in exactly one of waiting, active, or (after leave/expiry/close)
 // gone by a documented step; an admission tick pops and activates in one Lua script, so nobody is popped and
@@ -10,6 +11,11 @@
 //
 // Each file holds one part, and each Lua script (lua/) is loaded in the file that runs it:
 //   - queue.go: the Queue, its keys (Key, ClosedKey), tokens and screening ids
+//   - seats.go: booking's seats in Redis: a request's seat locks (SeatKeys, LockSeats, SeatLocksHeld,
+//     UnlockSeats) and the sold and held sets (SeatSets, FillSeatSets, FixSeatSets, ChangeSeats)
+//   - lease.go: a lease one instance at a time holds (RenewLease: booking's sweeper)
+//   - boxoffice.go: what an order changes in its line: its order slot kept and freed (KeepOrderSlot,
+//     FreeOrderSlot), all seats held (AllHeld), reopened (Reopen), seat changes told (PublishSeats)
 //   - register.go: entering the line and counting a token's sockets (Enter, Register, Disconnected, Undo)
 //   - status.go: reading where tokens stand (Status, Seqs, Counts)
 //   - leave.go: a token taken out of the line (Leave)
@@ -31,6 +37,9 @@
 //   - settings.go: a screening's admission settings (Settings)
 //   - figures.go: the operator's view of a line and of the instances (Figures, Instances)
 //   - metrics.go: the scheduler's Prometheus metrics
+//   - decoys.go: the infinite queue's decoy places, in no line (NewDecoy)
+//   - reset.go: a sale's line emptied, as if no one had ever come (Reset)
+//   - keys.go: the Ed25519 keys that sign passes (PassKey, ParsePassKey, GeneratePassKey)
 package queue
 
 import (
@@ -74,8 +83,8 @@ func NewToken() string {
 }
 
 // Key names the key `name` of a screening under prefix: "<prefix>{<screening>}:<name>". The braces are the
-// Redis Cluster hash tag, so every key of a screening lives in one slot. Other packages that keep
-// per-screening state in Redis (booking's seat locks) use it too, so their scripts can touch queue keys.
+// Redis Cluster hash tag, so every key of a screening lives in one slot, booking's seat locks and seat sets
+// too (seats.go builds them with it).
 func Key(prefix, screening, name string) string {
 	return prefix + "{" + screening + "}:" + name
 }

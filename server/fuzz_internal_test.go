@@ -248,7 +248,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	q := queue.New(env.Redis, env.Prefix)
 	passes := pass.NewSecretIssuer(fuzzSecret)
 	store := booking.NewStore(env.DB)
-	book := booking.New(store, env.Redis, env.Prefix, q, passes, booking.Settings{
+	book := booking.New(store, q, q, passes, booking.Settings{
 		LockWait: 200 * time.Millisecond, LockLease: 10 * time.Second, MaxSeats: fuzzMaxSeats,
 	})
 	reg := prometheus.NewRegistry()

@@ -29,7 +29,7 @@ func newOrdersServer(t *testing.T, limits Limits, checkout Checkout, now *time.T
 	q := queue.New(env.Redis, env.Prefix)
 	passes := pass.NewSecretIssuer(fuzzSecret)
 	store := booking.NewStore(env.DB)
-	book := booking.New(store, env.Redis, env.Prefix, q, passes, booking.Settings{
+	book := booking.New(store, q, q, passes, booking.Settings{
 		LockWait: 200 * time.Millisecond, LockLease: 10 * time.Second, MaxSeats: 4,
 	})
 	log := slog.New(slog.DiscardHandler)

@@ -270,7 +270,7 @@ func TestSoldOutInSQLIsConflict(t *testing.T) {
 		a := newApp(t, env, nil)
 		env.Demo(t, "tiny", 1, 1)
 		elsewhere := queue.New(env.Redis, env.Prefix+"other:")
-		other := booking.New(a.store, env.Redis, env.Prefix+"other:", elsewhere, a.passes, booking.Settings{LockWait: time.Second, LockLease: time.Second, MaxSeats: 4})
+		other := booking.New(a.store, elsewhere, elsewhere, a.passes, booking.Settings{LockWait: time.Second, LockLease: time.Second, MaxSeats: 4})
 		e, err := elsewhere.Register(ctx, "tiny", "")
 		if err != nil {
 			t.Fatal(err)

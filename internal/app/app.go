@@ -94,7 +94,7 @@ func New(cfg config.Config, b Backends) (*App, error) {
 	a.Scheduler = queue.NewScheduler(a.Queue, a.Store, defaults, a.Instance, metrics, a.Log)
 	// A slot freed by a reservation or a leave wakes the running scheduler through the queue, which refills it
 	// at once.
-	a.Booking = booking.New(a.Store, b.Redis, cfg.Redis.Prefix, a.Queue, a.Passes, booking.Settings{
+	a.Booking = booking.New(a.Store, a.Queue, a.Queue, a.Passes, booking.Settings{
 		LockWait: cfg.Booking.LockWait, LockLease: cfg.Booking.LockLease, MaxSeats: cfg.Booking.MaxSeats,
 		DBTimeout: cfg.Booking.DBTimeout, Checkout: cfg.Booking.Checkout, HoldTTL: cfg.Booking.HoldTTL,
 		Webhooks: cfg.Webhooks.URL != "",

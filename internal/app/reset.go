@@ -63,7 +63,7 @@ func ResetDemo(ctx context.Context, args []string, getenv func(string) string, s
 		}
 	}
 	q := queue.New(rdb, cfg.Redis.Prefix)
-	book := booking.New(store, rdb, cfg.Redis.Prefix, q, nil, booking.Settings{})
+	book := booking.New(store, q, q, nil, booking.Settings{})
 	for _, id := range ids {
 		res, err := book.ResetSale(ctx, id, *force)
 		if errors.Is(err, booking.ErrSaleHasOrders) {

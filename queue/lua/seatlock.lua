@@ -1,4 +1,4 @@
--- lock.lua: take the locks of every seat of one request, all or nothing. The seats of a screening share its
+-- seatlock.lua: take the locks of every seat of one request, all or nothing. The seats of a screening share its
 -- hash tag, so this runs on one slot; no partial hold exists, so no lock-ordering deadlock can either.
 -- A seat Redis already knows is sold answers at once, before any lock, so a loser never reaches SQL; so
 -- does every request once the screening is sold out.

@@ -1,4 +1,4 @@
--- unlock.lua: release the seat locks a request took, each only while it still holds the caller's owner id
+-- seatunlock.lua: release the seat locks a request took, each only while it still holds the caller's owner id
 -- (a lock whose lease ran out and was taken by another request is left alone), after adding the seats the
 -- request learnt are taken (its own, once committed, or those SQL said were taken) to the sold set, in the
 -- same step: the next holder of a lock is refused by the lock script, never by a transaction. The sold set

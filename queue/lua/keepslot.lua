@@ -1,7 +1,7 @@
--- hold.lua: the holder of a pass made an order that holds its seats while they pay. Marks the pass spent,
--- and keeps the admission slot until the hold lapses (its score becomes the hold's expiry), so the slot
--- stays taken while the order is held and frees when it is confirmed, cancelled or expires (release.lua,
--- or admit.lua's sweep of lapsed slots).
+-- keepslot.lua: the holder of a pass made an order that holds its seats while they pay. Marks the pass
+-- spent, and keeps its admission slot as the order's slot until the hold lapses (its score becomes the
+-- hold's expiry), so the slot stays taken while the order is held and frees when it is confirmed,
+-- cancelled or expires (freeslot.lua, or admit.lua's sweep of lapsed slots).
 --
 -- KEYS[1] active  ZSET token -> admission expiry (Unix ms)
 -- KEYS[2] spent   ZSET pass id -> pass expiry (Unix ms)

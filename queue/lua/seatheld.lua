@@ -1,4 +1,4 @@
--- held.lua: does the caller still hold every seat lock it took? Asked right before commit, so a request
+-- seatheld.lua: does the caller still hold every seat lock it took? Asked right before commit, so a request
 -- whose lease ran out while it worked rolls back instead of racing the newer holder.
 --
 -- KEYS[1..n] seat lock keys
