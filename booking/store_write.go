@@ -234,7 +234,11 @@ func (t *writeTx) fenceStatements(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("booking: reserve: fence: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != int64(len(w.seats)) {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: reserve: fence: %w", err)
+	}
+	if n != int64(len(w.seats)) {
 		return errFencedOut
 	}
 	t.fencing = fence
