@@ -64,7 +64,7 @@ func (s *Store) begin(ctx context.Context, w write) (*writeTx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("booking: reserve: %w", err)
 	}
-	return &writeTx{s: s, tx: tx, w: w, createdAt: time.Now().UTC().Truncate(time.Microsecond)}, nil
+	return &writeTx{s: s, tx: tx, w: w, createdAt: s.now().UTC().Truncate(time.Microsecond)}, nil
 }
 
 // fence writes the fencing number on the seat rows: errFencedOut when a newer holder's is on one of them
