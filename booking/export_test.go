@@ -2,6 +2,8 @@
 
 package booking
 
+import "time"
+
 // SetAfterFence makes every reservation of b call fn inside its transaction right after the fence is
 // written: a test pauses there so the holder's lease runs out mid-transaction.
 func SetAfterFence(b *Booking, fn func()) { b.afterFence = fn }
@@ -12,3 +14,7 @@ func SkipHeldCheck(b *Booking) { b.noHeldCheck = true }
 
 // LockScriptHash is the SHA1 of the seat-lock script, as EVALSHA names it.
 var LockScriptHash = lockScript.Hash()
+
+// SetClock makes s read the time from now: when an order is made, hence when its hold lapses, and when a
+// transition moves it. A test advances it instead of sleeping for a hold to lapse.
+func SetClock(s *Store, now func() time.Time) { s.now = now }
