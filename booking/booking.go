@@ -22,10 +22,11 @@
 //     and what follows its commit.
 //   - sweeper.go: the holds that lapse, expired once cluster-wide.
 //   - reconcile.go: the seat sets in Redis brought back to SQL after a transition's follow-up failed.
-//   - outbox.go: the webhooks' outbox, written in the transaction of each transition.
 //   - news.go: the seat changes, gathered and published to every instance's admitted sockets.
 //   - store.go, store_read.go, store_write.go, store_orders.go: the SQL side, its reads, a reservation's
-//     write, an order's transitions and the lapsed holds.
+//     write, an order's transitions and the lapsed holds. Each order transition and a screening's sold_out
+//     and reopened write their webhook into webhook's outbox (webhook.Enqueue), a transition's in its
+//     transaction.
 //   - screenings.go: creating and managing screenings, and the scheduler's list of sales.
 //   - db.go: opening the database and migrating it (migrations/postgres, migrations/sqlite).
 //   - warm.go: keeping the connection pool warm for a burst.

@@ -1,6 +1,7 @@
 // An order's transitions in SQL: each one transaction that moves the order's row only from the status it was
 // read in (a compare-and-set, so two instances never both make it), gives back the seats of an order it
-// ends with a new fence on their rows, and writes its webhook; and the lapsed holds the sweeper expires.
+// ends with a new fence on their rows, and writes its webhook into webhook's outbox; a screening's line
+// events' webhooks; and the lapsed holds the sweeper expires.
 
 package booking
 
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/waitroom/waitroom/webhook"
 )
 
 // errMoved: the order left the status the transition read before its transaction could move it.
@@ -44,7 +47,7 @@ func (s *Store) moveOrder(ctx context.Context, o Order, t transition, now time.T
 		}
 	}
 	if webhooks {
-		if err := enqueue(ctx, tx, "order."+done.Status, done); err != nil {
+		if err := webhook.Enqueue(ctx, tx, webhook.NewMsgID(), "order."+done.Status, done); err != nil {
 			return Order{}, err
 		}
 	}
@@ -103,6 +106,12 @@ func (s *Store) releaseSeats(ctx context.Context, tx *sqlx.Tx, o Order) error {
 		return fmt.Errorf("booking: release the seats of %s: %w", o.Code, err)
 	}
 	return nil
+}
+
+// screeningEvent writes the webhook typ of a screening's line event under the message id id, once, outside
+// any transaction: the event itself was made in Redis.
+func (s *Store) screeningEvent(ctx context.Context, id, typ string, data any) error {
+	return webhook.Enqueue(ctx, s.db, id, typ, data)
 }
 
 // lapsedHolds returns the codes of at most limit held orders whose hold lapsed by now, the earliest first.

@@ -20,6 +20,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/webhook"
 )
 
 // write is one reservation to write.
@@ -100,7 +101,7 @@ func (t *writeTx) insert(ctx context.Context) (Reservation, error) {
 		r.ConfirmedAt = &r.CreatedAt
 	}
 	if t.w.webhooks {
-		if err := enqueue(ctx, t.tx, "order."+r.Status, r); err != nil {
+		if err := webhook.Enqueue(ctx, t.tx, webhook.NewMsgID(), "order."+r.Status, r); err != nil {
 			return Reservation{}, err
 		}
 	}

@@ -240,5 +240,5 @@ func (b *Booking) screeningEvent(ctx context.Context, typ, screening string, epo
 		return nil
 	}
 	id := fmt.Sprintf("msg_%s_%s_%d", typ, screening, epoch)
-	return enqueueOnce(ctx, b.store.db, id, typ, map[string]any{"screening": screening})
+	return b.store.screeningEvent(ctx, id, typ, map[string]any{"screening": screening})
 }
