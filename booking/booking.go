@@ -20,12 +20,15 @@
 //   - seats.go: seat ids under one grammar, a request's seat list, listed and grid catalogs.
 //   - seatmap.go: the seat map during a sale, without SQL: available, held, sold.
 //   - orders.go: orders, their statuses and codes, read by code or by screening.
-//   - transitions.go: an order confirmed, cancelled or expired, each in one transaction, and what follows.
+//   - transitions.go: an order confirmed, cancelled or expired: the transitions as data, each made once,
+//     and what follows its commit.
 //   - sweeper.go: the holds that lapse, expired once cluster-wide.
 //   - reconcile.go: the seat sets in Redis brought back to SQL after a transition's follow-up failed.
-//   - outbox.go: the webhooks' outbox, written in the transaction of each transition.
 //   - news.go: the seat changes, gathered and published to every instance's admitted sockets.
-//   - store.go, store_read.go, store_write.go: the SQL side, its reads, a reservation's write.
+//   - store.go, store_read.go, store_write.go, store_orders.go: the SQL side, its reads, a reservation's
+//     write, an order's transitions and the lapsed holds. Each order transition and a screening's sold_out
+//     and reopened write their webhook into webhook's outbox (webhook.Enqueue), a transition's in its
+//     transaction.
 //   - screenings.go: creating and managing screenings, and the scheduler's list of sales.
 //   - reset.go: a sale reset and a screening archived, by the operator.
 //   - gate.go: what the gate keeps of a screening: its gate mode, the fields it reads per room.

@@ -157,7 +157,11 @@ func requireCodes(ctx context.Context, tx *sqlx.Tx, screening string) error {
 	if err != nil {
 		return fmt.Errorf("booking: require codes of %s: %w", screening, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: require codes of %s: %w", screening, err)
+	}
+	if n == 0 {
 		return fmt.Errorf("booking: codes of %q: %w", truncate(screening, 64), ErrUnknownScreening)
 	}
 	return nil
@@ -192,7 +196,11 @@ func (s *Store) updateScreening(ctx context.Context, screening, what, query stri
 	if err != nil {
 		return fmt.Errorf("booking: %s of %s: %w", what, screening, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: %s of %s: %w", what, screening, err)
+	}
+	if n == 0 {
 		return fmt.Errorf("booking: %s of %q: %w", what, truncate(screening, 64), ErrUnknownScreening)
 	}
 	return nil
@@ -247,7 +255,11 @@ func (s *Store) RevokeCode(ctx context.Context, screening, code string) error {
 	if err != nil {
 		return fmt.Errorf("booking: revoke code of %s: %w", screening, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: revoke code of %s: %w", screening, err)
+	}
+	if n == 0 {
 		return fmt.Errorf("booking: revoke code of %s: %w", screening, ErrUnknownCode)
 	}
 	return nil
@@ -321,7 +333,11 @@ func (s *Store) ClaimCode(ctx context.Context, screening, code, token string) er
 	if err != nil {
 		return fmt.Errorf("booking: claim code of %s: %w", screening, err)
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: claim code of %s: %w", screening, err)
+	}
+	if n == 1 {
 		return nil
 	}
 	var held struct {

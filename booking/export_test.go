@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"fmt"
 	"os"
+	"time"
 )
 
 // SetAfterFence makes every reservation of b call fn inside its transaction right after the fence is
@@ -28,3 +29,7 @@ var LockScriptHash = func() string {
 	}
 	return fmt.Sprintf("%x", sha1.Sum(src))
 }()
+
+// SetClock makes s read the time from now: when an order is made, hence when its hold lapses, and when a
+// transition moves it. A test advances it instead of sleeping for a hold to lapse.
+func SetClock(s *Store, now func() time.Time) { s.now = now }

@@ -72,7 +72,11 @@ func (s *Store) SetGateMode(ctx context.Context, id, mode string) error {
 	if err != nil {
 		return fmt.Errorf("booking: gate mode of %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: gate mode of %s: %w", id, err)
+	}
+	if n == 0 {
 		return fmt.Errorf("booking: gate mode of %q: %w", id, ErrUnknownScreening)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,27 @@ func holding(ttl time.Duration) booking.Settings {
 	s.Checkout, s.HoldTTL, s.Webhooks = booking.CheckoutHold, ttl, true
 	return s
 }
+
+// clock is a store's clock that a test moves on instead of sleeping for a hold to lapse: the real time and
+// what the test added.
+type clock struct{ ahead atomic.Int64 }
+
+// clocked sets one new clock on the stores of fs and returns it.
+func clocked(fs ...*fixture) *clock {
+	c := &clock{}
+	for _, f := range fs {
+		booking.SetClock(f.store, c.now)
+	}
+	return c
+}
+
+func (c *clock) now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
+
+// advance moves the clock on by d.
+func (c *clock) advance(d time.Duration) { c.ahead.Add(int64(d)) }
+
+// lapse is how far a test moves its clock to make a hold of a minute lapse.
+const lapse = time.Minute + time.Second
 
 // liveRows counts the live rows of a seat: the orders, held or confirmed, that have it.
 func liveRows(t *testing.T, f *fixture, screening, seat string) int {
@@ -69,7 +91,8 @@ func seatState(t *testing.T, f *fixture, screening, seat string) string {
 func TestHoldLapsesWhileAnotherTakesTheSeat(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		env.Demo(t, "s1", 2, 5)
-		f := newFixture(t, env, env.Prefix, holding(300*time.Millisecond))
+		f := newFixture(t, env, env.Prefix, holding(time.Minute))
+		clk := clocked(f)
 		users := f.admit(t, "s1", 2)
 		ctx := context.Background()
 		first, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"A1"})
@@ -79,8 +102,8 @@ func TestHoldLapsesWhileAnotherTakesTheSeat(t *testing.T) {
 		if got := seatState(t, f, "s1", "A1"); got != "held" {
 			t.Errorf("A1 on the map while held = %q, want held", got)
 		}
-		time.Sleep(400 * time.Millisecond)
-		if n, err := f.book.Sweep(ctx, time.Now()); err != nil || n != 1 {
+		clk.advance(lapse)
+		if n, err := f.book.Sweep(ctx, clk.now()); err != nil || n != 1 {
 			t.Fatalf("Sweep after the lapse = %d, %v; want 1 expired", n, err)
 		}
 		if got := seatState(t, f, "s1", "A1"); got != "available" {
@@ -114,14 +137,15 @@ func TestHoldLapsesWhileAnotherTakesTheSeat(t *testing.T) {
 func TestConfirmAfterTheLapseExpiresTheOrder(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		env.Demo(t, "s1", 1, 3)
-		f := newFixture(t, env, env.Prefix, holding(100*time.Millisecond))
+		f := newFixture(t, env, env.Prefix, holding(time.Minute))
+		clk := clocked(f)
 		u := f.admit(t, "s1", 1)[0]
 		ctx := context.Background()
 		o, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A2"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(150 * time.Millisecond)
+		clk.advance(lapse)
 		if _, err := f.book.Confirm(ctx, o.Code); !errors.Is(err, booking.ErrHoldExpired) {
 			t.Fatalf("Confirm after the lapse = %v, want ErrHoldExpired", err)
 		}
@@ -129,8 +153,29 @@ func TestConfirmAfterTheLapseExpiresTheOrder(t *testing.T) {
 		if err != nil || got.Status != booking.StatusExpired || liveRows(t, f, "s1", "A2") != 0 {
 			t.Errorf("order after the late confirm = %+v, %v; want expired, its seat free", got, err)
 		}
-		if n, err := f.book.Sweep(ctx, time.Now()); err != nil || n != 0 {
+		if n, err := f.book.Sweep(ctx, clk.now()); err != nil || n != 0 {
 			t.Errorf("Sweep after = %d, %v; want nothing left to expire", n, err)
+		}
+	})
+}
+
+// A sweep asked to expire a hold that has not lapsed by the store's clock expires nothing, and each move
+// gives up after its bounded reads instead of reading the order for ever.
+func TestAnExpiryBeforeTheLapseGivesUp(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		env.Demo(t, "s1", 1, 3)
+		f := newFixture(t, env, env.Prefix, holding(time.Minute))
+		u := f.admit(t, "s1", 1)[0]
+		ctx := context.Background()
+		o, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := f.book.Sweep(ctx, time.Now().Add(lapse)); n != 0 || err == nil {
+			t.Errorf("Sweep ahead of the store's clock = %d, %v; want nothing expired and an error", n, err)
+		}
+		if got, err := f.store.Order(ctx, o.Code); err != nil || got.Status != booking.StatusHeld {
+			t.Errorf("order after = %+v, %v; want it still held", got, err)
 		}
 	})
 }
@@ -223,8 +268,9 @@ func TestTwoSweepersExpireEachHoldOnce(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		n := 20
 		env.Demo(t, "s1", 4, 10)
-		a := newFixture(t, env, env.Prefix, holding(200*time.Millisecond))
-		b := newFixture(t, env, env.Prefix, holding(200*time.Millisecond))
+		a := newFixture(t, env, env.Prefix, holding(time.Minute))
+		b := newFixture(t, env, env.Prefix, holding(time.Minute))
+		clk := clocked(a, b)
 		users := a.admit(t, "s1", n)
 		ctx := context.Background()
 		for i, u := range users {
@@ -232,7 +278,7 @@ func TestTwoSweepersExpireEachHoldOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(250 * time.Millisecond)
+		clk.advance(lapse)
 		var wg sync.WaitGroup
 		counts := make([]int, 4)
 		for i := range counts {
@@ -241,7 +287,7 @@ func TestTwoSweepersExpireEachHoldOnce(t *testing.T) {
 				if i%2 == 1 {
 					f = b
 				}
-				got, err := f.book.Sweep(ctx, time.Now())
+				got, err := f.book.Sweep(ctx, clk.now())
 				if err != nil {
 					t.Errorf("Sweep = %v", err)
 				}
@@ -400,7 +446,8 @@ func TestBestAvailableSpreadsACrowd(t *testing.T) {
 func TestHoldsLapseAfterRedisForgotThem(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		env.Demo(t, "s1", 1, 3)
-		f := newFixture(t, env, env.Prefix, holding(200*time.Millisecond))
+		f := newFixture(t, env, env.Prefix, holding(time.Minute))
+		clk := clocked(f)
 		users := f.admit(t, "s1", 2)
 		ctx := context.Background()
 		held, err := f.book.Reserve(ctx, "s1", users[0].Pass, []string{"A1"})
@@ -418,8 +465,8 @@ func TestHoldsLapseAfterRedisForgotThem(t *testing.T) {
 		if a1, a2 := seatState(t, f, "s1", "A1"), seatState(t, f, "s1", "A2"); a1 != "held" || a2 != "sold" {
 			t.Errorf("map after Redis forgot = A1 %s, A2 %s; want held, sold (from SQL)", a1, a2)
 		}
-		time.Sleep(250 * time.Millisecond)
-		if n, err := f.book.Sweep(ctx, time.Now()); err != nil || n != 1 {
+		clk.advance(lapse)
+		if n, err := f.book.Sweep(ctx, clk.now()); err != nil || n != 1 {
 			t.Fatalf("Sweep = %d, %v; want the hold expired", n, err)
 		}
 		if got, _ := f.store.Order(ctx, held.Code); got.Status != booking.StatusExpired {
@@ -436,7 +483,8 @@ func TestHoldsLapseAfterRedisForgotThem(t *testing.T) {
 func TestALateConfirmIsRefusedWhenTheExpirysFollowUpFails(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		env.Demo(t, "s1", 1, 3)
-		f := newFixture(t, env, env.Prefix, holding(100*time.Millisecond))
+		f := newFixture(t, env, env.Prefix, holding(time.Minute))
+		clk := clocked(f)
 		u := f.admit(t, "s1", 1)[0]
 		ctx := context.Background()
 		o, err := f.book.Reserve(ctx, "s1", u.Pass, []string{"A1"})
@@ -447,7 +495,7 @@ func TestALateConfirmIsRefusedWhenTheExpirysFollowUpFails(t *testing.T) {
 		t.Cleanup(func() { cut.Close() })
 		cut.AddHook(testenv.Refuse{Names: []string{"evalsha", "eval"}, Err: errors.New("connection reset")})
 		late := booking.New(f.store, queue.New(cut, f.prefix), f.q, f.passes, holding(100*time.Millisecond))
-		time.Sleep(150 * time.Millisecond)
+		clk.advance(lapse) // late shares f's store, hence its clock
 		if got, err := late.Confirm(ctx, o.Code); !errors.Is(err, booking.ErrHoldExpired) {
 			t.Fatalf("late Confirm with the follow-up failing = %+v, %v; want ErrHoldExpired", got, err)
 		}

@@ -62,7 +62,9 @@ func (s *Store) clearSale(ctx context.Context, id string, force bool) (Reset, er
 	if err != nil {
 		return Reset{}, fmt.Errorf("booking: reset %s orders: %w", id, err)
 	}
-	out.Orders, _ = res.RowsAffected()
+	if out.Orders, err = res.RowsAffected(); err != nil {
+		return Reset{}, fmt.Errorf("booking: reset %s orders: %w", id, err)
+	}
 	if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE screenings SET closed_at = NULL WHERE id = ?`), id); err != nil {
 		return Reset{}, fmt.Errorf("booking: reset %s: %w", id, err)
 	}
@@ -120,7 +122,11 @@ func (s *Store) SetArchived(ctx context.Context, id string, archived bool, at ti
 	if err != nil {
 		return fmt.Errorf("booking: archive %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: archive %s: %w", id, err)
+	}
+	if n == 0 {
 		return fmt.Errorf("booking: archive %q: %w", id, ErrUnknownScreening)
 	}
 	return nil

@@ -64,7 +64,11 @@ func (s *Store) EnsureScreening(ctx context.Context, sc Screening, seats []Seat)
 	if err != nil {
 		return false, fmt.Errorf("booking: ensure %s: %w", sc.ID, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("booking: ensure %s: %w", sc.ID, err)
+	}
+	if n == 0 {
 		return false, nil
 	}
 	for _, seat := range seats {
@@ -116,7 +120,11 @@ func (s *Store) CreateScreening(ctx context.Context, sc Screening, seats []Seat,
 	if err != nil {
 		return fmt.Errorf("booking: create %s: %w", sc.ID, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: create %s: %w", sc.ID, err)
+	}
+	if n == 0 {
 		return fmt.Errorf("booking: create %s: %w", sc.ID, ErrScreeningExists)
 	}
 	// Many rows per statement: a 10,000-seat catalog is 20 round trips, not 10,000.
@@ -157,7 +165,11 @@ func (s *Store) SetAdmission(ctx context.Context, id string, a queue.Settings) (
 	if err != nil {
 		return queue.Settings{}, fmt.Errorf("booking: admission of %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return queue.Settings{}, fmt.Errorf("booking: admission of %s: %w", id, err)
+	}
+	if n == 0 {
 		return queue.Settings{}, fmt.Errorf("booking: admission of %q: %w", id, ErrUnknownScreening)
 	}
 	var row saleRow
@@ -174,7 +186,11 @@ func (s *Store) CloseSale(ctx context.Context, id string, at time.Time) error {
 	if err != nil {
 		return fmt.Errorf("booking: close %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: close %s: %w", id, err)
+	}
+	if n == 0 {
 		return fmt.Errorf("booking: close %q: %w", id, ErrUnknownScreening)
 	}
 	return nil
@@ -271,7 +287,11 @@ func (s *Store) SetCheckout(ctx context.Context, id, mode string) error {
 	if err != nil {
 		return fmt.Errorf("booking: checkout of %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: checkout of %s: %w", id, err)
+	}
+	if n == 0 {
 		return fmt.Errorf("booking: checkout of %q: %w", id, ErrUnknownScreening)
 	}
 	return nil
@@ -288,7 +308,11 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool, at time.T
 	if err != nil {
 		return fmt.Errorf("booking: pause %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: pause %s: %w", id, err)
+	}
+	if n == 0 {
 		return fmt.Errorf("booking: pause %q: %w", id, ErrUnknownScreening)
 	}
 	return nil

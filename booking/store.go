@@ -1,11 +1,12 @@
-// The store, booking's SQL side: its reads are in store_read.go, a reservation's write in store_write.go,
-// creating and managing screenings in screenings.go.
+// The store, booking's SQL side: its reads are in store_read.go, a reservation's write in store_write.go, an
+// order's transitions in store_orders.go, creating and managing screenings in screenings.go.
 
 package booking
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -13,10 +14,13 @@ import (
 // Store is the SQL side: screenings, seats, reservations.
 type Store struct {
 	db *sqlx.DB
+	// now is the clock of an order's times: when it was made, hence when its hold lapses, and when a
+	// transition reads it and moves it (time.Now; a test sets its own, SetClock).
+	now func() time.Time
 }
 
 // NewStore returns the store kept in db (migrated).
-func NewStore(db *sqlx.DB) *Store { return &Store{db: db} }
+func NewStore(db *sqlx.DB) *Store { return &Store{db: db, now: time.Now} }
 
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error {

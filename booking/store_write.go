@@ -20,6 +20,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/webhook"
 )
 
 // write is one reservation to write.
@@ -64,7 +65,7 @@ func (s *Store) begin(ctx context.Context, w write) (*writeTx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("booking: reserve: %w", err)
 	}
-	return &writeTx{s: s, tx: tx, w: w, createdAt: time.Now().UTC().Truncate(time.Microsecond)}, nil
+	return &writeTx{s: s, tx: tx, w: w, createdAt: s.now().UTC().Truncate(time.Microsecond)}, nil
 }
 
 // fence writes the fencing number on the seat rows: errFencedOut when a newer holder's is on one of them
@@ -100,7 +101,7 @@ func (t *writeTx) insert(ctx context.Context) (Reservation, error) {
 		r.ConfirmedAt = &r.CreatedAt
 	}
 	if t.w.webhooks {
-		if err := enqueue(ctx, t.tx, "order."+r.Status, r); err != nil {
+		if err := webhook.Enqueue(ctx, t.tx, webhook.NewMsgID(), "order."+r.Status, r); err != nil {
 			return Reservation{}, err
 		}
 	}
@@ -234,7 +235,11 @@ func (t *writeTx) fenceStatements(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("booking: reserve: fence: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != int64(len(w.seats)) {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("booking: reserve: fence: %w", err)
+	}
+	if n != int64(len(w.seats)) {
 		return errFencedOut
 	}
 	t.fencing = fence

@@ -8,7 +8,6 @@ package booking
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -76,11 +75,9 @@ func (b *Booking) runSweeper(ctx context.Context, log *slog.Logger) error {
 // Sweep expires every hold that lapsed by now (at most sweepBatch, the earliest first) and returns how many
 // it expired.
 func (b *Booking) Sweep(ctx context.Context, now time.Time) (int, error) {
-	var codes []string
-	err := b.store.db.SelectContext(ctx, &codes, b.store.db.Rebind(fmt.Sprintf(`SELECT code FROM reservations
-		WHERE status = 'held' AND hold_expires_at <= ? ORDER BY hold_expires_at LIMIT %d`, sweepBatch)), now.UTC())
+	codes, err := b.store.lapsedHolds(ctx, now, sweepBatch)
 	if err != nil {
-		return 0, fmt.Errorf("booking: sweep: %w", err)
+		return 0, err
 	}
 	var mu sync.Mutex
 	n := 0

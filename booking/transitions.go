@@ -1,8 +1,8 @@
 // An order's transitions: confirmed when its buyer paid, cancelled by its buyer (held) or the operator (held
 // or confirmed), expired when its hold lapsed. Each is one transaction that moves the order's status only
 // from the statuses it may leave (a compare-and-set on the row, so two instances never both make it),
-// releases its seats with a new fence on their rows when it ends the order, and writes its webhook; then
-// Redis, the memo and every instance's sockets follow.
+// releases its seats with a new fence on their rows when it ends the order, and writes its webhook (that SQL
+// is the store's: store_orders.go); then Redis, the memo and every instance's sockets follow.
 
 package booking
 
@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // Who cancelled an order.
@@ -22,21 +20,53 @@ const (
 	ByAdmin = "admin"
 )
 
-// transition is one move of an order: from one of from to to; release when it gives its seats back.
+// kind is what a transition does to an order; its String is the metrics' word (a held order's own first
+// transition, its hold, is counted by the reservation that makes it).
+type kind uint8
+
+const (
+	kindConfirm kind = iota // its buyer paid: the order keeps its seats, sold
+	kindCancel              // its buyer or the operator gave it up: its seats go back to the sale
+	kindExpire              // its hold lapsed: its seats go back to the sale
+)
+
+func (k kind) String() string { return [...]string{"confirm", "cancel", "expire"}[k] }
+
+// holdGuard is what a transition asks of the order's hold at the moment it moves (compared in SQL to the
+// time the transition read).
+type holdGuard uint8
+
+const (
+	holdAny     holdGuard = iota // whatever its hold: a cancellation
+	holdRunning                  // the hold has not lapsed: a confirmation
+	holdLapsed                   // the hold has lapsed: an expiry
+)
+
+// transition is one move of an order, as data: its kind; the statuses it may leave (from) and the one it
+// makes (to); what it asks of the hold; release, that it ends the order (ended_at and cancelled_by written,
+// the seats given back with a new fence, the line reopened) where a confirmation writes confirmed_at and may
+// sell the line out; and by, who cancelled. Every transition writes its webhook, order.<to>, in its
+// transaction (when webhooks are on); what follows its commit (afterMove) frees the holder's slot of a held
+// order whatever the transition.
 type transition struct {
-	name    string // confirm, cancel, expire: the webhook's and the metrics' word
+	kind    kind
 	from    []string
 	to      string
+	hold    holdGuard
 	release bool
-	by      string // cancel: who
+	by      string
 }
 
 var (
-	confirmOrder     = transition{name: "confirm", from: []string{StatusHeld}, to: StatusConfirmed}
-	expireOrder      = transition{name: "expire", from: []string{StatusHeld}, to: StatusExpired, release: true}
-	buyerCancelOrder = transition{name: "cancel", from: []string{StatusHeld}, to: StatusCancelled, release: true, by: ByBuyer}
-	adminCancelOrder = transition{name: "cancel", from: []string{StatusHeld, StatusConfirmed}, to: StatusCancelled, release: true, by: ByAdmin}
+	confirmOrder     = transition{kind: kindConfirm, from: []string{StatusHeld}, to: StatusConfirmed, hold: holdRunning}
+	expireOrder      = transition{kind: kindExpire, from: []string{StatusHeld}, to: StatusExpired, hold: holdLapsed, release: true}
+	buyerCancelOrder = transition{kind: kindCancel, from: []string{StatusHeld}, to: StatusCancelled, release: true, by: ByBuyer}
+	adminCancelOrder = transition{kind: kindCancel, from: []string{StatusHeld, StatusConfirmed}, to: StatusCancelled, release: true, by: ByAdmin}
 )
+
+// expiresLapsedFirst reports whether t, finding a held order whose hold lapsed, expires it first and answers
+// ErrHoldExpired: every transition but the expiry itself.
+func (t transition) expiresLapsedFirst() bool { return t.hold != holdLapsed }
 
 // Confirm confirms the held order with code, its buyer having paid: the order (confirming a confirmed order
 // returns it as it is), ErrHoldExpired once its hold lapsed (it is expired then, if the sweeper has not yet),
@@ -59,137 +89,72 @@ func (b *Booking) Cancel(ctx context.Context, code, by string) (Order, error) {
 	return b.move(ctx, code, t)
 }
 
+// moveAttempts bounds the reads of one move: an order that another instance moved between this one's read
+// and its write is read again and answered by what it became (refused, or moved from there), and an order
+// moves at most twice (held, confirmed, cancelled), so a third read finds it where no transition leaves.
+// Past the bound the move fails with errMoved instead of trying for ever.
+const moveAttempts = 3
+
 // move makes transition t of the order with code, or says why it cannot: a held order whose hold lapsed is
 // expired on the way (ErrHoldExpired).
 func (b *Booking) move(ctx context.Context, code string, t transition) (Order, error) {
 	if !ValidOrderCode(code) {
 		return Order{}, fmt.Errorf("booking: order: %w", ErrBadOrderCode)
 	}
-	o, err := b.store.Order(ctx, code)
-	if err != nil {
-		return Order{}, err
-	}
-	now := time.Now().UTC().Truncate(time.Microsecond) // as the database keeps it
-	if o.Status == StatusHeld && o.HoldExpiresAt != nil && !o.HoldExpiresAt.After(now) && t.name != "expire" {
-		// Expired on the way; what follows its commit may have failed (the reconciler catches the seats up),
-		// but the answer is the same: the hold is over.
-		if _, err := b.move(ctx, code, expireOrder); err != nil && !errors.Is(err, ErrHoldExpired) && !errors.As(err, new(*AfterCommitError)) {
+	for attempt := 1; ; attempt++ {
+		o, err := b.store.Order(ctx, code)
+		if err != nil {
 			return Order{}, err
 		}
-		b.metrics.transition(t.name, ErrHoldExpired)
-		return Order{}, fmt.Errorf("booking: %s %s: %w", t.name, code, ErrHoldExpired)
+		now := b.store.now().UTC().Truncate(time.Microsecond) // as the database keeps it
+		if o.Status == StatusHeld && o.HoldExpiresAt != nil && !o.HoldExpiresAt.After(now) && t.expiresLapsedFirst() {
+			// Expired on the way; what follows its commit may have failed (the reconciler catches the seats up),
+			// but the answer is the same: the hold is over.
+			if _, err := b.move(ctx, code, expireOrder); err != nil && !errors.Is(err, ErrHoldExpired) && !errors.As(err, new(*AfterCommitError)) {
+				return Order{}, err
+			}
+			b.metrics.transition(t.kind.String(), ErrHoldExpired)
+			return Order{}, fmt.Errorf("booking: %s %s: %w", t.kind, code, ErrHoldExpired)
+		}
+		if !slices.Contains(t.from, o.Status) {
+			err := refusal(t, o.Status, code)
+			b.metrics.transition(t.kind.String(), err)
+			return Order{}, err
+		}
+		done, err := b.store.moveOrder(ctx, o, t, now, b.settings.Webhooks)
+		if errors.Is(err, errMoved) && attempt < moveAttempts {
+			continue // another made a transition first: say what it is now
+		}
+		b.metrics.transition(t.kind.String(), err)
+		if err != nil {
+			return Order{}, err
+		}
+		return done, b.afterMove(ctx, o, done, t)
 	}
-	if !slices.Contains(t.from, o.Status) {
-		err := refusal(t, o.Status, code)
-		b.metrics.transition(t.name, err)
-		return Order{}, err
-	}
-	done, err := b.commitMove(ctx, o, t, now)
-	if errors.Is(err, errMoved) {
-		return b.move(ctx, code, t) // another made a transition first: say what it is now
-	}
-	b.metrics.transition(t.name, err)
-	if err != nil {
-		return Order{}, err
-	}
-	return done, b.afterMove(ctx, o, done, t)
 }
 
 // refusal is why transition t cannot leave status.
 func refusal(t transition, status, code string) error {
 	switch status {
 	case StatusCancelled:
-		return fmt.Errorf("booking: %s %s: %w", t.name, code, ErrOrderCancelled)
+		return fmt.Errorf("booking: %s %s: %w", t.kind, code, ErrOrderCancelled)
 	case StatusExpired:
-		return fmt.Errorf("booking: %s %s: %w", t.name, code, ErrHoldExpired)
+		return fmt.Errorf("booking: %s %s: %w", t.kind, code, ErrHoldExpired)
 	case StatusConfirmed:
-		return fmt.Errorf("booking: %s %s: %w", t.name, code, ErrOrderConfirmed)
+		return fmt.Errorf("booking: %s %s: %w", t.kind, code, ErrOrderConfirmed)
 	}
-	return fmt.Errorf("booking: %s %s from %s: %w", t.name, code, status, ErrOrderNotFound)
-}
-
-// errMoved: the order left the status the transition read before its transaction could move it.
-var errMoved = errors.New("booking: the order moved meanwhile")
-
-// commitMove makes t of o in one transaction: the status moves only from the one read (else errMoved),
-// the seats of an ended order stop being live and get a new fence, and the webhook is written.
-func (b *Booking) commitMove(ctx context.Context, o Order, t transition, now time.Time) (Order, error) {
-	tx, err := b.store.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return Order{}, fmt.Errorf("booking: %s: %w", t.name, err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	query := `UPDATE reservations SET status = ?, ended_at = ?, cancelled_by = ? WHERE id = ? AND status = ?`
-	args := []any{t.to, now, nullable(t.by), o.ID, o.Status}
-	switch t.name {
-	case "confirm":
-		query = `UPDATE reservations SET status = ?, confirmed_at = ? WHERE id = ? AND status = ? AND hold_expires_at > ?`
-		args = []any{t.to, now, o.ID, o.Status, now}
-	case "expire":
-		query += ` AND hold_expires_at <= ?`
-		args = append(args, now)
-	}
-	res, err := tx.ExecContext(ctx, tx.Rebind(query), args...)
-	if err != nil {
-		return Order{}, fmt.Errorf("booking: %s %s: %w", t.name, o.Code, err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return Order{}, errMoved
-	}
-	done := moved(o, t, now)
-	if t.release {
-		if err := b.store.releaseSeats(ctx, tx, o); err != nil {
-			return Order{}, err
-		}
-	}
-	if b.settings.Webhooks {
-		if err := enqueue(ctx, tx, "order."+done.Status, done); err != nil {
-			return Order{}, err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return Order{}, fmt.Errorf("booking: %s %s: %w", t.name, o.Code, err)
-	}
-	return done, nil
+	return fmt.Errorf("booking: %s %s from %s: %w", t.kind, code, status, ErrOrderNotFound)
 }
 
 // moved is o after t, made at now.
 func moved(o Order, t transition, now time.Time) Order {
 	o.Status = t.to
-	if t.to == StatusConfirmed {
-		o.ConfirmedAt = &now
-	} else {
+	if t.release {
 		o.EndedAt, o.CancelledBy = &now, t.by
+	} else {
+		o.ConfirmedAt = &now
 	}
 	return o
-}
-
-// releaseSeats ends the live seats of order o in tx, and writes a new fencing number on their rows: a
-// reservation that fenced them before and whose lock lapsed cannot write over the seats' next holder.
-func (s *Store) releaseSeats(ctx context.Context, tx *sqlx.Tx, o Order) error {
-	if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE reservation_seats SET live = FALSE WHERE reservation_id = ? AND live`), o.ID); err != nil {
-		return fmt.Errorf("booking: release the seats of %s: %w", o.Code, err)
-	}
-	fence := any(nil)
-	if s.db.DriverName() == "postgres" {
-		if err := tx.GetContext(ctx, &fence, `SELECT nextval('seat_fence')`); err != nil {
-			return fmt.Errorf("booking: release the seats of %s: %w", o.Code, err)
-		}
-	} else {
-		n, err := s.nextFence(ctx, tx)
-		if err != nil {
-			return err
-		}
-		fence = n
-	}
-	q, args, err := sqlx.In(`UPDATE seats SET fence = ? WHERE screening_id = ? AND seat_id IN (?)`, fence, o.Screening, o.Seats)
-	if err != nil {
-		return fmt.Errorf("booking: release the seats of %s: %w", o.Code, err)
-	}
-	if _, err := tx.ExecContext(ctx, tx.Rebind(q), args...); err != nil {
-		return fmt.Errorf("booking: release the seats of %s: %w", o.Code, err)
-	}
-	return nil
 }
 
 // afterMove does what follows a committed transition from order o to done, which cannot undo it: the seats'
@@ -263,5 +228,5 @@ func (b *Booking) screeningEvent(ctx context.Context, typ, screening string, epo
 		return nil
 	}
 	id := fmt.Sprintf("msg_%s_%s_%d", typ, screening, epoch)
-	return enqueueOnce(ctx, b.store.db, id, typ, map[string]any{"screening": screening})
+	return b.store.screeningEvent(ctx, id, typ, map[string]any{"screening": screening})
 }

@@ -57,7 +57,7 @@ type Delivery struct {
 	LastError  *string    `db:"last_error" json:"last_error"`
 }
 
-// Outbox reads and writes the webhook_outbox table booking fills.
+// Outbox reads and writes the webhook_outbox table that Enqueue fills.
 type Outbox struct {
 	db *sqlx.DB
 	// skipLocked ends the claim's SELECT on PostgreSQL; SQLite has one writer and no row locks.

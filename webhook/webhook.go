@@ -1,4 +1,5 @@
-// Package webhook delivers the webhooks booking writes to its outbox (the table webhook_outbox): each is
+// Package webhook owns the webhooks' outbox (the table webhook_outbox): a writer (booking) puts each webhook
+// in it with Enqueue, inside the transaction of the change it tells, and this package delivers it: it is
 // POSTed to webhooks.url, signed as the Standard Webhooks specification says, until the receiver answers
 // 2xx, retried with exponential back-off and jitter, and given up (marked failed) after its last attempt.
 //
@@ -9,6 +10,8 @@
 //
 // Where things are:
 //   - webhook.go: the package's settings and their defaults.
+//   - enqueue.go: a webhook written into the outbox: its body (Event), its message id, its row (Enqueue).
+//     The table itself is created by booking's migrations, the one goose sequence of the database.
 //   - outbox.go: the outbox as this package reads and writes it: claiming due rows, recording an attempt,
 //     listing deliveries by state.
 //   - deliver.go: the Deliverer, its loop, and one signed attempt.
