@@ -63,7 +63,11 @@ func TestSocketPlacedAfterTheOpeningGetsTheRankOfTheTickItMissed(t *testing.T) {
 			if m, err := b.ReadUntil(func(m testenv.Message) bool { return m.Type != "position" }, readWait); err != nil || m.Type != "admitted" {
 				t.Errorf("b after the tick = %+v, %v; want admitted", m, err)
 			}
-			time.Sleep(100 * time.Millisecond) // the dispatch goes on to the other sockets after b
+			// The dispatch goes on after b's admission (the line applies the tick) with no socket left to
+			// tell, so nothing shows its end: the sleep lets it finish before a joins, so that a's join, not
+			// the tick's push, is what places a. Were it short, a would be told its rank by the tick and the
+			// test would pass without reaching the gap; it cannot make the test fail.
+			time.Sleep(100 * time.Millisecond)
 		}
 		var stage atomic.Int32
 		testenv.OnReply(env.Redis, func(c redis.Cmder) {

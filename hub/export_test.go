@@ -17,6 +17,29 @@ func SetFlushTimeout(h *Hub, d time.Duration) { h.writers.timeout = d }
 // be called before Run.
 func SetTrim(h *Hub, every time.Duration, burst int) { h.trimEvery, h.trimBurst = every, burst }
 
+// TakeTrimLooks makes the test take each of h's trimmer's looks: a send on the returned channel is one
+// look, and look waits for it to end (trim.go). It must be called before Run.
+func TakeTrimLooks(h *Hub) (look func()) {
+	looks, looked := make(chan time.Time), make(chan struct{})
+	h.trimLooks, h.trimLooked = looks, func() { looked <- struct{}{} }
+	return func() {
+		looks <- time.Now()
+		<-looked
+	}
+}
+
+// TakePingSteps makes the test take each of h's pinger's steps: step(d) is a step at d after the pinger
+// started, back once the pinger has received it (the pings it queues reach the sockets after). It must be
+// called before Run.
+func TakePingSteps(h *Hub) (step func(time.Duration)) {
+	steps := make(chan time.Duration)
+	h.pingSteps = steps
+	return func(d time.Duration) { steps <- d }
+}
+
+// Churn counts the sockets that joined or left h, as its trimmer sees them.
+func Churn(h *Hub) int64 { return h.churn.Load() }
+
 // SetPingPeriod sets how often h pings each socket (pingPeriod otherwise). It must be called before Run.
 func SetPingPeriod(h *Hub, d time.Duration) { h.pingEvery = d }
 

@@ -28,18 +28,25 @@ func (h *Hub) pinger(ctx context.Context) {
 	step := h.pingEvery / pingSlices
 	t := time.NewTicker(step)
 	defer t.Stop()
+	ticks, steps := t.C, h.pingSteps
+	if steps != nil {
+		ticks = nil // a test takes the steps
+	}
 	start := time.Now()
 	var done int64    // steps taken: slice done%pingSlices is the next to ping
 	var due []*client // reused: a step lists its slice without garbage
 	for {
+		var elapsed time.Duration
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-ticks:
+			elapsed = time.Since(start)
+		case elapsed = <-steps:
 		}
 		// Steps follow the clock, not the ticks: a ticker drops the ticks of a late receiver, and a skipped
 		// slice would go a whole period more without a ping, past its pongWait.
-		for now := int64(time.Since(start) / step); done < now; done++ {
+		for now := int64(elapsed / step); done < now; done++ {
 			due = h.appendSlice(due[:0], int(done%pingSlices))
 			for _, c := range due {
 				c.ping()

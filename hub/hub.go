@@ -98,6 +98,12 @@ type Hub struct {
 	trimBurst int
 	// pingEvery is pingPeriod; tests shorten it.
 	pingEvery time.Duration
+	// Test seams, nil in production: pingSteps and trimLooks stand in for the pinger's and the trimmer's
+	// tickers (a pingSteps value is the time since the pinger started), and trimLooked is called after
+	// each of the trimmer's looks, so a test takes each step itself and counts exact events.
+	pingSteps  <-chan time.Duration
+	trimLooks  <-chan time.Time
+	trimLooked func()
 
 	mu        sync.Mutex
 	rooms     map[string]map[*client]struct{}

@@ -17,7 +17,12 @@ import (
 // one slice per step, so no step pings them all, and every socket is still pinged once a period.
 func TestEverySocketIsPingedEachPeriodASliceAtATime(t *testing.T) {
 	const period, sockets, periods = 540 * time.Millisecond, 108, 3
-	h := quietHub(t, func(h *hub.Hub) { hub.SetPingPeriod(h, period) })
+	const perSlice = sockets / 54
+	var step func(time.Duration)
+	h := quietHub(t, func(h *hub.Hub) {
+		hub.SetPingPeriod(h, period)
+		step = hub.TakePingSteps(h)
+	})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		conn, err := (&websocket.Upgrader{}).Upgrade(w, req, nil)
 		if err != nil {
@@ -28,8 +33,8 @@ func TestEverySocketIsPingedEachPeriodASliceAtATime(t *testing.T) {
 	defer srv.Close()
 
 	var mu sync.Mutex
-	var counting bool
 	pings := make([]int, sockets)
+	total := 0
 	var readers sync.WaitGroup
 	conns := make([]*websocket.Conn, sockets)
 	for i := range conns {
@@ -42,9 +47,8 @@ func TestEverySocketIsPingedEachPeriodASliceAtATime(t *testing.T) {
 		conn.SetPingHandler(func(string) error {
 			mu.Lock()
 			defer mu.Unlock()
-			if counting {
-				pings[i]++
-			}
+			pings[i]++
+			total++
 			return nil
 		})
 		readers.Add(1)
@@ -66,23 +70,34 @@ func TestEverySocketIsPingedEachPeriodASliceAtATime(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for slice, n := range hub.PingSliceSizes(h) {
-		if want := sockets / 54; n != want {
+		if want := perSlice; n != want {
 			t.Errorf("ping slice %d holds %d sockets, want %d: the sockets are not split evenly", slice, n, want)
 		}
 	}
 
+	// The test takes every step of periods periods itself, and waits after each for its slice's pings: a
+	// step pings one slice, no more, and a period pings each socket once.
+	pinged := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return total
+	}
+	for k := 1; k <= periods*54; k++ {
+		step(time.Duration(k) * period / 54)
+		want := k * perSlice
+		for deadline := time.Now().Add(10 * time.Second); pinged() < want && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if got := pinged(); got != want {
+			t.Fatalf("after step %d the sockets got %d pings, want %d: one slice of %d a step", k, got, want, perSlice)
+		}
+	}
 	mu.Lock()
-	counting = true
-	mu.Unlock()
-	time.Sleep(periods * period)
-	mu.Lock()
-	counting = false
 	got := append([]int(nil), pings...)
 	mu.Unlock()
 	for i, n := range got {
-		// periods steps of a whole period each: periods pings, one fewer when the window cut a period short.
-		if n < periods-1 || n > periods+1 {
-			t.Errorf("socket %d pinged %d times in %d periods, want about %d", i, n, periods, periods)
+		if n != periods {
+			t.Errorf("socket %d pinged %d times in %d periods, want %d", i, n, periods, periods)
 		}
 	}
 	for _, conn := range conns {

@@ -41,29 +41,35 @@ const (
 func (h *Hub) trimmer(ctx context.Context) {
 	t := time.NewTicker(h.trimEvery)
 	defer t.Stop()
+	looks := t.C
+	if h.trimLooks != nil {
+		looks = h.trimLooks // a test takes the looks
+	}
 	b := burst{size: int64(h.trimBurst)}
 	var seen int64 // the churn at the last look
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-looks:
 		}
 		now := h.churn.Load()
 		churn, over := b.look(now - seen)
 		seen = now
-		if !over {
-			continue
-		}
-		// A tick's push is what the line is waiting for; the collection can wait for it (up to a look).
-		for waited := time.Duration(0); h.writers.busy() && waited < h.trimEvery; waited += trimWaitPoll {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(trimWaitPoll):
+		if over {
+			// A tick's push is what the line is waiting for; the collection can wait for it (up to a look).
+			for waited := time.Duration(0); h.writers.busy() && waited < h.trimEvery; waited += trimWaitPoll {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(trimWaitPoll):
+				}
 			}
+			h.returnMemory(churn)
 		}
-		h.returnMemory(churn)
+		if h.trimLooked != nil {
+			h.trimLooked()
+		}
 	}
 }
 

@@ -22,23 +22,28 @@ func TestBurstOfSocketsIsFollowedByOneMemoryReturn(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := hub.New(q, pass.NewSecretIssuer([]byte(strings.Repeat("k", 32))), q, reg, quiet)
 	hub.SetTrim(h, every, burst)
+	look := hub.TakeTrimLooks(h) // the test takes each look and counts exact returns
 	run(t, h)
 	returns := func() float64 { return metricValue(t, reg, "waitroom_hub_memory_returns_total") }
-	waitReturns := func(want float64) {
+	// looks takes n looks and checks the returns after them.
+	looks := func(n int, want float64) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); returns() < want && time.Now().Before(deadline); {
-			time.Sleep(every / 5)
+		for range n {
+			look()
 		}
 		if got := returns(); got != want {
-			t.Fatalf("memory returns = %v, want %v", got, want)
+			t.Fatalf("memory returns after %d more looks = %v, want %v", n, got, want)
 		}
 	}
-	// stays checks that no return follows for several looks.
-	stays := func(want float64) {
+	// settle waits until the hub has counted churn sockets opening and closing: a socket's close reaches
+	// it through its reader.
+	settle := func(churn int64) {
 		t.Helper()
-		time.Sleep(6 * every)
-		if got := returns(); got != want {
-			t.Fatalf("memory returns after %v without a burst = %v, want %v", 6*every, got, want)
+		for deadline := time.Now().Add(10 * time.Second); hub.Churn(h) < churn && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if got := hub.Churn(h); got != churn {
+			t.Fatalf("the hub counted %d sockets opening or closing, want %d", got, churn)
 		}
 	}
 	join := func(conn *websocket.Conn) *hub.Client {
@@ -50,20 +55,25 @@ func TestBurstOfSocketsIsFollowedByOneMemoryReturn(t *testing.T) {
 		conn, _ := serveOne(t, h, join)
 		conns = append(conns, conn)
 	}
-	waitReturns(1)
-	stays(1)
+	settle(burst)
+	looks(2, 0) // the look that sees the burst, then one calm look: not over yet
+	looks(1, 1) // the second calm look in a row ends it
+	looks(6, 1) // no churn: no return
 
 	for range burst / 2 { // half a burst: not worth a collection
 		conn, _ := serveOne(t, h, join)
 		conns = append(conns, conn)
 	}
-	stays(1)
+	settle(burst + burst/2)
+	looks(6, 1)
 
 	// The crowd leaves: with the half burst before it, a burst of churn since the last return.
 	for _, conn := range conns {
 		conn.Close()
 	}
-	waitReturns(2)
-	stays(2)
+	settle(2 * (burst + burst/2))
+	looks(2, 1)
+	looks(1, 2)
+	looks(6, 2)
 	shutdown(t, h)
 }

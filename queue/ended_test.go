@@ -21,16 +21,39 @@ type sales struct {
 	ids    []string
 	ended  bool
 	paused bool
+	reads  int // how many times a scheduler read the list: once per refresh
 }
 
 func (s *sales) Sales(context.Context, time.Time) ([]queue.Sale, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reads++
 	out := make([]queue.Sale, len(s.ids))
 	for i, id := range s.ids {
 		out[i] = queue.Sale{ID: id, Ended: s.ended, Paused: s.paused}
 	}
 	return out, nil
+}
+
+func (s *sales) readCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
+// refreshes has sched read list n times, one after another, and returns once the last of those refreshes
+// has ended: it waits for one read more, as Run refreshes one at a time.
+func refreshes(t *testing.T, sched *queue.Scheduler, list *sales, n int) {
+	t.Helper()
+	for range n + 1 {
+		before := list.readCount()
+		sched.Refresh()
+		for deadline := time.Now().Add(5 * time.Second); list.readCount() == before; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the scheduler did not refresh within 5s of being asked")
+			}
+		}
+	}
 }
 
 func (s *sales) end() {
@@ -72,10 +95,7 @@ func TestPausedSaleIsKeptPaused(t *testing.T) {
 		if err := q.Resume(t.Context(), screening); err != nil {
 			t.Fatal(err)
 		}
-		for range 5 {
-			s.Refresh()
-			time.Sleep(20 * time.Millisecond)
-		}
+		refreshes(t, s, list, 5)
 		if paused(t, env) {
 			t.Error("a line resumed a moment ago was paused again by a stale list")
 		}

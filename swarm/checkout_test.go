@@ -101,12 +101,25 @@ func TestHoldCheckoutUserWhoPaysTooLateIsCountedLapsed(t *testing.T) {
 // message puts A2 back on sale, the user buys it, pays, and the operator refunds it.
 func TestHoldCheckoutUserWaitsOnItsSocketForAHeldSeat(t *testing.T) {
 	var mu sync.Mutex
-	back := false
+	admitted, back := false, false
+	// mapped is closed once the user's first seat map after its admission is drawn, every seat held (the
+	// swarm's own read before the run comes earlier): the seats messages come after it, as they would to a
+	// user already waiting on its socket.
+	mapped := make(chan struct{})
+	drawn := sync.OnceFunc(func() { close(mapped) })
 	b := &boxOffice{t: t, confirmStatus: http.StatusOK}
 	f := &fake{
 		onSocket: func(n int, token string, conn *websocket.Conn) {
+			mu.Lock()
+			admitted = true
+			mu.Unlock()
 			send(t, conn, map[string]any{"type": "admitted", "token": "t1", "pass": "p1", "expires_at": "2030-01-01T00:00:00Z"})
-			time.Sleep(200 * time.Millisecond)
+			select {
+			case <-mapped:
+			case <-time.After(10 * time.Second):
+				t.Error("the user did not read the seat map within 10s of its admission")
+				return
+			}
 			send(t, conn, map[string]any{"type": "seats", "seats": []map[string]string{{"id": "A1", "status": "sold"}}})
 			mu.Lock()
 			back = true
@@ -118,6 +131,9 @@ func TestHoldCheckoutUserWaitsOnItsSocketForAHeldSeat(t *testing.T) {
 			defer mu.Unlock()
 			if back && id == "A2" {
 				return "available"
+			}
+			if admitted && id == "A3" { // the map's last seat: the whole map is drawn held
+				drawn()
 			}
 			return "held"
 		},

@@ -26,7 +26,9 @@ func TestDeliveredOnceWithAValidSignature(t *testing.T) {
 		d := start(t, env.DB, fast(r.URL))
 		eventually(t, 5*time.Second, func() bool { return len(list(t, env.DB, webhook.Delivered)) == 1 },
 			func() string { return "the webhook is not marked delivered" })
-		time.Sleep(100 * time.Millisecond) // a second delivery would come within a few polls
+		if n, err := d.Poll(t.Context()); err != nil || n != 0 { // a second delivery would be claimed by a poll
+			t.Errorf("a poll after the delivery claimed %d webhooks (%v), want none", n, err)
+		}
 		r.check(t)
 		if attempts, delivered := r.deliveries(ids[0]); attempts != 1 || delivered != 1 {
 			t.Errorf("receiver saw %d attempts, %d deliveries of %s, want 1 and 1", attempts, delivered, ids[0])
@@ -87,7 +89,9 @@ func TestGivenUpIsListedAsFailed(t *testing.T) {
 		d := start(t, env.DB, s)
 		eventually(t, 5*time.Second, func() bool { return len(list(t, env.DB, webhook.Failed)) == 1 },
 			func() string { return "the webhook is not listed as failed" })
-		time.Sleep(150 * time.Millisecond) // no attempt after the last
+		if n, err := d.Poll(t.Context()); err != nil || n != 0 { // no attempt after the last
+			t.Errorf("a poll after giving up claimed %d webhooks (%v), want none", n, err)
+		}
 		if attempts, _ := r.deliveries(ids[0]); attempts != 3 {
 			t.Errorf("receiver saw %d attempts, want 3", attempts)
 		}

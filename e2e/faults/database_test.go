@@ -69,6 +69,8 @@ func TestFaultDatabaseUnreachableReservationFailsClosed(t *testing.T) {
 	newcomer := watch(t, srv, "newcomer", "demo", "")
 	first := newcomer.await(t, "queued", time.Time{}, 5*time.Second)
 	t.Logf("a socket opened with the database cut got %s (rank %d)", first.Type, first.Rank)
+	// The cut lasts 2 s: what is checked is that the sockets outlive it, so nothing can be awaited but
+	// its length.
 	time.Sleep(time.Until(cutAt.Add(2 * time.Second)))
 	for _, s := range []*socket{admitted, waiting, newcomer} {
 		if err := s.ended(); err != nil {

@@ -51,7 +51,9 @@ func TestAdmissionWhosePublisherDiedStillReachesItsSockets(t *testing.T) {
 			t.Fatal("the server did not read the screening's line within 10s")
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // the read itself, after the count
+	// The read itself, after the count: the counter is raised as the read begins, and its end shows
+	// nowhere (it pushes nothing when no rank changed), so this waits for it.
+	time.Sleep(200 * time.Millisecond)
 
 	// The dead instance's admission: the script ran, the publish never happened.
 	q := queue.New(env.Redis, env.Prefix)

@@ -100,7 +100,7 @@ func TestOperatorOpensASaleWithNoRestart(t *testing.T) {
 		if m := f.Next(t, 5*time.Second); m.Type != "queued" || !m.Paused {
 			t.Fatalf("first message while paused = %+v, want queued with paused", m)
 		}
-		time.Sleep(1200 * time.Millisecond) // three ticks' worth
+		// The next tick skips, paused, and counts it: wait for the count (a tick is due every 400 ms).
 		var line struct {
 			Line struct {
 				Waiting int            `json:"waiting"`
@@ -108,8 +108,14 @@ func TestOperatorOpensASaleWithNoRestart(t *testing.T) {
 				Skips   map[string]int `json:"skips"`
 			} `json:"line"`
 		}
-		if code := srv.Admin(t, http.MethodGet, "/screenings/live", nil, &line); code != http.StatusOK || line.Line.Waiting != 3 || !line.Line.Paused || line.Line.Skips["PAUSED"] == 0 {
-			t.Fatalf("GET live while paused = %d %+v, want 3 waiting, paused, PAUSED skips counted", code, line)
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			code := srv.Admin(t, http.MethodGet, "/screenings/live", nil, &line)
+			if code == http.StatusOK && line.Line.Waiting == 3 && line.Line.Paused && line.Line.Skips["PAUSED"] > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET live while paused = %d %+v, want 3 waiting, paused, PAUSED skips counted", code, line)
+			}
 		}
 
 		// Live change of pace, then resume: the three waiting are admitted in one tick.
@@ -119,7 +125,10 @@ func TestOperatorOpensASaleWithNoRestart(t *testing.T) {
 		if code := srv.Admin(t, http.MethodPatch, "/screenings/live/admission", map[string]any{"batch_size": 5}, &settings); code != http.StatusOK || settings.BatchSize != 5 {
 			t.Fatalf("PATCH admission = %d %+v, want 200, batch_size 5", code, settings)
 		}
-		time.Sleep(2500 * time.Millisecond) // the scheduler reads settings every 2 s
+		// The PATCH asks the scheduler to read the settings at once, and it reads them every 2 s anyway;
+		// nothing outside shows when its loop took them (no metric or field carries a loop's batch size),
+		// so the wait covers a whole refresh.
+		time.Sleep(2500 * time.Millisecond)
 		if code := srv.Admin(t, http.MethodPost, "/screenings/live/resume", nil, nil); code != http.StatusOK {
 			t.Fatalf("resume = %d, want 200", code)
 		}
@@ -175,7 +184,16 @@ func TestAbandonedUserLeavesTheLine(t *testing.T) {
 
 		// c refreshes within the grace: the same place.
 		c.Close()
-		time.Sleep(200 * time.Millisecond)
+		// The hub counts a socket off in Redis before it stops counting it among its sockets: once holder
+		// and b are all it has, c is noted gone.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if n, _ := apptest.MetricSeries(t, http.DefaultClient, srv.OpsURL, "waitroom_hub_sockets"); n == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("c's close was not counted off within 5s: the hub still counts 3 sockets")
+			}
+		}
 		c = srv.Dial(t, "gone", qc.Token)
 		if m := c.Next(t, 5*time.Second); m.Type != "queued" || m.Inserted || m.Rank != 2 {
 			t.Fatalf("c back within the grace: %+v, want queued at rank 2, not inserted", m)

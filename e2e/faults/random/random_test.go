@@ -234,7 +234,9 @@ func runSchedule(t *testing.T, p plan) {
 			u.n, u.doneAt.Sub(faultsOver).Round(100*time.Millisecond), u.intent, u.order != nil, u.soldOut, len(u.admissions), u.requeued)
 	}
 	maxSeen := stopSampling()
-	// Every hold has lapsed by now plus holdTTL; the sweeper expires it within a second or so.
+	// Every hold has lapsed by now plus holdTTL; the sweeper expires it within a second or so. The wait
+	// is for the holds' lapse, a time, not an event: the sweep that follows is awaited below as the
+	// outbox draining.
 	settle := time.Now().Add(holdTTL + 3*time.Second)
 	time.Sleep(time.Until(settle))
 	// Then every webhook is delivered: at once, or, for those an instance claimed and could not record
