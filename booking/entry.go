@@ -1,6 +1,6 @@
-// What a socket must bring to get a place in a screening's line: the screening's own proof-of-work cost
-// (SetPowCost) and the entry rules the socket's check reads (EntryRules: the cost, and whether it asks for
-// an access code, codes.go).
+// What a socket must bring to get a place in a screening's line, as the store keeps it: the screening's own
+// proof-of-work cost (SetPowCost) and the entry rules package entry reads (EntryRules: the cost, and whether
+// it asks for an access code, codes.go); the policy on them is entry's.
 
 package booking
 
@@ -14,14 +14,6 @@ import (
 // MaxPowCost bounds a screening's own proof-of-work cost (the mean number of key derivations), as
 // config.MaxPowCost bounds pow.cost.
 const MaxPowCost = 100_000_000
-
-// EffectivePowCost is a screening's proof-of-work cost: its own, or fallback (pow.cost) when it has none.
-func EffectivePowCost(own *int, fallback int) int {
-	if own != nil {
-		return *own
-	}
-	return fallback
-}
 
 // EntryRules are what a screening asks of a socket before it gets a place.
 type EntryRules struct {

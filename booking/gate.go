@@ -37,7 +37,7 @@ type GateRoom struct {
 	GateMode    string
 	// PowCost is the room's own proof-of-work cost (nil: the server's pow.cost); CodesRequired, whether a
 	// new place needs an access code. A room with either lets nobody straight through and registers no
-	// place for a JSON client: a place is the socket's, with its proof and code (entry.go).
+	// place for a JSON client: a place is the socket's, with its proof and code (package entry).
 	PowCost       *int
 	CodesRequired bool
 }

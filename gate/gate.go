@@ -29,12 +29,12 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
@@ -66,9 +66,15 @@ type Passes interface {
 	Verify(pass, screening string) (pass.Claims, error)
 }
 
-// Rooms reads a room's mode and settings.
+// Rooms reads a room's mode and settings, and (for a gate without Settings.Entry) its entry rules.
 type Rooms interface {
 	GateRoom(ctx context.Context, id string) (booking.GateRoom, error)
+	entry.RulesReader
+}
+
+// EntryRules are a room's entry rules as package entry keeps them (entry.Policy, entry.RulesCache).
+type EntryRules interface {
+	Rules(ctx context.Context, id string) (entry.Rules, error)
 }
 
 // Path is one protected prefix and the room its visitors wait in.
@@ -102,7 +108,10 @@ type Settings struct {
 	Mode string
 	// Defaults are the admission settings a room leaves unset.
 	Defaults queue.Settings
-	// PowCost is pow.cost, the proof of work of a room without a cost of its own.
+	// Entry gives each room's entry rules, the cache the room's sockets read too (the instance's
+	// entry.Policy); nil: a cache of the gate's own, on its clock, over Rooms and PowCost.
+	Entry EntryRules
+	// PowCost is pow.cost, the proof of work of a room without a cost of its own (only without Entry).
 	PowCost int
 	// ClientAddress finds a request's client (limit.ClientAddress: the peer, or behind trusted proxies the
 	// address they forwarded); nil: the TCP peer.
@@ -139,9 +148,9 @@ type Gate struct {
 	cookies  *cookieCache
 	metrics  *metrics
 	now      func() time.Time
-
-	roomsMu sync.Mutex
-	known   map[string]roomState
+	// known keeps each room's mode and settings for roomTTL; entry, its entry rules.
+	known *entry.Cache[roomState]
+	entry EntryRules
 }
 
 // roomState is a room as last read, or the error its read gave (kept as long, so a room gate.paths names but
@@ -150,9 +159,9 @@ type roomState struct {
 	room booking.GateRoom
 	mode string
 	s    queue.Settings
-	// guarded: a new place needs a proof of work or an access code, which only the room's socket checks.
+	// guarded: a new place needs a proof of work or an access code, which only the room's socket checks
+	// (entry.Rules.Open, from the entry rules; not kept in known).
 	guarded bool
-	readAt  time.Time
 	err     error
 }
 
@@ -178,7 +187,12 @@ func New(s Settings, lines Lines, passes Passes, rooms Rooms, reg prometheus.Reg
 	}
 	g := &Gate{
 		settings: s, lines: lines, passes: passes, rooms: rooms, log: log, now: time.Now,
-		cookies: newCookieCache(s.CacheSize), known: map[string]roomState{},
+		cookies: newCookieCache(s.CacheSize), entry: s.Entry,
+	}
+	clock := func() time.Time { return g.now() } // SetClock moves the rooms' ages too
+	g.known = entry.NewCache(roomTTL, clock, g.readRoom)
+	if g.entry == nil {
+		g.entry = entry.NewRulesCache(rooms, s.PowCost, clock)
 	}
 	g.metrics = newMetrics(reg, s.Paths)
 	g.proxy = g.newProxy()
@@ -400,30 +414,36 @@ func cleanPath(p string) string {
 	return c
 }
 
-// room returns the room's mode and settings, read again once roomTTL has passed.
+// room returns the room's mode and settings, read again once roomTTL has passed, and whether it is guarded
+// (its entry rules, from the entry's cache).
 func (g *Gate) room(ctx context.Context, id string) (roomState, error) {
-	now := g.now()
-	g.roomsMu.Lock()
-	st, ok := g.known[id]
-	g.roomsMu.Unlock()
-	if ok && now.Sub(st.readAt) < roomTTL {
-		return st, st.err
+	st, err := g.known.Get(ctx, id)
+	if err == nil {
+		err = st.err
 	}
+	if err != nil {
+		return st, err
+	}
+	rules, err := g.entry.Rules(ctx, id)
+	if err != nil {
+		g.log.Error("gate: read the room's entry rules", "room", id, "err", err)
+		return roomState{}, fmt.Errorf("gate: room %s: %w", id, err)
+	}
+	st.guarded = !rules.Open()
+	return st, nil
+}
+
+// readRoom reads the room's mode and settings for known. A failed read is kept as the state's err, as long
+// as a room: it is the room's state too.
+func (g *Gate) readRoom(ctx context.Context, id string) (roomState, error) {
 	room, err := g.rooms.GateRoom(ctx, id)
 	if err != nil {
-		st = roomState{readAt: now, err: fmt.Errorf("gate: room %s: %w", id, err)}
 		g.log.Error("gate: read the room", "room", id, "err", err)
-	} else {
-		st = roomState{room: room, mode: room.GateMode, s: room.Admission.Merge(g.settings.Defaults), readAt: now,
-			guarded: booking.EffectivePowCost(room.PowCost, g.settings.PowCost) > 0 || room.CodesRequired}
-		if st.mode == "" {
-			st.mode = g.settings.Mode
-		}
+		return roomState{err: fmt.Errorf("gate: room %s: %w", id, err)}, nil
 	}
-	if ctx.Err() == nil { // a read cut short by the visitor leaving says nothing of the room
-		g.roomsMu.Lock()
-		g.known[id] = st
-		g.roomsMu.Unlock()
+	st := roomState{room: room, mode: room.GateMode, s: room.Admission.Merge(g.settings.Defaults)}
+	if st.mode == "" {
+		st.mode = g.settings.Mode
 	}
-	return st, st.err
+	return st, nil
 }

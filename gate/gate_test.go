@@ -299,13 +299,14 @@ func TestTheEnterFormRefusesBadPassesAndOffSiteReturns(t *testing.T) {
 func TestQueueAllSendsEveryoneToTheLineEvenWithRoom(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		f := newFixture(t, env, 100, booking.GateQueueAll)
+		advance := f.movableClock()
 		resp, _ := f.get(t, "/checkout", "")
 		wantLine(t, "GET under queue_all", resp, "/checkout")
 		// A room's own mode wins over gate.mode: auto lets the next one through (read again after roomTTL).
 		if err := f.store.SetGateMode(t.Context(), room, booking.GateAuto); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond)
+		advance(gate.RoomTTL)
 		if resp, _ := f.get(t, "/checkout", ""); resp.StatusCode != http.StatusOK {
 			t.Errorf("GET after the room's mode became auto = %d, want 200", resp.StatusCode)
 		}

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/gate"
@@ -19,17 +18,18 @@ import (
 func TestAGuardedRoomLetsNobodyStraightThroughAndRegistersNothing(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		f := newFixture(t, env, 100, booking.GateAuto)
+		advance := f.movableClock()
 		cost := 50
 		if err := f.store.SetPowCost(t.Context(), room, &cost); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond) // the gate reads the room again after a second
+		advance(gate.RoomTTL) // the gate reads the room again after its TTL
 		wantGuarded(t, f, "a room with a proof of work")
 		zero := 0
 		if err := f.store.SetPowCost(t.Context(), room, &zero); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond)
+		advance(gate.RoomTTL)
 		f.admitDirect(t) // with the proof of work off, straight through again
 	})
 }
@@ -37,6 +37,7 @@ func TestAGuardedRoomLetsNobodyStraightThroughAndRegistersNothing(t *testing.T) 
 func TestARoomRequiringCodesLetsNobodyStraightThroughAndRegistersNothing(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		f := newFixture(t, env, 100, booking.GateAuto)
+		advance := f.movableClock()
 		zero := 0 // no proof of work, of its own nor by default: the codes alone guard the room
 		if err := f.store.SetPowCost(t.Context(), room, &zero); err != nil {
 			t.Fatal(err)
@@ -48,20 +49,21 @@ func TestARoomRequiringCodesLetsNobodyStraightThroughAndRegistersNothing(t *test
 		if err := f.store.SetCodesRequired(t.Context(), room, false); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond) // the gate reads the room again after a second
-		f.admitDirect(t)                    // with the codes off, straight through again
+		advance(gate.RoomTTL) // the gate reads the room again after its TTL
+		f.admitDirect(t)      // with the codes off, straight through again
 	})
 }
 
 func TestTheDefaultProofOfWorkGuardsARoomWithoutACostOfItsOwn(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		f := newFixture(t, env, 100, booking.GateAuto, func(s *gate.Settings) { s.PowCost = 50 })
+		advance := f.movableClock()
 		wantGuarded(t, f, "a room under the default proof of work")
 		zero := 0 // the room's own cost of none wins over the default
 		if err := f.store.SetPowCost(t.Context(), room, &zero); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond) // the gate reads the room again after a second
+		advance(gate.RoomTTL) // the gate reads the room again after its TTL
 		f.admitDirect(t)
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,6 +147,14 @@ func newFixture(t *testing.T, env *testenv.Env, maxActive int, mode string, opts
 	f.g, f.gate = g, httptest.NewServer(g)
 	t.Cleanup(f.gate.Close)
 	return f
+}
+
+// movableClock puts f's gate on a clock that runs with time.Now plus what advance has added, and returns
+// advance: a test moves past the gate's room TTL (gate.RoomTTL) instead of sleeping through it.
+func (f *fixture) movableClock() (advance func(time.Duration)) {
+	var offset atomic.Int64
+	f.g.SetClock(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+	return func(d time.Duration) { offset.Add(int64(d)) }
 }
 
 // client never follows redirects: the tests read them.

@@ -13,8 +13,8 @@
 // registration, first message, catch-up), client.go (one socket's send queue and close), read.go (its
 // reader), writer.go (the writers), follow.go (a screening's subscription, its events and the rank pushes),
 // recover.go (missed events and lines Redis lost), health.go (the pinger and the Redis watch), trim.go
-// (returning a burst's memory), pace.go (the wait estimate), message.go (the protocol's messages), hold.go
-// (the infinite queue: a socket held unregistered).
+// (returning a burst's memory), pace.go (the wait estimate), message.go (the protocol's messages), bothold.go
+// (the infinite queue: a socket the entry takes for a bot, held unregistered).
 //
 // Goroutines: Run owns the writers and their watchdog, the pinger, the Redis watch, the trimmer and one
 // follower per screening with sockets here, and returns once they have ended. Each socket has one reader

@@ -127,10 +127,7 @@ func DecodeHello(data []byte) (Hello, error) {
 	return h, nil
 }
 
-// queuedMessage is the first message for a waiting entry.
-// QueuedMessage is the `queued` message of e, for a socket the server answers itself (the infinite queue).
-func QueuedMessage(e queue.Entry) []byte { return queuedMessage(e) }
-
+// queuedMessage is the first message for a waiting entry, and for a socket held as a bot (botHold).
 func queuedMessage(e queue.Entry) []byte {
 	return mustJSON(Queued{Type: "queued", Token: e.Token, Rank: e.ZeroBasedRank + 1, Total: e.Total, Inserted: e.Inserted, Paused: e.Paused})
 }

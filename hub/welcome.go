@@ -32,28 +32,46 @@ type Arrival struct {
 	// Entry, when not nil, is asked after the hello and before anything is registered whether the hello's
 	// token may take a place: what the server asks of a socket (a proof of work, an access code), which the
 	// hub does not know. Without AwaitHello the hello is made of Token alone.
-	Entry func(ctx context.Context, hello Hello) Verdict
+	Entry Entry
 }
 
-// Verdict is what Arrival.Entry answers.
+// Entry decides whether a socket may take a place, once its hello has come. The hub runs what it answers
+// and knows nothing of why.
+type Entry interface {
+	// Check is asked once, after the hello and before anything is registered.
+	Check(ctx context.Context, hello Hello) Verdict
+	// Undo takes back what an allowing Check spent, for a registration that did not happen after all (sold
+	// out, Redis not answering).
+	Undo()
+	// BotHoldDone runs once a socket Check asked to hold (BotHold) is gone.
+	BotHoldDone()
+}
+
+// VerdictKind is what an Entry decided.
+type VerdictKind int
+
+const (
+	// Allow registers the socket (the zero Verdict).
+	Allow VerdictKind = iota
+	// Refuse tells the socket an error and closes it, nothing registered.
+	Refuse
+	// BotHold holds the socket unregistered in the infinite queue (botHold).
+	BotHold
+)
+
+// Verdict is what Entry.Check answers.
 type Verdict struct {
-	// Refusal, when not nil, is the error message the socket is told before it is closed (1008, with Code as
-	// the close's reason), nothing registered.
-	Refusal []byte
-	Code    string
-	// Close is the refusal's close code; 0: 1008 (policy violation).
-	Close int
-	// Hold, when not nil, is the first message of a socket the hub is to hold unregistered for HoldFor
-	// (hold, the infinite queue); HoldDone runs when the held socket is gone.
-	Hold     []byte
-	HoldFor  time.Duration
-	HoldDone func()
-	// Token, when not "", is the token to register instead of the one the client sent (none): the check
-	// drew it, because what it spent is bound to it.
+	Kind VerdictKind
+	// Token (Allow), when not "", is the token to register instead of the one the client sent (none): the
+	// check drew it, because what it spent is bound to it.
 	Token string
-	// Undo, when not nil, takes back what the check spent, for a registration that did not happen after
-	// all (sold out, Redis not answering).
-	Undo func()
+	// Code and Message (Refuse) are the error the socket is told before it is closed with Close (0: 1008,
+	// policy violation) and Reason as the close's reason.
+	Code, Message, Reason string
+	Close                 int
+	// Decoy and For (BotHold) are the place the held socket is shown first, and how long it is held.
+	Decoy queue.Entry
+	For   time.Duration
 }
 
 // Welcome reads the socket's hello first when its token comes in one (AwaitHello), then registers the token
@@ -168,40 +186,36 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival, hello Hello) (*client
 		Reject(a.Conn, ErrorMessage("BAD_TOKEN", "a token is 32 lowercase hex digits; connect without one to get a new place"), websocket.ClosePolicyViolation, "BAD_TOKEN")
 		return nil, queue.Entry{}
 	}
-	undo := func() {}
 	if a.Entry != nil {
-		v := a.Entry(ctx, hello)
-		if v.Hold != nil {
-			h.hold(a.Conn, v.Hold, v.HoldFor, v.HoldDone)
+		v := a.Entry.Check(ctx, hello)
+		switch v.Kind {
+		case BotHold:
+			h.botHold(a.Conn, queuedMessage(v.Decoy), v.For, a.Entry.BotHoldDone)
 			return nil, queue.Entry{}
-		}
-		if v.Refusal != nil {
+		case Refuse:
 			code := websocket.ClosePolicyViolation
 			if v.Close != 0 {
 				code = v.Close
 			}
-			Reject(a.Conn, v.Refusal, code, v.Code)
+			Reject(a.Conn, ErrorMessage(v.Code, v.Message), code, v.Reason)
 			return nil, queue.Entry{}
 		}
 		if v.Token != "" {
 			a.Token = v.Token
 		}
-		if v.Undo != nil {
-			undo = v.Undo
-		}
 	}
 	e, err := h.lines.Enter(ctx, a.Screening, a.Token, a.OpensAt)
 	switch {
 	case errors.Is(err, queue.ErrClosed) && e.ClosedReason == queue.ReasonReset:
-		undo()
+		undoEntry(a.Entry)
 		Reject(a.Conn, nil, CloseServiceRestart, "sale reset") // back in a moment, into the fresh line
 		return nil, e
 	case errors.Is(err, queue.ErrClosed):
-		undo()
+		undoEntry(a.Entry)
 		Reject(a.Conn, SoldOutMessage(e.ClosedReason), websocket.CloseNormalClosure, "sold out")
 		return nil, e
 	case err != nil:
-		undo()
+		undoEntry(a.Entry)
 		h.log.Error("socket: register", "request_id", a.RequestID, "screening", a.Screening, "err", err)
 		if e.Token != "" {
 			// No answer: the registration may have run. Undone, it counts nothing for a socket that never
@@ -226,6 +240,13 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival, hello Hello) (*client
 		}
 	}
 	return c, e
+}
+
+// undoEntry takes back what e (nil: no check) spent, for a registration that did not happen.
+func undoEntry(e Entry) {
+	if e != nil {
+		e.Undo()
+	}
 }
 
 // undoWait bounds the wait for a registration's undo (Queue.Undo) before the socket is told to retry; an

@@ -1,4 +1,4 @@
-// The infinite queue's decoy places: a socket the server takes for a bot (server/bots.go), or a JSON client
+// The infinite queue's decoy places: a socket the entry takes for a bot (entry/bots.go), or a JSON client
 // at the gate over its pace (gate/waiting.go), is shown a place that is in no line (NewDecoy). The place is
 // remembered here for as long as it is held, so that the public status route answers its token as it
 // answers a waiting one, on every instance (Decoy), and never lets it be mistaken for a real place by

@@ -207,7 +207,7 @@ func (s *Server) adminScreenings(ctx context.Context, only string) ([]adminScree
 			Admission:     bodyOf(m.Admission.Merge(s.AdmissionDefaults)),
 		}
 		out[i].Admission.GateMode = s.gateModeOf(m.GateMode)
-		out[i].Admission.PowCost = &powCost{N: s.powCostOf(m.PowCost)}
+		out[i].Admission.PowCost = &powCost{N: s.Entry.PowCost(m.PowCost)}
 		out[i].Admission.CodesRequired = &m.CodesRequired
 		f, err := s.Queue.Figures(ctx, m.ID)
 		if err != nil {
@@ -279,7 +279,7 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 		if err := s.Store.SetCodesRequired(ctx, c.Param("id"), *body.CodesRequired); err != nil {
 			return err
 		}
-		s.entry.forget(c.Param("id"))
+		s.Entry.Forget(c.Param("id"))
 	}
 	if body.GateMode != "" {
 		mode := body.GateMode
@@ -299,7 +299,7 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 	if sum, err := s.Store.Screening(ctx, c.Param("id")); err == nil {
 		effective.Checkout = sum.Checkout
 		effective.GateMode = s.gateModeOf(sum.GateMode)
-		effective.PowCost = &powCost{N: s.powCostOf(sum.PowCost)}
+		effective.PowCost = &powCost{N: s.Entry.PowCost(sum.PowCost)}
 		effective.CodesRequired = &sum.CodesRequired
 	}
 	s.logFor(c).Info("admin: admission changed", "screening", c.Param("id"), "interval", effective.Interval,
@@ -393,7 +393,7 @@ func (s *Server) adminReset(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.entry.forget(id)
+	s.Entry.Forget(id)
 	s.refreshScheduler()
 	s.logFor(c).Info("admin: sale reset", "screening", id, "force", force, "orders_deleted", res.Orders, "live_orders_deleted", res.Live)
 	v, err := s.adminView(ctx, id)

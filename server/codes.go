@@ -51,14 +51,14 @@ func (s *Server) adminIssueCodes(c echo.Context) error {
 		if err != nil {
 			return codesError(c, err)
 		}
-		s.entry.forget(id)
+		s.Entry.Forget(id)
 		s.logFor(c).Info("admin: codes issued", "screening", id, "count", len(codes))
 		return c.JSON(http.StatusCreated, map[string][]string{"codes": codes})
 	}
 	if err := s.Store.SetSharedCode(ctx, id, *body.Shared); err != nil {
 		return codesError(c, err)
 	}
-	s.entry.forget(id)
+	s.Entry.Forget(id)
 	access, err := s.Store.Access(ctx, id)
 	if err != nil {
 		return codesError(c, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
@@ -259,7 +260,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		_ = h.Shutdown(ctx)
 	})
 	s := New(Deps{Queue: q, Store: store, Booking: book, Hub: h, Redis: env.Redis, Gatherer: reg, Log: log,
-		AdminKey: fuzzAdminKey, AdmissionDefaults: fuzzDefaults})
+		AdminKey: fuzzAdminKey, AdmissionDefaults: fuzzDefaults, Entry: entry.New(entry.Deps{Lines: q, Store: store, Log: log})})
 	return &fuzzServer{env: env, s: s, q: q, passes: passes, log: logs}
 }
 

@@ -28,9 +28,6 @@ type Limits struct {
 	// places for an address (the gate's JSON answers), so that one address has one pace on the instance;
 	// nil: built here from RegistrationsPerSecond and RegistrationBurst.
 	Registrations *limit.Rate
-	// WrongCodesPerMinute is how many refused access codes one address may try a minute (bursts of as
-	// many); beyond it the address tries no code until its count has refilled.
-	WrongCodesPerMinute int
 	// OrdersPerSecond and OrdersBurst pace one address's requests to an order's routes (429 when faster;
 	// orders.go).
 	OrdersPerSecond float64

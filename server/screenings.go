@@ -126,7 +126,7 @@ func (s *Server) screeningOf(sum booking.Summary, now time.Time) screeningView {
 	if sum.Checkout == "" {
 		sum.Checkout = s.Booking.Checkout()
 	}
-	return screeningView{Summary: sum, State: state(sum, now), SiteWide: sum.SeatsTotal == 0, MaxSeats: s.Booking.MaxSeats(), PowCost: s.powCostOf(sum.PowCost)}
+	return screeningView{Summary: sum, State: state(sum, now), SiteWide: sum.SeatsTotal == 0, MaxSeats: s.Booking.MaxSeats(), PowCost: s.Entry.PowCost(sum.PowCost)}
 }
 
 func state(sum booking.Summary, now time.Time) string {

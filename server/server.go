@@ -8,9 +8,9 @@
 // and live stream), adminguard.go (the throttle on wrong admin and confirm keys), limits.go (per-address limits, the
 // client's address behind trusted proxies), errors.go (package errors to statuses and bodies), metrics.go
 // (the requests' and reservations' metrics), webhooks.go (the operator's list of the webhooks), pow.go
-// (the proof of work: challenges, a payload's check), entry.go (what a socket must bring to take a place,
-// checked before it is registered), codes.go (the operator's access codes: issue, list as JSON or CSV,
-// revoke), bots.go (the infinite queue and the entry's metrics), csv.go (the CSV exports).
+// (the proof of work's challenge route), entry.go (a socket's entry as the hub asks it, answered by package
+// entry), codes.go (the operator's access codes: issue, list as JSON or CSV, revoke), csv.go (the CSV
+// exports).
 package server
 
 import (
@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
@@ -76,11 +77,10 @@ type Deps struct {
 	PassKeys KeySet          // the passes' public keys, served at /.well-known/jwks.json (nil: none)
 	// Gate is what the API says of the gate in front of an existing site (zero: no gate).
 	Gate GateLinks
-	// Pow is the proof of work a screening may ask of a socket (pow.*); Bots, what is done with a socket
-	// that looks like a bot's (bots.*).
-	Pow  Pow
-	Bots Bots
-	Log  *slog.Logger
+	// Entry is the admission policy of a new place (package entry): a socket's check before it is
+	// registered, the screenings' entry rules, the proof of work's challenges.
+	Entry *entry.Policy
+	Log   *slog.Logger
 }
 
 // Server is the echo app.
@@ -102,14 +102,8 @@ type Server struct {
 	// (orders.go).
 	orders *limit.Rate
 	qrs    *qrCache
-	// entry keeps the screenings' entry rules (entry.go); challenges paces each address's challenges
-	// (pow.go); wrongCodes counts each address's refused access codes (entry.go); bots counts the failures
-	// and the held sockets (bots.go).
-	entry        *entryCache
-	challenges   *limit.Rate
-	wrongCodes   *limit.Rate
-	bots         *botWatch
-	entryMetrics *entryMetrics
+	// challenges paces each address's challenges (pow.go).
+	challenges *limit.Rate
 }
 
 // trustedHosts are the peers whose Host and X-Forwarded-Proto are believed for the URLs an answer names:
@@ -125,13 +119,9 @@ func (s *Server) trustedHosts() []netip.Prefix {
 func New(d Deps) *Server {
 	s := &Server{Deps: d, e: echo.New(), done: make(chan struct{}), addrs: newAddressLimits(d.Limits),
 		adminKeys: newKeyGuard(adminKeyName), confirmKeys: newKeyGuard(confirmKeyName), now: time.Now}
-	s.entry = newEntryCache(s.readRules)
 	s.challenges = limit.NewRate(d.Limits.RegistrationsPerSecond, d.Limits.RegistrationBurst)
-	s.wrongCodes = limit.NewRate(float64(d.Limits.WrongCodesPerMinute)/60, d.Limits.WrongCodesPerMinute)
 	s.orders = limit.NewRate(d.Limits.OrdersPerSecond, d.Limits.OrdersBurst)
 	s.qrs = newQRCache()
-	s.bots = newBotWatch(d.Bots)
-	s.entryMetrics = newEntryMetrics(d.Registerer, &s.bots.held)
 	s.clientIP = limit.ClientAddress(nil)
 	if d.BehindProxy {
 		s.clientIP = limit.ClientAddress(d.TrustedProxies)

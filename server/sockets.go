@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 
+	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/hub"
 )
 
@@ -59,7 +60,7 @@ func (s *Server) socket(c echo.Context) error {
 	now := time.Now()
 	// The address's limits come first, so that a refused socket costs no read of the screening.
 	ok, reason := s.addrs.admit(addr, now)
-	if !ok && !s.bots.InfiniteQueue {
+	if !ok && !s.Entry.InfiniteQueue() {
 		hub.Reject(conn, rateLimited(reason), hub.CloseTryAgainLater, "rate limited")
 		return nil
 	}
@@ -73,36 +74,36 @@ func (s *Server) socket(c echo.Context) error {
 		s.refuseScreening(c, conn, id, err)
 		return nil
 	}
-	var entry func(context.Context, hub.Hello) hub.Verdict
-	if !rules.open() || !ok || s.bots.InfiniteQueue {
-		a := arrival{screening: id, addr: addr, rules: rules}
+	var check hub.Entry // nil: nothing to check, and nothing allocated for it
+	if s.Entry.Checks(rules, ok) {
+		a := entry.Arrival{Screening: id, Addr: addr, Rules: rules, URLCode: c.QueryParam("code"), URLAltcha: c.QueryParam("altcha")}
 		if !ok {
 			// Held instead, unless its token holds a place or it brought a solution: the entry check
 			// decides once the hello has told the token and what the socket brought.
-			a.overLimit = reason
+			a.OverLimit = reason
 		}
-		entry = s.entryCheck(a, c.QueryParam("code"), c.QueryParam("altcha"))
+		check = socketEntry{s.Entry.Socket(a)}
 	}
 	s.Hub.Welcome(ctx, hub.Arrival{
 		Conn: conn, Screening: id, Token: c.QueryParam("token"), AwaitHello: awaitHello, OpensAt: opensAt,
 		RequestID: c.Response().Header().Get(echo.HeaderXRequestID),
-		Gone:      gone, Entry: entry,
+		Gone:      gone, Entry: check,
 	})
 	return nil
 }
 
 // rateLimited is the refusal of a socket over its address's limits.
 func rateLimited(reason string) []byte {
-	return hub.ErrorMessage("RATE_LIMITED", reason+"; retry later with your token")
+	return hub.ErrorMessage(entry.CodeRateLimited, entry.RetryLater(reason))
 }
 
 // socketScreening reads what a socket of the screening needs: its sale time and its entry rules.
-func (s *Server) socketScreening(ctx context.Context, id string) (time.Time, entryRules, error) {
+func (s *Server) socketScreening(ctx context.Context, id string) (time.Time, entry.Rules, error) {
 	opensAt, err := s.Booking.OpensAt(ctx, id)
 	if err != nil {
-		return time.Time{}, entryRules{}, err
+		return time.Time{}, entry.Rules{}, err
 	}
-	rules, err := s.entry.rules(ctx, id)
+	rules, err := s.Entry.Rules(ctx, id)
 	return opensAt, rules, err
 }
 

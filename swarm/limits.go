@@ -21,8 +21,8 @@ type LimitHit struct {
 	Users   int    `json:"users"`
 }
 
-// limitRule ties a refusal's words (the server's messages, server/limits.go, orders.go, pow.go, entry.go)
-// to the settings behind them.
+// limitRule ties a refusal's words (the server's messages, server/limits.go and orders.go, and the entry's,
+// entry/check.go and pow.go) to the settings behind them.
 type limitRule struct {
 	words    string
 	settings []string

@@ -4,7 +4,8 @@
 // Where things are: app.go (the App, New, Run: the wiring and the background work), main.go (Main: flags,
 // configuration, the backends, the listener, the drain), report.go (this instance's report to the control
 // room), passes.go (the passes' keys or secret), checkout.go (the start's check that every hold-mode
-// screening has somewhere to pay).
+// screening has somewhere to pay), pow.go (the proof of work's settings and keys, for package entry),
+// gate.go (the gate: built, and its listener).
 package app
 
 import (
@@ -23,6 +24,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/limit"
@@ -65,6 +67,8 @@ type App struct {
 	Booking   *booking.Booking
 	Hub       *hub.Hub
 	Server    *server.Server
+	// Entry is the admission policy of a new place, for the sockets and the gate (one rules cache).
+	Entry *entry.Policy
 	// Outbox is the webhooks' outbox; Webhooks delivers from it (nil: webhooks.url is empty, none are sent).
 	Outbox   *webhook.Outbox
 	Webhooks *webhook.Deliverer
@@ -106,14 +110,18 @@ func New(cfg config.Config, b Backends) (*App, error) {
 			webhook.NewMetrics(a.Registry), a.Log)
 	}
 	a.Hub = hub.New(a.Queue, a.Passes, a.Queue, a.Registry, a.Log)
+	pow, err := PowSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.Entry = entry.New(entry.Deps{Lines: a.Queue, Store: a.Store, Pow: pow, Registerer: a.Registry, Log: a.Log,
+		Bots: entry.Bots{InfiniteQueue: cfg.Bots.InfiniteQueue, FailureLimit: cfg.Bots.FailureLimit, Hold: cfg.Bots.Hold,
+			MaxHeld: cfg.Bots.MaxHeld},
+		WrongCodesPerMinute: cfg.Limits.WrongCodesPerMinute})
 	// One pace of new places per client address on this instance, for the sockets and the gate's JSON answers.
 	registrations := limit.NewRate(cfg.Limits.RegistrationsPerSecond, cfg.Limits.RegistrationBurst)
 	var gateLinks server.GateLinks
 	if a.Gate, gateLinks, err = a.newGate(cfg, registrations); err != nil {
-		return nil, err
-	}
-	pow, err := PowSettings(cfg)
-	if err != nil {
 		return nil, err
 	}
 	a.Server = server.New(server.Deps{
@@ -123,17 +131,14 @@ func New(cfg config.Config, b Backends) (*App, error) {
 		Limits: server.Limits{
 			SocketsPerAddress: cfg.Limits.SocketsPerAddress, RegistrationsPerSecond: cfg.Limits.RegistrationsPerSecond,
 			RegistrationBurst: cfg.Limits.RegistrationBurst, Registrations: registrations,
-			WrongCodesPerMinute: cfg.Limits.WrongCodesPerMinute, OrdersPerSecond: cfg.Limits.OrdersPerSecond,
-			OrdersBurst: cfg.Limits.OrdersBurst,
+			OrdersPerSecond: cfg.Limits.OrdersPerSecond, OrdersBurst: cfg.Limits.OrdersBurst,
 		},
 		BehindProxy: cfg.HTTP.BehindProxy,
 		Checkout:    server.Checkout{URL: cfg.Booking.CheckoutURL, Demo: cfg.Booking.DemoCheckout, ConfirmKey: cfg.Booking.ConfirmKey},
 		Webhooks:    a.Outbox,
 		PassKeys:    a.Passes,
 		Gate:        gateLinks,
-		Pow:         pow,
-		Bots: server.Bots{InfiniteQueue: cfg.Bots.InfiniteQueue, FailureLimit: cfg.Bots.FailureLimit, Hold: cfg.Bots.Hold,
-			MaxHeld: cfg.Bots.MaxHeld},
+		Entry:       a.Entry,
 	})
 	return a, nil
 }

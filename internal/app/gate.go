@@ -16,8 +16,8 @@ import (
 	"github.com/waitroom/waitroom/server"
 )
 
-// newGate builds the gate for cfg.Gate on the instance's queue, passes and store, and what the API says of
-// it; nil when gate.upstream is empty. registrations is the instance's pace of new places per address,
+// newGate builds the gate for cfg.Gate on the instance's queue, passes, store and entry rules (a.Entry, the
+// sockets' cache), and what the API says of it; nil when gate.upstream is empty. registrations is the instance's pace of new places per address,
 // which the sockets share.
 func (a *App) newGate(cfg config.Config, registrations *limit.Rate) (*gate.Gate, server.GateLinks, error) {
 	if cfg.Gate.Upstream == "" {
@@ -39,7 +39,7 @@ func (a *App) newGate(cfg config.Config, registrations *limit.Rate) (*gate.Gate,
 	}
 	settings := gate.Settings{
 		Upstream: upstream, Paths: gp, RoomURL: cfg.Gate.RoomURL, PublicURL: cfg.Gate.PublicURL, RoomPort: portOf(cfg.HTTP.Addr), Mode: cfg.Gate.Mode,
-		Defaults: AdmissionDefaults(cfg), PowCost: cfg.Pow.Cost, ReadTimeout: cfg.HTTP.ReadTimeout, ClientAddress: limit.ClientAddress(nil),
+		Defaults: AdmissionDefaults(cfg), Entry: a.Entry, PowCost: cfg.Pow.Cost, ReadTimeout: cfg.HTTP.ReadTimeout, ClientAddress: limit.ClientAddress(nil),
 		Direct:        limit.NewRate(cfg.Limits.RegistrationsPerSecond, cfg.Limits.RegistrationBurst),
 		Registrations: registrations, InfiniteQueue: cfg.Bots.InfiniteQueue, HoldFor: cfg.Bots.Hold,
 	}

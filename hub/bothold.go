@@ -1,5 +1,5 @@
-// The infinite queue: a socket the server takes for a bot is told a place in a line that never moves and
-// held, never registered, until its hold ends, its client goes, or the hub drains (hold).
+// The infinite queue: a socket the entry takes for a bot is told a place in a line that never moves and
+// held, never registered, until its bot hold ends, its client goes, or the hub drains (botHold).
 
 package hub
 
@@ -11,12 +11,12 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// hold tells the socket first (a `queued` message of a place nobody will reach) and holds it for d on a
+// botHold tells the socket first (a `queued` message of a place nobody will reach) and holds it for d on a
 // goroutine of its own: what the client sends is read and dropped. The socket ends with 1013 (try again
 // later) when d is up, with 1012 when the hub drains (like a socket waiting for its hello, which is how
 // it is listed), or when its client goes; done then runs, at once when the hub is draining already (the
 // socket is then told to reconnect).
-func (h *Hub) hold(conn *websocket.Conn, first []byte, d time.Duration, done func()) {
+func (h *Hub) botHold(conn *websocket.Conn, first []byte, d time.Duration, done func()) {
 	conn.SetReadLimit(maxMessageSize)
 	_ = conn.SetReadDeadline(time.Now().Add(d))
 	if !h.holdForHello(conn) {

@@ -1,8 +1,8 @@
-package server
+package entry
 
 // Benchmarks of what the proof of work costs the server per place: the check of a socket's payload
 // (checkProof: decode and verify on the key-signature path, no key derivation), the issue of a challenge
-// (altcha.Create as the challenge route calls it, one key derivation at pow.iterations 1000 and 100), and
+// (altcha.Create as Policy.Challenge calls it, one key derivation at pow.iterations 1000 and 100), and
 // the spend of a solution in Redis (queue.SpendSolution, on the real Redis when it answers, else the
 // embedded one). They measure and record; the figures go to docs/benchmarks.md with the machine.
 
@@ -23,11 +23,11 @@ var benchPowSecrets = altcha.Secrets{
 	KeySignature: []byte("bench-pow-key-signature-0123456789ab"),
 }
 
-// benchChallenge is a challenge of the screening as the challenge route makes it, for pow.cost cost.
+// benchChallenge is a challenge of the screening as Policy.Challenge makes it, for pow.cost cost.
 func benchChallenge(b *testing.B, screening string, iterations, cost int) altcha.Challenge {
 	b.Helper()
 	ch, err := altcha.Create(altcha.Options{
-		Cost: iterations, Counter: drawCounter(max(cost, 1)),
+		Cost: iterations, Counter: DrawCounter(max(cost, 1)),
 		ExpiresAt: time.Now().Add(5 * time.Minute), Data: map[string]string{"screening": screening, "cost": strconv.Itoa(cost)},
 	}, benchPowSecrets)
 	if err != nil {
@@ -39,7 +39,6 @@ func benchChallenge(b *testing.B, screening string, iterations, cost int) altcha
 // BenchmarkCheckProof is the stateless check of a socket's altcha parameter at pow.iterations 1000: the
 // key-signature path costs the same whatever the iterations, since it derives no key.
 func BenchmarkCheckProof(b *testing.B) {
-	s := &Server{Deps: Deps{Pow: Pow{Secrets: benchPowSecrets}}}
 	ch := benchChallenge(b, "s1", 1000, 20)
 	sol, err := altcha.Solve(context.Background(), ch, 1)
 	if err != nil {
@@ -47,25 +46,25 @@ func BenchmarkCheckProof(b *testing.B) {
 	}
 	payload := altcha.Payload{Challenge: ch, Solution: sol}.Encode()
 	now := time.Now()
-	if p, code, why := s.checkProof("s1", 20, payload, now); p == nil {
+	if p, code, why := checkProof(benchPowSecrets, "s1", 20, payload, now); p == nil {
 		b.Fatalf("checkProof = %s (%s), want a proof", code, why)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if p, code, _ := s.checkProof("s1", 20, payload, now); p == nil {
+		if p, code, _ := checkProof(benchPowSecrets, "s1", 20, payload, now); p == nil {
 			b.Fatalf("checkProof refused with %s", code)
 		}
 	}
 }
 
-// BenchmarkChallengeIssue is the challenge route's altcha.Create: one key derivation of iterations.
+// BenchmarkChallengeIssue is Policy.Challenge's altcha.Create: one key derivation of iterations.
 func BenchmarkChallengeIssue(b *testing.B) {
 	for _, iterations := range []int{1000, 100} {
 		b.Run(fmt.Sprintf("iterations=%d", iterations), func(b *testing.B) {
 			opts := altcha.Options{Cost: iterations, Data: map[string]string{"screening": "s1"}}
 			b.ReportAllocs()
 			for b.Loop() {
-				opts.Counter, opts.ExpiresAt = drawCounter(1000), time.Now().Add(5*time.Minute)
+				opts.Counter, opts.ExpiresAt = DrawCounter(1000), time.Now().Add(5*time.Minute)
 				if _, err := altcha.Create(opts, benchPowSecrets); err != nil {
 					b.Fatal(err)
 				}
