@@ -60,8 +60,8 @@ func (h *Hub) pinger(ctx context.Context) {
 func (h *Hub) appendSlice(dst []*client, slice int) []*client {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, room := range h.rooms {
-		for c := range room {
+	for _, set := range h.byScreening {
+		for c := range set {
 			if int(c.pingSlice) == slice {
 				dst = append(dst, c)
 			}

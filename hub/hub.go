@@ -9,7 +9,7 @@
 // with no Redis call per socket, and each admitted one its pass, once per admission, on whichever instance
 // it is connected to.
 //
-// Where things are: hub.go (the Hub, its life and its sockets' rooms), welcome.go (a socket's arrival:
+// Where things are: hub.go (the Hub, its life and its sockets by screening), welcome.go (a socket's arrival:
 // registration, first message, catch-up), client.go (one socket's send queue and close), read.go (its
 // reader), writer.go (the writers), follow.go (a screening's subscription, its events and the rank pushes),
 // recover.go (missed events and lines Redis lost), health.go (the pinger and the Redis watch), trim.go
@@ -105,12 +105,12 @@ type Hub struct {
 	trimLooks  <-chan time.Time
 	trimLooked func()
 
-	mu        sync.Mutex
-	rooms     map[string]map[*client]struct{}
-	following map[string]*followed // the screenings whose events this hub follows
-	unstarted []string             // followed screenings whose follower Run has not started yet
-	draining  bool
-	nextSlice uint8 // the ping slice of the next socket to join: round robin
+	mu          sync.Mutex
+	byScreening map[string]map[*client]struct{} // each screening's sockets here
+	following   map[string]*followed            // the screenings whose events this hub follows
+	unstarted   []string                        // followed screenings whose follower Run has not started yet
+	draining    bool
+	nextSlice   uint8 // the ping slice of the next socket to join: round robin
 	// hellos are the sockets waiting for their hello (welcome.go), woken when the hub drains; helloWait is
 	// how long they wait (helloWait; tests shorten it).
 	hellos    map[*websocket.Conn]struct{}
@@ -128,7 +128,7 @@ type Hub struct {
 func New(lines Lines, passes Passes, l Leaver, reg prometheus.Registerer, log *slog.Logger) *Hub {
 	h := &Hub{
 		lines: lines, passes: passes, leaver: l, log: log,
-		rooms: map[string]map[*client]struct{}{}, following: map[string]*followed{}, toFollow: make(chan struct{}, 1),
+		byScreening: map[string]map[*client]struct{}{}, following: map[string]*followed{}, toFollow: make(chan struct{}, 1),
 		trimEvery: trimEvery, trimBurst: trimBurst, pingEvery: pingPeriod, helloWait: helloWait,
 		sockets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "waitroom", Subsystem: "hub", Name: "sockets", Help: "Open WebSocket connections on this instance."}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "line_reads_total", Help: "Lines read whole from Redis: at a subscription's start and after a missed event."}),
@@ -229,12 +229,12 @@ func (h *Hub) join(conn *websocket.Conn, screening, token string, seq int64, pau
 		Reject(conn, nil, CloseServiceRestart, "server restarting")
 		return nil
 	}
-	room := h.rooms[screening]
-	if room == nil {
-		room = map[*client]struct{}{}
-		h.rooms[screening] = room
+	set := h.byScreening[screening]
+	if set == nil {
+		set = map[*client]struct{}{}
+		h.byScreening[screening] = set
 	}
-	room[c] = struct{}{}
+	set[c] = struct{}{}
 	c.pingSlice, h.nextSlice = h.nextSlice, (h.nextSlice+1)%pingSlices
 	h.serving.Add(1)
 	pause := h.followLocked(screening).pause.Load()
@@ -250,13 +250,13 @@ func (h *Hub) join(conn *websocket.Conn, screening, token string, seq int64, pau
 	return c
 }
 
-// remove takes a client whose socket is gone out of its room.
+// remove takes a client whose socket is gone out of its screening's set.
 func (h *Hub) remove(c *client) {
 	h.mu.Lock()
-	if room := h.rooms[c.screening]; room != nil {
-		delete(room, c)
-		if len(room) == 0 {
-			delete(h.rooms, c.screening)
+	if set := h.byScreening[c.screening]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(h.byScreening, c.screening)
 		}
 	}
 	h.mu.Unlock()
@@ -267,9 +267,9 @@ func (h *Hub) remove(c *client) {
 func (h *Hub) clients(screening string) []*client {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	room := h.rooms[screening]
-	out := make([]*client, 0, len(room))
-	for c := range room {
+	set := h.byScreening[screening]
+	out := make([]*client, 0, len(set))
+	for c := range set {
 		out = append(out, c)
 	}
 	return out
@@ -280,8 +280,8 @@ func (h *Hub) allClients() []*client {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var all []*client
-	for _, room := range h.rooms {
-		for c := range room {
+	for _, set := range h.byScreening {
+		for c := range set {
 			all = append(all, c)
 		}
 	}
@@ -292,9 +292,9 @@ func (h *Hub) allClients() []*client {
 func (h *Hub) Counts() map[string]int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make(map[string]int, len(h.rooms))
-	for id, room := range h.rooms {
-		out[id] = len(room)
+	out := make(map[string]int, len(h.byScreening))
+	for id, set := range h.byScreening {
+		out[id] = len(set)
 	}
 	return out
 }

@@ -62,7 +62,7 @@ func decodeAdminBody(c echo.Context, limit int64, v any) error {
 	return err
 }
 
-// gateModeDefault, as a PATCH's gate_mode, drops the room's own mode: the room follows gate.mode again.
+// gateModeDefault, as a PATCH's gate_mode, drops the screening's own mode: it follows gate.mode again.
 const gateModeDefault = "default"
 
 // requireAdmin lets through a request whose Authorization is "Bearer <admin.key>", from an address that has
@@ -86,9 +86,9 @@ type admissionBody struct {
 	// Checkout is the screening's checkout mode, "instant" or "hold" (PATCH only; absent: unchanged); hold
 	// only on a server where buyers have somewhere to pay (Checkout.payable).
 	Checkout string `json:"checkout,omitempty"`
-	// GateMode is the room's mode at the gate, "auto", "queue_all" or "passthrough", or "default" to drop
-	// the room's own and follow gate.mode again (PATCH only; absent: unchanged). The operator's view shows
-	// the effective one (the room's, or gate.mode).
+	// GateMode is the screening's mode at the gate, "auto", "queue_all" or "passthrough", or "default" to drop
+	// the screening's own and follow gate.mode again (PATCH only; absent: unchanged). The operator's view shows
+	// the effective one (the screening's, or gate.mode).
 	GateMode string `json:"gate_mode,omitempty"`
 	// PowCost is the screening's proof-of-work cost, the mean number of key derivations a new place costs
 	// (0: none), or "default" to drop its own and follow pow.cost (PATCH only; absent: unchanged). The
@@ -284,7 +284,7 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 	if body.GateMode != "" {
 		mode := body.GateMode
 		if mode == gateModeDefault {
-			mode = "" // the room's own mode dropped: gate.mode again
+			mode = "" // the screening's own mode dropped: gate.mode again
 		}
 		if err := s.Store.SetGateMode(ctx, c.Param("id"), mode); err != nil {
 			return err
@@ -308,7 +308,7 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 	return c.JSON(http.StatusOK, effective)
 }
 
-// gateModeOf is a room's effective gate mode: its own, or the server's gate.mode (empty when there is no gate).
+// gateModeOf is a screening's effective gate mode: its own, or the server's gate.mode (empty when there is no gate).
 func (s *Server) gateModeOf(own string) string {
 	if own != "" {
 		return own

@@ -39,10 +39,10 @@ type screeningView struct {
 	Waiting  *int64 `json:"waiting,omitempty"`
 	Active   *int64 `json:"active,omitempty"`
 	// GateEnter is where the room page sends an admitted visitor back to the site (a form POST of the pass
-	// to the gate's /.waitroom/enter), for a room the gate protects (gate.paths); absent otherwise.
+	// to the gate's /.waitroom/enter), for a screening the gate protects (gate.paths); absent otherwise.
 	GateEnter string `json:"gate_enter,omitempty"`
 	// GateSiteName and GateSiteURL name the site behind the gate (gate.site_name, else the gate's host) and
-	// its home page at the gate, where the room page of a room the gate protects links back to; absent
+	// its home page at the gate, where the room page of a screening the gate protects links back to; absent
 	// otherwise.
 	GateSiteName string `json:"gate_site_name,omitempty"`
 	GateSiteURL  string `json:"gate_site_url,omitempty"`
@@ -51,16 +51,16 @@ type screeningView struct {
 	PowCost int `json:"pow_cost"`
 }
 
-// GateLinks are what the API says of the gate in front of an existing site (gate.*): which rooms it
+// GateLinks are what the API says of the gate in front of an existing site (gate.*): which screenings it
 // protects and where its enter form is.
 type GateLinks struct {
-	// Rooms are the screening ids gate.paths names; empty: no gate.
-	Rooms []string
+	// Screenings are the screening ids gate.paths names; empty: no gate.
+	Screenings []string
 	// PublicURL is the gate's public base URL (gate.public_url); empty: the request's host on Port.
 	PublicURL string
 	// Port is the port of gate.addr.
 	Port string
-	// Mode is the server's gate.mode, which a room without a mode of its own follows.
+	// Mode is the server's gate.mode, which a screening without a mode of its own follows.
 	Mode string
 	// SiteName is what the pages call the site (gate.site_name); empty: the gate's host.
 	SiteName string
@@ -69,11 +69,11 @@ type GateLinks struct {
 // SetGatePort sets the gate's port (gate.addr's, once it listens) for the enter URL. Call it before serving.
 func (s *Server) SetGatePort(port string) { s.Gate.Port = port }
 
-// gateLinks are a room's ways to the gate as the page that asked (request r) reaches it: the enter form
-// (gate.EnterPath), and the name and home page of the site behind it; all "" when room is not behind the
+// gateLinks are a screening's ways to the gate as the page that asked (request r) reaches it: the enter form
+// (gate.EnterPath), and the name and home page of the site behind it; all "" when screening is not behind the
 // gate.
-func (g GateLinks) gateLinks(r *http.Request, trusted []netip.Prefix, room string) (enter, siteName, siteHome string) {
-	if !slices.Contains(g.Rooms, room) {
+func (g GateLinks) gateLinks(r *http.Request, trusted []netip.Prefix, screening string) (enter, siteName, siteHome string) {
+	if !slices.Contains(g.Screenings, screening) {
 		return "", "", ""
 	}
 	origin := g.gateOrigin(r, trusted)
@@ -109,7 +109,7 @@ func (s *Server) roomPage() echo.HandlerFunc {
 		panic(err) // the pages are embedded at build time
 	}
 	return func(c echo.Context) error {
-		if len(s.Gate.Rooms) == 0 {
+		if len(s.Gate.Screenings) == 0 {
 			return c.HTMLBlob(http.StatusOK, b)
 		}
 		policy := "form-action 'self' " + s.Gate.gateOrigin(c.Request(), s.trustedHosts())

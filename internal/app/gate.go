@@ -35,7 +35,7 @@ func (a *App) newGate(cfg config.Config, registrations *limit.Rate) (*gate.Gate,
 	gp := make([]gate.Path, len(paths))
 	for i, p := range paths {
 		gp[i] = gate.Path{Prefix: p.Prefix, Room: p.Room, Cacheable: p.Cacheable}
-		links.Rooms = append(links.Rooms, p.Room)
+		links.Screenings = append(links.Screenings, p.Room)
 	}
 	settings := gate.Settings{
 		Upstream: upstream, Paths: gp, RoomURL: cfg.Gate.RoomURL, PublicURL: cfg.Gate.PublicURL, RoomPort: portOf(cfg.HTTP.Addr), Mode: cfg.Gate.Mode,
