@@ -47,6 +47,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/waitroom/waitroom/ids"
 	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -139,7 +140,7 @@ type Booking struct {
 // New returns the reservation service over store, with seat locks and sets in Redis kept by seats.
 func New(store *Store, seats SeatKeeper, a Admissions, p PassVerifier, s Settings) *Booking {
 	return &Booking{store: store, seats: seats, admissions: a, passes: p, settings: s,
-		catalogs: map[string]*catalog{}, instance: queue.NewToken()[:12]}
+		catalogs: map[string]*catalog{}, instance: ids.New()[:12]}
 }
 
 // MaxSeats is the most seats one reservation may take.

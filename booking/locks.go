@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/ids"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -44,7 +45,7 @@ func (b *Booking) newSeatLocks(screening string, total int, seats []string) *sea
 	keys := b.seats.SeatKeys(screening, seats)
 	deadline := time.Now().Add(b.settings.LockWait)
 	return &seatLocks{screening: screening, total: total, seats: seats, keys: keys, deadline: deadline,
-		owner: b.instance + "/" + queue.NewToken()}
+		owner: b.instance + "/" + ids.New()}
 }
 
 // lockKeys are the lock keys of the request's seats, in the order of its seats.

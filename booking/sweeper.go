@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/ids"
 )
 
 const (
@@ -43,7 +43,7 @@ func (b *Booking) Run(ctx context.Context, log *slog.Logger) error {
 // runSweeper expires lapsed holds every sweepEvery while this instance holds the sweeper's lease, until ctx
 // ends, telling log of a failed sweep.
 func (b *Booking) runSweeper(ctx context.Context, log *slog.Logger) error {
-	owner := b.instance + "/" + queue.NewToken()[:8]
+	owner := b.instance + "/" + ids.New()[:8]
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	var reconciled time.Time

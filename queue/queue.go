@@ -44,8 +44,6 @@ package queue
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -53,6 +51,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/ids"
 )
 
 var (
@@ -76,11 +76,7 @@ func ValidScreening(id string) bool { return screeningRe.MatchString(id) }
 func ValidToken(t string) bool { return tokenRe.MatchString(t) }
 
 // NewToken returns a fresh random 128-bit token.
-func NewToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux (Go ≥ 1.24 it panics instead).
-	return hex.EncodeToString(b[:])
-}
+func NewToken() string { return ids.New() }
 
 // Key names the key `name` of a screening under prefix: "<prefix>{<screening>}:<name>". The braces are the
 // Redis Cluster hash tag, so every key of a screening lives in one slot, booking's seat locks and seat sets

@@ -10,13 +10,14 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/ids"
 )
 
 var (
@@ -192,8 +193,4 @@ const (
 )
 
 // randomID is 96 random bits in hex: a count-off's or a registration's mark.
-func randomID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func randomID() string { return ids.New()[:24] }

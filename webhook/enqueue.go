@@ -6,13 +6,13 @@ package webhook
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/waitroom/waitroom/ids"
 )
 
 // Event is one webhook's body, as the Standard Webhooks specification shapes it.
@@ -24,11 +24,7 @@ type Event struct {
 
 // NewMsgID returns a fresh message id, "msg_" and 128 random bits in hex: the webhook's id (webhook-id)
 // over every retry of its delivery.
-func NewMsgID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux (Go ≥ 1.24 it panics instead).
-	return "msg_" + hex.EncodeToString(b[:])
-}
+func NewMsgID() string { return "msg_" + ids.New() }
 
 // Enqueue writes the webhook typ with data into the outbox through q (the transaction of the change it
 // tells) under the message id id, unless one with that id is there already: the same event written twice,

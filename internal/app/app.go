@@ -10,8 +10,6 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -27,6 +25,7 @@ import (
 	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/ids"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
@@ -171,7 +170,5 @@ func (a *App) Run(ctx context.Context) error {
 
 func instanceID() string {
 	host, _ := os.Hostname()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), ids.New()[:8])
 }
