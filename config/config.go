@@ -1,6 +1,11 @@
 // Package config owns the server's settings: the defaults (the seed's), config.yaml on top of them, and an
 // environment override for every key (key `a.b_c` is read from WAITROOM_A_B_C). It guarantees a Config that
 // passed Validate or an error that names the key at fault.
+//
+// Files: config.go (the settings, their defaults, the file and the environment), validate.go (the checks of
+// the listeners', the gate's and the webhooks' settings), booking.go (the checks of where buyers pay),
+// bots.go (the settings against bots: proof of work, codes' limits, the infinite queue), passkeys.go (the
+// pass keys read and checked, by package pass's parser).
 package config
 
 import (

@@ -5,6 +5,8 @@
 // Guarantee: the in-process Redis listens on loopback and answers only clients that AUTH with its
 // password, a random one per start (Password), so another local user cannot admit themself or read the
 // line's tokens.
+//
+// Files: embedded.go.
 package embedded
 
 import (

@@ -1,6 +1,8 @@
 // Package limit owns who a client is and how fast one client may go: its address (the TCP peer, or behind
 // trusted proxies the address they forwarded), the bucket an address is counted in (an IPv6 client's whole
 // /64), and a rate per bucket. The server's per-address limits and the gate's direct admissions use it.
+//
+// Files: limit.go.
 package limit
 
 import (

@@ -10,7 +10,8 @@
 // (the requests' and reservations' metrics), webhooks.go (the operator's list of the webhooks), pow.go
 // (the proof of work's challenge route), entry.go (a socket's entry as the hub asks it, answered by package
 // entry), codes.go (the operator's access codes: issue, list as JSON or CSV, revoke), csv.go (the CSV
-// exports).
+// exports), orders.go (the box office's handlers: an order read, confirmed, cancelled, listed; the demo
+// checkout), jwks.go (the passes' public keys at /.well-known/jwks.json).
 package server
 
 import (

@@ -23,6 +23,17 @@
 // user ends in exactly one outcome. A run split over child processes (Config.Procs) reports exactly what
 // one process would for the same per-user results. The verification compares the seat map after the run
 // with the one before it, so seats that were already sold when the run began are not counted as the run's.
+//
+// Files: swarm.go (Run), config.go (what a run is asked to do, and its checks), user.go (one user's visit),
+// reserve.go (its REST calls once admitted), checkout.go (paying in hold checkout), pow.go (the proof of
+// work it solves), result.go (what a visit leaves behind), report.go and table.go (the report, and its
+// tables), progress.go (the progress line), push.go (what users saw of the pushes), limits.go (which
+// server limit refused whom), message.go (the server's messages, decoded), verify.go (the seats sold,
+// checked), orders.go (the orders in PostgreSQL, checked), webhooks.go (the run's webhook receiver),
+// sources.go (the source addresses), procs.go (a run over child processes), wsdial.go, wsclient.go,
+// wsframe.go (the client side of a WebSocket), reactor_linux.go, connreader.go, reactor_other.go (reading
+// many sockets: epoll on Linux, a goroutine per socket elsewhere), procattr_linux.go, procattr_other.go (the
+// process and socket options per system).
 package swarm
 
 import (

@@ -5,7 +5,8 @@
 // configuration, the backends, the listener, the drain), report.go (this instance's report to the control
 // room), passes.go (the passes' keys or secret), checkout.go (the start's check that every hold-mode
 // screening has somewhere to pay), pow.go (the proof of work's settings and keys, for package entry),
-// gate.go (the gate: built, and its listener).
+// gate.go (the gate: built, and its listener), demo.go (the playground's second demo screening, demo.line),
+// healthcheck.go (`waitroom healthcheck`, the image's probe), reset.go (`waitroom reset-demo`).
 package app
 
 import (

@@ -5,6 +5,9 @@
 //
 // It lives beside internal/app, not in testenv: the internal tests of hub and booking import testenv, so
 // testenv must not import app, which imports them.
+//
+// Files: apptest.go (Start: the server in the test's process), process.go (Build, StartProcess: the binary
+// as processes of its own), http.go (the tests' HTTP calls).
 package apptest
 
 import (
