@@ -6,6 +6,7 @@ package booking
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -29,15 +30,15 @@ func (b *Booking) Reconcile(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("booking: reconcile: %w", err)
 	}
+	// One screening whose reconcile fails (its sets unreadable, a cut mid-way) does not hold up the others.
 	total := 0
+	var errs []error
 	for _, id := range ids {
 		n, err := b.reconcile(ctx, id)
-		if err != nil {
-			return total, err
-		}
+		errs = append(errs, err)
 		total += n
 	}
-	return total, nil
+	return total, errors.Join(errs...)
 }
 
 // reconcile brings one screening's sets back to SQL. Redis is read first, then SQL: a seat Redis marked
@@ -48,26 +49,31 @@ func (b *Booking) reconcile(ctx context.Context, screening string) (int, error) 
 	if err != nil {
 		return 0, fmt.Errorf("booking: reconcile %s: %w", screening, err)
 	}
-	if !slices.Contains(inSold, soldSentinel) {
-		return 0, nil // not loaded: the next seat map reads SQL whole
-	}
 	fromSQL, err := b.store.Seats(ctx, screening)
 	if err != nil {
 		return 0, err
 	}
-	var fix setFix
-	fix.compare(inSold, fromSQL, func(st string) bool { return st != "available" })
-	sold, held := fix, setFix{}
+	var sold, held setFix
+	sold.compare(inSold, fromSQL, func(st string) bool { return st != "available" })
 	held.compare(inHeld, fromSQL, func(st string) bool { return st == "held" })
-	if sold.empty() && held.empty() {
+	// A sold set without its sentinel was not loaded from SQL since Redis last lost it, yet may hold seats:
+	// the unlocks since add what they learnt, and one of those can be stale (a seat SQL said taken, given
+	// back before the unlock ran). Best available reads the set as it is, so it is corrected here all the
+	// same, and marked loaded: after the fix it holds what SQL said.
+	loaded := slices.Contains(inSold, soldSentinel)
+	if sold.empty() && held.empty() && loaded {
 		return 0, nil
+	}
+	n := len(sold.add) + len(sold.remove) + len(held.add) + len(held.remove)
+	if !loaded {
+		sold.add = append(sold.add, soldSentinel)
 	}
 	// One transaction; a removal moves the released count too, so every instance forgets what it remembered.
 	fixes := queue.SeatSetFix{SoldAdd: sold.add, SoldRemove: sold.remove, HeldAdd: held.add, HeldRemove: held.remove}
 	if err := b.seats.FixSeatSets(ctx, screening, fixes); err != nil {
 		return 0, fmt.Errorf("booking: reconcile %s: %w", screening, err)
 	}
-	return len(sold.add) + len(sold.remove) + len(held.add) + len(held.remove), nil
+	return n, nil
 }
 
 // setFix is what a set in Redis lacks (add) and has too many of (remove) against SQL.
