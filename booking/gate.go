@@ -35,31 +35,23 @@ type GateRoom struct {
 	SaleOpensAt time.Time
 	Admission   queue.Settings
 	GateMode    string
-	// PowCost is the room's own proof-of-work cost (nil: the server's pow.cost); CodesRequired, whether a
-	// new place needs an access code. A room with either lets nobody straight through and registers no
-	// place for a JSON client: a place is the socket's, with its proof and code (package entry).
-	PowCost       *int
-	CodesRequired bool
 }
 
 // GateRoom reads the room id for the gate, or ErrUnknownScreening.
 func (s *Store) GateRoom(ctx context.Context, id string) (GateRoom, error) {
 	var row struct {
 		saleRow
-		GateMode      string `db:"gate_mode"`
-		PowCost       *int   `db:"pow_cost"`
-		CodesRequired bool   `db:"codes_required"`
+		GateMode string `db:"gate_mode"`
 	}
 	err := s.db.GetContext(ctx, &row, s.db.Rebind(`SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms,
-		COALESCE(gate_mode, '') AS gate_mode, pow_cost, codes_required FROM screenings WHERE id = ?`), id)
+		COALESCE(gate_mode, '') AS gate_mode FROM screenings WHERE id = ?`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return GateRoom{}, fmt.Errorf("booking: gate room %q: %w", truncate(id, 64), ErrUnknownScreening)
 	}
 	if err != nil {
 		return GateRoom{}, fmt.Errorf("booking: gate room %q: %w", truncate(id, 64), err)
 	}
-	return GateRoom{ID: row.ID, SaleOpensAt: row.SaleOpensAt, Admission: row.settings(), GateMode: row.GateMode,
-		PowCost: row.PowCost, CodesRequired: row.CodesRequired}, nil
+	return GateRoom{ID: row.ID, SaleOpensAt: row.SaleOpensAt, Admission: row.settings(), GateMode: row.GateMode}, nil
 }
 
 // SetGateMode sets the screening's own gate mode (GateAuto, GateQueueAll or GatePassthrough; empty: back

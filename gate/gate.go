@@ -66,13 +66,14 @@ type Passes interface {
 	Verify(pass, screening string) (pass.Claims, error)
 }
 
-// Rooms reads a room's mode and settings, and (for a gate without Settings.Entry) its entry rules.
+// Rooms reads a room's mode and settings.
 type Rooms interface {
 	GateRoom(ctx context.Context, id string) (booking.GateRoom, error)
-	entry.RulesReader
 }
 
-// EntryRules are a room's entry rules as package entry keeps them (entry.Policy, entry.RulesCache).
+// EntryRules are a room's entry rules as package entry keeps them (entry.Policy, entry.RulesCache). A room
+// whose new places need a proof of work or a code lets nobody straight through and registers no place for
+// a JSON client: a place is the socket's, with its proof and code.
 type EntryRules interface {
 	Rules(ctx context.Context, id string) (entry.Rules, error)
 }
@@ -108,11 +109,9 @@ type Settings struct {
 	Mode string
 	// Defaults are the admission settings a room leaves unset.
 	Defaults queue.Settings
-	// Entry gives each room's entry rules, the cache the room's sockets read too (the instance's
-	// entry.Policy); nil: a cache of the gate's own, on its clock, over Rooms and PowCost.
+	// Entry gives each room's entry rules: the cache the room's sockets read too (the instance's
+	// entry.Policy), so that an operator's change reaches both at once. Required.
 	Entry EntryRules
-	// PowCost is pow.cost, the proof of work of a room without a cost of its own (only without Entry).
-	PowCost int
 	// ClientAddress finds a request's client (limit.ClientAddress: the peer, or behind trusted proxies the
 	// address they forwarded); nil: the TCP peer.
 	ClientAddress func(*http.Request) string
@@ -174,6 +173,9 @@ func New(s Settings, lines Lines, passes Passes, rooms Rooms, reg prometheus.Reg
 	if len(s.Paths) == 0 {
 		return nil, errors.New("gate: no protected path")
 	}
+	if s.Entry == nil {
+		return nil, errors.New("gate: no entry rules (Settings.Entry)")
+	}
 	for _, p := range s.Paths {
 		if !strings.HasPrefix(p.Prefix, "/") || strings.HasPrefix(p.Prefix, Prefix) || !queue.ValidScreening(p.Room) {
 			return nil, fmt.Errorf("gate: path %q=%q: want /prefix=room, outside %s", p.Prefix, p.Room, Prefix)
@@ -191,9 +193,6 @@ func New(s Settings, lines Lines, passes Passes, rooms Rooms, reg prometheus.Reg
 	}
 	clock := func() time.Time { return g.now() } // SetClock moves the rooms' ages too
 	g.known = entry.NewCache(roomTTL, clock, g.readRoom)
-	if g.entry == nil {
-		g.entry = entry.NewRulesCache(rooms, s.PowCost, clock)
-	}
 	g.metrics = newMetrics(reg, s.Paths)
 	g.proxy = g.newProxy()
 	return g, nil

@@ -56,7 +56,7 @@ func TestARoomRequiringCodesLetsNobodyStraightThroughAndRegistersNothing(t *test
 
 func TestTheDefaultProofOfWorkGuardsARoomWithoutACostOfItsOwn(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		f := newFixture(t, env, 100, booking.GateAuto, func(s *gate.Settings) { s.PowCost = 50 })
+		f := newFixtureCost(t, env, 100, booking.GateAuto, 50)
 		advance := f.movableClock()
 		wantGuarded(t, f, "a room under the default proof of work")
 		zero := 0 // the room's own cost of none wins over the default

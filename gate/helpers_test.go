@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
@@ -116,11 +117,23 @@ type fixture struct {
 	g      *gate.Gate
 	gate   *httptest.Server
 	reg    *prometheus.Registry
+	// offset is what movableClock's advance added to time.Now, for the gate and its entry rules alike.
+	offset atomic.Int64
 }
 
+// now is f's clock: time.Now plus what advance has added.
+func (f *fixture) now() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) }
+
 // newFixture makes the site-wide rooms shop (maxActive slots) and other, and a gate with /checkout=shop and
-// /tickets=other in mode.
+// /tickets=other in mode, without a server-wide proof of work.
 func newFixture(t *testing.T, env *testenv.Env, maxActive int, mode string, opts ...func(*gate.Settings)) *fixture {
+	t.Helper()
+	return newFixtureCost(t, env, maxActive, mode, 0, opts...)
+}
+
+// newFixtureCost is newFixture with powCost as the server's pow.cost. The gate reads the entry rules from
+// a cache as the instance's sockets would (entry.Policy's), on f's clock.
+func newFixtureCost(t *testing.T, env *testenv.Env, maxActive int, mode string, powCost int, opts ...func(*gate.Settings)) *fixture {
 	t.Helper()
 	f := &fixture{env: env, q: queue.New(env.Redis, env.Prefix), passes: pass.NewSecretIssuer(secret), store: booking.NewStore(env.DB),
 		origin: newOrigin(t), reg: prometheus.NewRegistry()}
@@ -136,6 +149,7 @@ func newFixture(t *testing.T, env *testenv.Env, maxActive int, mode string, opts
 		Upstream: up, Paths: []gate.Path{{Prefix: "/checkout", Room: room}, {Prefix: "/tickets", Room: other}},
 		RoomURL: "https://room.example", Mode: mode, ReadTimeout: 5 * time.Second,
 		Defaults: queue.Settings{Interval: time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: time.Minute, LockTTL: time.Second},
+		Entry:    entry.NewRulesCache(f.store, powCost, f.now),
 	}
 	for _, o := range opts {
 		o(&settings)
@@ -144,17 +158,16 @@ func newFixture(t *testing.T, env *testenv.Env, maxActive int, mode string, opts
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.SetClock(f.now)
 	f.g, f.gate = g, httptest.NewServer(g)
 	t.Cleanup(f.gate.Close)
 	return f
 }
 
-// movableClock puts f's gate on a clock that runs with time.Now plus what advance has added, and returns
-// advance: a test moves past the gate's room TTL (gate.RoomTTL) instead of sleeping through it.
+// movableClock returns advance, which moves f's clock (the gate's and its entry rules'): a test moves past
+// the gate's room TTL (gate.RoomTTL) instead of sleeping through it.
 func (f *fixture) movableClock() (advance func(time.Duration)) {
-	var offset atomic.Int64
-	f.g.SetClock(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
-	return func(d time.Duration) { offset.Add(int64(d)) }
+	return func(d time.Duration) { f.offset.Add(int64(d)) }
 }
 
 // client never follows redirects: the tests read them.

@@ -39,7 +39,7 @@ func (a *App) newGate(cfg config.Config, registrations *limit.Rate) (*gate.Gate,
 	}
 	settings := gate.Settings{
 		Upstream: upstream, Paths: gp, RoomURL: cfg.Gate.RoomURL, PublicURL: cfg.Gate.PublicURL, RoomPort: portOf(cfg.HTTP.Addr), Mode: cfg.Gate.Mode,
-		Defaults: AdmissionDefaults(cfg), Entry: a.Entry, PowCost: cfg.Pow.Cost, ReadTimeout: cfg.HTTP.ReadTimeout, ClientAddress: limit.ClientAddress(nil),
+		Defaults: AdmissionDefaults(cfg), Entry: a.Entry, ReadTimeout: cfg.HTTP.ReadTimeout, ClientAddress: limit.ClientAddress(nil),
 		Direct:        limit.NewRate(cfg.Limits.RegistrationsPerSecond, cfg.Limits.RegistrationBurst),
 		Registrations: registrations, InfiniteQueue: cfg.Bots.InfiniteQueue, HoldFor: cfg.Bots.Hold,
 	}
