@@ -339,9 +339,10 @@ func checkSeatHints(t *judge, env *testenv.Env, orders []*dbOrder) {
 	if len(sold) == 0 {
 		return // not loaded since the last restart
 	}
+	loaded := slices.Contains(sold, soldSentinel)
 	for _, s := range sold {
 		if !live[s] && s != soldSentinel {
-			t.Errorf("guarantee 4: seat %s is in Redis's sold set, and available in SQL: no buyer can have it", s)
+			t.Errorf("guarantee 4: seat %s is in Redis's sold set (loaded from SQL since the last restart: %v), and available in SQL: no buyer can have it", s, loaded)
 		}
 	}
 }

@@ -87,6 +87,9 @@ type user struct {
 	// admissions are the expiries (Unix ms) of the admissions it was told of, in order.
 	admissions []int64
 	requeued   bool // its admission lapsed or was refused, and it queued again
+	// lost are the places it lost on a reconnect (told a new token, or its own inserted again at the end):
+	// only a Redis restart may lose a place, for a socket no instance held when the line was rebuilt.
+	lost []lostPlace
 	// intent is what it does with a held order: pay, lapse, cancel or refund (pay, then the operator
 	// cancels).
 	intent  string
@@ -97,6 +100,9 @@ type user struct {
 	// lastRefusal is the code of the last refusal of its reservations.
 	lastRefusal string
 }
+
+// lostPlace is a place a user lost: it was placed at placedAt and told of a new place at at.
+type lostPlace struct{ placedAt, at time.Time }
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
@@ -317,6 +323,24 @@ type faultCount struct {
 	mu    sync.Mutex
 	kinds map[string]int
 	total int
+	// restarts are when Redis was restarted empty (its kill), for the places a restart may lose.
+	restarts []time.Time
+}
+
+// restarted notes a Redis restart (empty) beginning now, and returns its fault's number.
+func (c *faultCount) restarted() int {
+	n := c.add("redis restart")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.restarts = append(c.restarts, time.Now())
+	return n
+}
+
+// restartBetween reports whether Redis restarted empty between from and to.
+func (c *faultCount) restartBetween(from, to time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.ContainsFunc(c.restarts, func(at time.Time) bool { return !at.Before(from) && !at.After(to) })
 }
 
 // add counts a fault of kind and returns how many were made so far.
@@ -405,7 +429,7 @@ func inject(t *testing.T, p plan, rng *rand.Rand, rs *testenv.RedisServer, rp, p
 		switch k := rng.IntN(5); {
 		case len(restartAt) > 0 && time.Now().After(restartAt[0]):
 			restartAt = restartAt[1:]
-			t.Logf("fault %d: restart Redis empty (down %v)", faults.add("redis restart"), hold)
+			t.Logf("fault %d: restart Redis empty (down %v)", faults.restarted(), hold)
 			rs.Kill()
 			time.Sleep(hold)
 			rs.Start()

@@ -80,8 +80,15 @@ func readSocket(conn *websocket.Conn, servers *fleet, p plan, at int, u *user, a
 		}
 		switch m.Type {
 		case "queued", "prequeue":
-			if u.token == "" {
+			switch {
+			case u.token == "":
 				u.token, u.ackedAt = m.Token, time.Now()
+			case (m.Token != u.token || m.Inserted) && len(u.admissions) == 0:
+				// The place is gone (the check says whether a Redis restart can explain it): the user waits
+				// from its new place, and is held to the order from there.
+				now := time.Now()
+				u.lost = append(u.lost, lostPlace{placedAt: u.ackedAt, at: now})
+				u.token, u.ackedAt, u.dialedAt = m.Token, now, now
 			}
 			ack()
 		case "sold_out":
