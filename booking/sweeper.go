@@ -57,14 +57,14 @@ func (b *Booking) runSweeper(ctx context.Context, log *slog.Logger) error {
 		if err != nil || !held {
 			continue // Redis away, or another instance sweeps
 		}
-		if _, err := b.Sweep(ctx, time.Now()); err != nil && ctx.Err() == nil {
+		if _, err := b.Sweep(ctx, b.store.now()); err != nil && ctx.Err() == nil { // the holds' own clock
 			log.Warn("booking: sweep the lapsed holds", "err", err)
 		}
 		if time.Since(reconciled) < reconcileEvery {
 			continue
 		}
 		reconciled = time.Now()
-		if n, err := b.Reconcile(ctx, reconciled); err != nil && ctx.Err() == nil {
+		if n, err := b.Reconcile(ctx, b.store.now()); err != nil && ctx.Err() == nil {
 			log.Warn("booking: reconcile the seats in Redis with SQL", "err", err)
 		} else if n > 0 {
 			log.Warn("booking: seats in Redis corrected from SQL (a transition's follow-up had failed)", "seats", n)
