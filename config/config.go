@@ -35,6 +35,7 @@ type Config struct {
 	Pass      Pass      `koanf:"pass"`
 	Admission Admission `koanf:"admission"`
 	Queue     Queue     `koanf:"queue"`
+	Hub       Hub       `koanf:"hub"`
 	Limits    Limits    `koanf:"limits"`
 	Admin     Admin     `koanf:"admin"`
 	Booking   Booking   `koanf:"booking"`
@@ -175,6 +176,14 @@ type Queue struct {
 	Grace time.Duration `koanf:"grace"`
 }
 
+// Hub is how an instance talks to its sockets.
+type Hub struct {
+	// RankInterval is the least time between two rank pushes to a screening's waiting sockets: an event
+	// within it (a refill after a purchase, a leave) is pushed at its end, with the rank in the newest line.
+	// Admissions are never delayed. 0 pushes after every event.
+	RankInterval time.Duration `koanf:"rank_interval"`
+}
+
 // Limits bounds what one client address may hold and open on one instance (0 turns a limit off). They are
 // generous by default so that many users behind one NAT or office address still get in.
 type Limits struct {
@@ -246,6 +255,7 @@ func Default() Config {
 		Redis:     Redis{Prefix: "wr:"},
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
+		Hub:       Hub{RankInterval: 250 * time.Millisecond},
 		Limits: Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000, WrongCodesPerMinute: 10,
 			OrdersPerSecond: 20, OrdersBurst: 100},
 		Booking: Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4, DBTimeout: 5 * time.Second,
@@ -256,6 +266,9 @@ func Default() Config {
 		Log:      Log{Level: "info"},
 	}
 }
+
+// maxRankInterval bounds hub.rank_interval: a waiting user's rank is never older than this.
+const maxRankInterval = 5 * time.Second
 
 // Load reads the defaults, then path (skipped when path is empty, or is the default file and absent), then
 // the environment through getenv.
@@ -348,6 +361,9 @@ func (c Config) Validate() error {
 	atLeastOne("admission.batch_size", c.Admission.BatchSize)
 	atLeastOne("admission.max_active", c.Admission.MaxActive)
 	positive("queue.grace", c.Queue.Grace)
+	if c.Hub.RankInterval < 0 || c.Hub.RankInterval > maxRankInterval {
+		errs = append(errs, fmt.Errorf("hub.rank_interval must be between 0 (every event) and %v, got %v", maxRankInterval, c.Hub.RankInterval))
+	}
 	if c.Limits.SocketsPerAddress < 0 || c.Limits.RegistrationsPerSecond < 0 || c.Limits.RegistrationBurst < 0 ||
 		c.Limits.WrongCodesPerMinute < 0 || c.Limits.OrdersPerSecond < 0 || c.Limits.OrdersBurst < 0 {
 		errs = append(errs, errors.New("limits.* must not be negative (0 turns a limit off)"))

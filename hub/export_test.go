@@ -80,3 +80,9 @@ func Mark(c *Client) uint64 { return c.mark() }
 func SendUnlessTicked(c *Client, mark uint64, msg []byte) bool { return c.sendUnlessTicked(mark, msg) }
 
 func Missed(h *Hub, c *Client, epoch int64) bool { return h.missed(c, epoch) }
+
+// SetRankClock puts h's rank pace (rankpace.go) on a test's clock: now tells the time, and after stands in
+// for time.AfterFunc, so the test runs a scheduled push itself. It must be called before Run.
+func SetRankClock(h *Hub, now func() time.Time, after func(time.Duration, func())) {
+	h.clock, h.afterFunc = now, after
+}

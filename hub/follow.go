@@ -34,6 +34,8 @@ type followed struct {
 	// The follower writes it before it lists the sockets, and join reads it after adding one, so a socket
 	// joining during a pause or resume is told either way (see tellPaused).
 	pause atomic.Int32
+	// ranks paces the rank pushes (rankpace.go).
+	ranks rankPace
 }
 
 func newFollowed(screening string) *followed {
@@ -266,20 +268,12 @@ func (h *Hub) place(ctx context.Context, screening string, clients []*client, wa
 }
 
 // pushRanks sends each waiting client its rank, computed from the line, with a wait estimate from the
-// screening's measured admission rate (none while paused or before the rate is known).
+// screening's measured admission rate (none while paused or before the rate is known): now, or within the
+// rank interval (rankpace.go).
 func (h *Hub) pushRanks(f *followed, line *queue.Line, clients []*client, tickAtMs int64) {
 	var rate paceRate // unknown: no estimate
 	if f != nil && f.pause.Load() != pausePaused {
 		rate = f.pace.rate()
 	}
-	r := newRanks(line, tickAtMs, rate)
-	for _, c := range clients {
-		seq := c.seq.Load()
-		if seq == 0 {
-			continue
-		}
-		if rank, ok := line.Rank(seq); ok {
-			c.sendPosition(r, rank) // the writer renders it
-		}
-	}
+	h.pushRanksPaced(f, newRanks(line, tickAtMs, rate), clients)
 }

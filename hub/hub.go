@@ -4,14 +4,16 @@
 // instance.
 //
 // Guarantees: one writer at a time writes to a connection; a client that cannot keep up is disconnected with
-// a reason, never waited on; after each event that moved the line (admissions, joins, leaves) every waiting
-// socket of the screening is sent its rank and the line's length, computed from the screening's queue.Line
-// with no Redis call per socket, and each admitted one its pass, once per admission, on whichever instance
-// it is connected to.
+// a reason, never waited on; each admitted socket is sent its pass at once, once per admission, on whichever
+// instance it is connected to; after each event that moved the line (admissions, joins, leaves) every
+// waiting socket of the screening is sent its rank and the line's length, computed from the screening's
+// queue.Line with no Redis call per socket, within the rank interval (at once when the last push is older):
+// the rank in the newest line then.
 //
 // Where things are: hub.go (the Hub, its life and its sockets by screening), welcome.go (a socket's arrival:
 // registration, first message, catch-up), client.go (one socket's send queue and close), read.go (its
 // reader), writer.go (the writers), follow.go (a screening's subscription, its events and the rank pushes),
+// rankpace.go (the pace of the rank pushes, hub.rank_interval),
 // recover.go (missed events and lines Redis lost), health.go (the pinger and the Redis watch), trim.go
 // (returning a burst's memory), pace.go (the wait estimate), message.go (the protocol's messages), bothold.go
 // (the infinite queue: a socket the entry takes for a bot, held unregistered).
@@ -98,6 +100,11 @@ type Hub struct {
 	trimBurst int
 	// pingEvery is pingPeriod; tests shorten it.
 	pingEvery time.Duration
+	// rankEvery is the least time between two rank pushes to a screening (SetRankInterval; 0: every
+	// event); clock and afterFunc time them (time.Now and time.AfterFunc; a test takes each step itself).
+	rankEvery time.Duration
+	clock     func() time.Time
+	afterFunc func(time.Duration, func())
 	// Test seams, nil in production: pingSteps and trimLooks stand in for the pinger's and the trimmer's
 	// tickers (a pingSteps value is the time since the pinger started), and trimLooked is called after
 	// each of the trimmer's looks, so a test takes each step itself and counts exact events.
@@ -130,6 +137,7 @@ func New(lines Lines, passes Passes, l Leaver, reg prometheus.Registerer, log *s
 		lines: lines, passes: passes, leaver: l, log: log,
 		byScreening: map[string]map[*client]struct{}{}, following: map[string]*followed{}, toFollow: make(chan struct{}, 1),
 		trimEvery: trimEvery, trimBurst: trimBurst, pingEvery: pingPeriod, helloWait: helloWait,
+		clock: time.Now, afterFunc: func(d time.Duration, f func()) { time.AfterFunc(d, f) },
 		sockets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "waitroom", Subsystem: "hub", Name: "sockets", Help: "Open WebSocket connections on this instance."}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "line_reads_total", Help: "Lines read whole from Redis: at a subscription's start and after a missed event."}),
 		trims:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "hub", Name: "memory_returns_total", Help: "Forced collections that handed a burst of sockets' memory back to the OS once the burst was over."}),

@@ -110,6 +110,7 @@ func New(cfg config.Config, b Backends) (*App, error) {
 			webhook.NewMetrics(a.Registry), a.Log)
 	}
 	a.Hub = hub.New(a.Queue, a.Passes, a.Queue, a.Registry, a.Log)
+	a.Hub.SetRankInterval(cfg.Hub.RankInterval)
 	pow, err := PowSettings(cfg)
 	if err != nil {
 		return nil, err
