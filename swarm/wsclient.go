@@ -45,8 +45,10 @@ type event struct {
 	msg  message
 	at   time.Time
 	ping bool
-	data []byte
-	err  error
+	// answered: the reader sent the ping's pong itself (see socket.pong); the user only notes the ping.
+	answered bool
+	data     []byte
+	err      error
 }
 
 // transport is where a socket's frames go and how its connection ends: a file descriptor the reactor
@@ -74,6 +76,9 @@ type socket struct {
 	events    []event
 	positions []position
 	notify    chan struct{} // a token when events were added
+
+	// wmu keeps the frames written whole: the user's goroutine writes, and so does the reader (a pong).
+	wmu sync.Mutex
 }
 
 func newSocket() *socket {
@@ -149,8 +154,11 @@ func (k *socket) read(ctx context.Context, hold <-chan struct{}, wait time.Durat
 			case e.err != nil:
 				return message{}, e.at, e.err
 			case e.ping:
-				// The server is there: extend the wait, and answer as RFC 6455 §5.5.2 asks.
-				_ = k.writeFrame(opPong, e.data)
+				// The server is there: extend the wait, and answer as RFC 6455 §5.5.2 asks, unless the
+				// reader did.
+				if !e.answered {
+					_ = k.writeFrame(opPong, e.data)
+				}
 				timer.Reset(readWait)
 				continue
 			}
@@ -168,12 +176,35 @@ func (k *socket) read(ctx context.Context, hold <-chan struct{}, wait time.Durat
 	}
 }
 
+// pong answers a ping from the reader, as it reads it, so that a user busy elsewhere (a reservation, a
+// checkout, a pause between its steps) is never dropped by the server's pong timeout. It reports whether it
+// did: not when there is no transport (a test's bare frame reader) or the user's goroutine is writing
+// (that goroutine answers when it reads the ping). The write is bounded by pongWait, so one socket whose
+// send buffer is full holds up the reactor's other sockets at most that long.
+func (k *socket) pong(payload []byte) bool {
+	if k.t == nil || !k.wmu.TryLock() {
+		return false
+	}
+	defer k.wmu.Unlock()
+	return k.t.write(maskedFrame(opPong, payload), time.Now().Add(pongWait)) == nil
+}
+
+// pongWait bounds a pong written by the reader.
+const pongWait = 100 * time.Millisecond
+
 // writeFrame sends one masked frame (RFC 6455 §5.3): a control frame's payload fits the first length byte;
 // a data frame's (a hello with a proof of work) may take the 16-bit extended length.
 func (k *socket) writeFrame(op byte, payload []byte) error {
 	if len(payload) > maxSentPayload || op >= opClose && len(payload) > maxControlPayload {
 		return fmt.Errorf("a frame of %d bytes; the swarm sends at most %d", len(payload), maxSentPayload)
 	}
+	k.wmu.Lock()
+	defer k.wmu.Unlock()
+	return k.t.write(maskedFrame(op, payload), time.Now().Add(writeWait))
+}
+
+// maskedFrame is one masked frame of op carrying payload.
+func maskedFrame(op byte, payload []byte) []byte {
 	b := make([]byte, 0, 8+len(payload))
 	if len(payload) <= maxControlPayload {
 		b = append(b, 0x80|op, 0x80|byte(len(payload)))
@@ -186,7 +217,7 @@ func (k *socket) writeFrame(op byte, payload []byte) error {
 	for i, c := range payload {
 		b = append(b, c^byte(mask>>(8*(3-i%4))))
 	}
-	return k.t.write(b, time.Now().Add(writeWait))
+	return b
 }
 
 // maxSentPayload bounds what the swarm sends in one frame: a hello with a proof of work's payload is under

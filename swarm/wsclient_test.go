@@ -239,6 +239,39 @@ func TestSocketAnswersPingsAndWritesMaskedFrames(t *testing.T) {
 	})
 }
 
+// A ping is answered by the reader as it arrives, while the user is busy elsewhere and reads nothing (a
+// reservation, a checkout): the server, which drops a socket that leaves its pings unanswered, keeps it.
+func TestSocketAnswersPingsWhileItsUserIsNotReading(t *testing.T) {
+	bothReaders(t, func(t *testing.T, rx *reactor) {
+		pongs := make(chan string, 1)
+		u := socketServer(t, func(conn *websocket.Conn) {
+			conn.SetPongHandler(func(data string) error {
+				pongs <- data
+				return nil
+			})
+			_ = conn.WriteControl(websocket.PingMessage, []byte("still there?"), time.Now().Add(time.Second))
+			for {
+				if _, _, err := conn.ReadMessage(); err != nil {
+					return
+				}
+			}
+		})
+		k, err := dialSocket(context.Background(), (&netDialer).DialContext, rx, u+"/ws")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.close()
+		select { // nobody calls k.read
+		case p := <-pongs:
+			if p != "still there?" {
+				t.Errorf("pong %q, want the ping's payload", p)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no pong while the user was not reading")
+		}
+	})
+}
+
 func TestSocketDialRefusedOrWrongHandshake(t *testing.T) {
 	bothReaders(t, func(t *testing.T, rx *reactor) {
 		u := socketServer(t, func(*websocket.Conn) {})

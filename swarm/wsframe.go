@@ -125,7 +125,8 @@ func (k *socket) payload(op byte, fin bool, payload []byte, at time.Time) error 
 			k.msg, k.inMsg = nil, false
 		}
 	case opPing:
-		k.push(event{ping: true, data: append([]byte(nil), payload...), at: at})
+		answered := k.pong(payload)
+		k.push(event{ping: true, answered: answered, data: append([]byte(nil), payload...), at: at})
 	case opPong:
 	case opClose:
 		k.stop(closeError(payload))
