@@ -231,10 +231,11 @@ for run in $(seq 1 "$RUNS"); do
     summaries+=("run $run: FAILED: no swarm report")
     continue
   fi
-  read -r ticket sold_out gave_up errors reconnects elapsed_ms reg_n reg_ps first_dial_ms c50 c99 p50 p99 pmax pcount verified stopped first_tick_ms < <(jq -r '[
+  read -r ticket sold_out gave_up errors reconnects elapsed_ms reg_n reg_ps first_dial_ms c50 c99 r50 r99 rcount p50 p99 pmax pcount verified stopped first_tick_ms < <(jq -r '[
       .outcomes.ticket, .outcomes.sold_out, .outcomes.gave_up, .outcomes.error, .reconnects, .elapsed_ms,
       .registration.registered, .registration.per_second, .registration.first_dial_at_ms,
       .latency.connect.p50_ms, .latency.connect.p99_ms,
+      .latency.reservation.p50_ms, .latency.reservation.p99_ms, .latency.reservation.count,
       .push.positions.p50_ms, .push.positions.p99_ms, .push.positions.max_ms, .push.positions.count,
       .verification.ok, (if .stopped then .stopped else "no" end),
       (if (.push.per_tick | length) > 0 then .push.per_tick[0].tick_at_ms - .registration.first_dial_at_ms else -1 end)] | @tsv' "$j")
@@ -263,7 +264,7 @@ for run in $(seq 1 "$RUNS"); do
   [ "$elapsed_ms" -le 60000 ] || target="MISSED"
 
   if [ ${#problems[@]} -eq 0 ]; then verdict=OK; else verdict="FAILED: $(IFS=';'; echo "${problems[*]}")"; failed=1; fi
-  line="run $run: load $load_at_start at start, CPU busy $busy over the 5 s before (quiet: $quiet); $USERS users in ${wall}s wall (≤ 60 s: $target); ticket $ticket, sold_out $sold_out, gave_up $gave_up, error $errors, reconnects $reconnects; first tick pushed ${first_tick_ms} ms and sold out ${sellout_ms} ms after the first dial (${tps} tickets/s); registration ${reg_ps}/s ($reg_n; connect p50/p99 ${c50}/${c99} ms); push p50/p99/max ${p50}/${p99}/${pmax} ms ($pcount); $sql; server peak RSS $((server_hwm / 1024)) MB; SQL pool: $pool; $cpu; $verdict"
+  line="run $run: load $load_at_start at start, CPU busy $busy over the 5 s before (quiet: $quiet); $USERS users in ${wall}s wall (≤ 60 s: $target); ticket $ticket, sold_out $sold_out, gave_up $gave_up, error $errors, reconnects $reconnects; first tick pushed ${first_tick_ms} ms and sold out ${sellout_ms} ms after the first dial (${tps} tickets/s); registration ${reg_ps}/s ($reg_n; connect p50/p99 ${c50}/${c99} ms); reservation p50/p99 ${r50}/${r99} ms ($rcount); push p50/p99/max ${p50}/${p99}/${pmax} ms ($pcount); $sql; server peak RSS $((server_hwm / 1024)) MB; SQL pool: $pool; $cpu; $verdict"
   echo "$line" | tee "$OUT/summary-$run.txt"
   summaries+=("$line")
 done
