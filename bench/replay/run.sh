@@ -17,8 +17,15 @@
 #
 # Settings (environment): USERS CONCURRENCY ROWS SEATS_PER_ROW INTERVAL BATCH MAX_ACTIVE ACTIVE_TTL
 # RETRIES OPENS_IN SOURCES REDIS_PORT PORT LOAD_MAX BUSY_MAX LOAD_WAIT OUT, PPROF=true to keep a CPU
-# profile of the server over each run (bench.pprof) in OUT, and SWARM_ARGS for more flags of the swarm
-# (SWARM_ARGS=-best: each user asks for the best seat, {"count": 1}, instead of naming one).
+# profile of the server over each run (bench.pprof) in OUT, SWARM_ARGS for more flags of the swarm
+# (SWARM_ARGS=-best: each user asks for the best seat, {"count": 1}, instead of naming one), and NAIVE.
+#
+# NAIVE=true runs bench/hub/naive instead of waitroom, on the same port, with the same screening created
+# the same way: the same protocol served in memory under one mutex, with no Redis and no PostgreSQL (neither
+# is started), the floor to set our figures against, measured on the same machine the same day. The
+# PostgreSQL checks and the pool figures do not apply (the line says n/a); the swarm's verification, the
+# ticket, sold_out and error checks and the naive server's own count of seats sold do, and the sale's end is
+# the naive server's last sale (its /metrics).
 #
 # Stops by itself: every wait is bounded, the swarm's run by its -timeout, and every process started here
 # is stopped on exit.
@@ -52,6 +59,7 @@ LOAD_MAX=${LOAD_MAX:-1.5}
 LOAD_WAIT=${LOAD_WAIT:-600}
 BUSY_MAX=${BUSY_MAX:-0.3}
 PPROF=${PPROF:-false}
+NAIVE=${NAIVE:-false}
 OUT=${OUT:-${TMPDIR:-/tmp}/wrbench-replay}
 DB=wrbench_replay
 DB_URL="postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable"
@@ -61,6 +69,7 @@ ADMIN_KEY=replay-admin-key-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n'
 PASS_SECRET=replay-pass-secret-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 BASE="http://127.0.0.1:$PORT"
 OPS="http://127.0.0.1:$OPS_PORT"
+[ "$NAIVE" = true ] && OPS=$BASE # the naive server has /metrics and /debug/pprof on its one port
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
 server_pid=""
@@ -68,7 +77,7 @@ bg_pids=()
 cleanup() {
   for p in "${bg_pids[@]}" $server_pid; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+  [ "$NAIVE" = true ] || redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -83,12 +92,12 @@ machine_busy() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / {printf "%.2f", ($2 + $
 proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # `times` in this shell, not in a subshell (a subshell starts with no reaped children of its own).
 children_cpu() { awk 'NR == 2 {for (i = 1; i <= 2; i++) {split($i, a, /[ms]/); t += a[1] * 60 + a[2]}; printf "%.2f", t}' "$1"; }
-redis_cpu() { redis-cli -p "$REDIS_PORT" info cpu | tr -d '\r' | awk -F: '/^used_cpu_(sys|user):/ {t += $2} END {printf "%.2f", t}'; }
+redis_cpu() { [ "$NAIVE" = true ] && { echo 0; return; }; redis-cli -p "$REDIS_PORT" info cpu | tr -d '\r' | awk -F: '/^used_cpu_(sys|user):/ {t += $2} END {printf "%.2f", t}'; }
 # The CPU seconds of the PostgreSQL backends serving DB: those alive at the first call are measured from
 # then (pg_cpu FILE writes "pid seconds" lines; pg_cpu FILE BASE sums the growth since BASE).
 pg_cpu() {
-  local pids
-  pids=$(psql_admin -c "SELECT pid FROM pg_stat_activity WHERE datname = '$DB'" postgres)
+  local pids=""
+  [ "$NAIVE" = true ] || pids=$(psql_admin -c "SELECT pid FROM pg_stat_activity WHERE datname = '$DB'" postgres)
   for pid in $pids; do echo "$pid $(proc_cpu "$pid")"; done >"$1"
   [ -n "${2:-}" ] && awk 'NR == FNR {base[$1] = $2; next} {t += $2 - base[$1]} END {printf "%.2f", t}' "$2" "$1"
   return 0
@@ -99,6 +108,8 @@ busy_share() {
   m0=$(machine_busy); sleep 5; m1=$(machine_busy)
   awk -v a="$m0" -v b="$m1" -v n="$(nproc)" 'BEGIN {printf "%.2f", (b - a) / (5 * n)}'
 }
+# screening_metric NAME FILE: the value of NAME{screening="SCREENING"} in a /metrics text, 0 if absent.
+screening_metric() { awk -v m="$1{screening=\"$SCREENING\"}" '$1 == m {v = $2} END {printf "%d", v}' "$2"; }
 minus() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a - b}'; }
 below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
 stop_server() {
@@ -111,16 +122,23 @@ stop_server() {
   server_pid=""
 }
 
-go build -o "$WORK/" ./cmd/waitroom ./cmd/swarm
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
-  --dir "$WORK" --logfile "$WORK/redis.log" --maxclients 10000
-for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-redis-cli -p "$REDIS_PORT" ping >/dev/null
+go build -o "$WORK/" ./cmd/waitroom ./cmd/swarm ./bench/hub/naive
+if [ "$NAIVE" != true ]; then
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
+    --dir "$WORK" --logfile "$WORK/redis.log" --maxclients 10000
+  for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  redis-cli -p "$REDIS_PORT" ping >/dev/null
+fi
+cores="$(nproc) cores: $(lscpu | awk -F: '/^Model name/ {gsub(/^ +/, "", $2); print $2}')"
 
 {
   echo "seed-1 replay: $USERS users, $CONCURRENCY connected at once, 1 seat each, $TICKETS seats ($ROWS × $SEATS_PER_ROW);"
   echo "admission: interval $INTERVAL, batch_size $BATCH, max_active $MAX_ACTIVE, active_ttl $ACTIVE_TTL; sale opens ${OPENS_IN}s after creation; one server process; swarm -retries $RETRIES -sources $SOURCES;"
-  echo "Redis $(redis-server --version | awk '{print $3}' | cut -d= -f2) on :$REDIS_PORT, $(psql_admin -c 'SHOW server_version' postgres | sed 's/^/PostgreSQL /; s/ (.*//'); $(nproc) cores: $(lscpu | awk -F: '/^Model name/ {gsub(/^ +/, "", $2); print $2}')"
+  if [ "$NAIVE" = true ]; then
+    echo "NAIVE: the naive server (bench/hub/naive: in memory, one mutex, no Redis, no PostgreSQL); $cores"
+  else
+    echo "Redis $(redis-server --version | awk '{print $3}' | cut -d= -f2) on :$REDIS_PORT, $(psql_admin -c 'SHOW server_version' postgres | sed 's/^/PostgreSQL /; s/ (.*//'); $cores"
+  fi
 } | tee "$OUT/setup.txt"
 
 failed=0
@@ -141,15 +159,19 @@ for run in $(seq 1 "$RUNS"); do
   quiet=yes
   below "$(load1)" "$LOAD_MAX" && below "$busy" "$BUSY_MAX" || quiet="NO (gave up waiting after ${LOAD_WAIT}s)"
 
-  redis-cli -p "$REDIS_PORT" flushall >/dev/null
-  psql_admin -c "DROP DATABASE IF EXISTS $DB" postgres
-  psql_admin -c "CREATE DATABASE $DB" postgres
+  if [ "$NAIVE" = true ]; then
+    "$WORK/naive" -addr "127.0.0.1:$PORT" -admin-key "$ADMIN_KEY" >"$OUT/server-$run.log" 2>&1 &
+  else
+    redis-cli -p "$REDIS_PORT" flushall >/dev/null
+    psql_admin -c "DROP DATABASE IF EXISTS $DB" postgres
+    psql_admin -c "CREATE DATABASE $DB" postgres
 
-  WAITROOM_HTTP_ADDR=127.0.0.1:$PORT WAITROOM_HTTP_OPS_ADDR=127.0.0.1:$OPS_PORT WAITROOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT \
-  WAITROOM_DATABASE_URL="$DB_URL" WAITROOM_PASS_SECRET="$PASS_SECRET" WAITROOM_ADMIN_KEY="$ADMIN_KEY" \
-  WAITROOM_DEMO_ENABLED=false WAITROOM_LOG_LEVEL=warn WAITROOM_BENCH_PPROF="$PPROF" \
-  WAITROOM_LIMITS_SOCKETS_PER_ADDRESS=0 WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND=0 \
-    "$WORK/waitroom" -config "" >"$OUT/server-$run.log" 2>&1 &
+    WAITROOM_HTTP_ADDR=127.0.0.1:$PORT WAITROOM_HTTP_OPS_ADDR=127.0.0.1:$OPS_PORT WAITROOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT \
+    WAITROOM_DATABASE_URL="$DB_URL" WAITROOM_PASS_SECRET="$PASS_SECRET" WAITROOM_ADMIN_KEY="$ADMIN_KEY" \
+    WAITROOM_DEMO_ENABLED=false WAITROOM_LOG_LEVEL=warn WAITROOM_BENCH_PPROF="$PPROF" \
+    WAITROOM_LIMITS_SOCKETS_PER_ADDRESS=0 WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND=0 \
+      "$WORK/waitroom" -config "" >"$OUT/server-$run.log" 2>&1 &
+  fi
   server_pid=$!
   for _ in $(seq 100); do curl -sf "$BASE/healthz" >/dev/null && break; sleep 0.1; done
   curl -sf --max-time 5 "$BASE/healthz" >/dev/null || { echo "run $run: the server did not answer /healthz within 10 s (see $OUT/server-$run.log)" >&2; exit 1; }
@@ -178,20 +200,29 @@ for run in $(seq 1 "$RUNS"); do
   m1=$(machine_busy); s1=$(proc_cpu "$server_pid"); times >"$WORK/times1"; w1=$(children_cpu "$WORK/times1"); r1=$(redis_cpu); t1=$(date +%s.%N)
   pg=$(pg_cpu "$WORK/pg1" "$WORK/pg0")
   others=$(awk -v m="$(minus "$m1" "$m0")" -v a="$(minus "$s1" "$s0")" -v b="$(minus "$w1" "$w0")" -v c="$(minus "$r1" "$r0")" -v d="$pg" 'BEGIN {printf "%.1f", m - a - b - c - d}')
-  cpu="CPU over the swarm's run: server $(minus "$s1" "$s0") s, swarm $(minus "$w1" "$w0") s, Redis $(minus "$r1" "$r0") s, PostgreSQL $(printf %.1f "$pg") s, anything else $others s; whole machine $(minus "$m1" "$m0") s busy of $(awk -v a="$t1" -v b="$t0" -v n="$(nproc)" 'BEGIN {printf "%.1f", (a - b) * n}') s"
+  stores="Redis $(minus "$r1" "$r0") s, PostgreSQL $(printf %.1f "$pg") s"
+  [ "$NAIVE" = true ] && stores="Redis and PostgreSQL n/a (naive)"
+  cpu="CPU over the swarm's run: server $(minus "$s1" "$s0") s, swarm $(minus "$w1" "$w0") s, $stores, anything else $others s; whole machine $(minus "$m1" "$m0") s busy of $(awk -v a="$t1" -v b="$t0" -v n="$(nproc)" 'BEGIN {printf "%.1f", (a - b) * n}') s"
   server_hwm=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status" 2>/dev/null || echo 0)
   curl -s --max-time 5 "$OPS/metrics" >"$OUT/metrics-$run.txt" || true
   pool=$(awk '/^go_sql_wait_count_total/ {n = $2} /^go_sql_wait_duration_seconds_total/ {d = $2} END {printf "%d waits for a connection, %.0f s in all", n, d}' "$OUT/metrics-$run.txt")
+  [ "$NAIVE" = true ] && pool="n/a (naive)"
   for p in "${bg_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   bg_pids=()
   stop_server
 
-  # The database has the last word.
-  sql_seats=$(psql_db "SELECT count(*) FROM reservation_seats WHERE screening_id='$SCREENING'")
-  sql_distinct=$(psql_db "SELECT count(DISTINCT seat_id) FROM reservation_seats WHERE screening_id='$SCREENING'")
-  sql_twice=$(psql_db "SELECT seat_id FROM reservation_seats WHERE screening_id='$SCREENING' GROUP BY seat_id HAVING count(*)>1" | wc -l)
-  sql_reservations=$(psql_db "SELECT count(*) FROM reservations WHERE screening_id='$SCREENING'")
-  last_sale_ms=$(psql_db "SELECT coalesce((extract(epoch FROM max(created_at)) * 1000)::bigint, 0) FROM reservations WHERE screening_id='$SCREENING'")
+  if [ "$NAIVE" = true ]; then
+    # No database: the naive server's own count, and its last sale, from its /metrics.
+    naive_sold=$(screening_metric waitroom_naive_seats_sold "$OUT/metrics-$run.txt")
+    last_sale_ms=$(screening_metric waitroom_naive_last_sale_ms "$OUT/metrics-$run.txt")
+  else
+    # The database has the last word.
+    sql_seats=$(psql_db "SELECT count(*) FROM reservation_seats WHERE screening_id='$SCREENING'")
+    sql_distinct=$(psql_db "SELECT count(DISTINCT seat_id) FROM reservation_seats WHERE screening_id='$SCREENING'")
+    sql_twice=$(psql_db "SELECT seat_id FROM reservation_seats WHERE screening_id='$SCREENING' GROUP BY seat_id HAVING count(*)>1" | wc -l)
+    sql_reservations=$(psql_db "SELECT count(*) FROM reservations WHERE screening_id='$SCREENING'")
+    last_sale_ms=$(psql_db "SELECT coalesce((extract(epoch FROM max(created_at)) * 1000)::bigint, 0) FROM reservations WHERE screening_id='$SCREENING'")
+  fi
 
   j="$OUT/swarm-$run.json"
   if [ ! -s "$j" ]; then
@@ -200,10 +231,11 @@ for run in $(seq 1 "$RUNS"); do
     summaries+=("run $run: FAILED: no swarm report")
     continue
   fi
-  read -r ticket sold_out gave_up errors reconnects elapsed_ms reg_n reg_ps first_dial_ms c50 c99 p50 p99 pmax pcount verified stopped first_tick_ms < <(jq -r '[
+  read -r ticket sold_out gave_up errors reconnects elapsed_ms reg_n reg_ps first_dial_ms c50 c99 r50 r99 rcount p50 p99 pmax pcount verified stopped first_tick_ms < <(jq -r '[
       .outcomes.ticket, .outcomes.sold_out, .outcomes.gave_up, .outcomes.error, .reconnects, .elapsed_ms,
       .registration.registered, .registration.per_second, .registration.first_dial_at_ms,
       .latency.connect.p50_ms, .latency.connect.p99_ms,
+      .latency.reservation.p50_ms, .latency.reservation.p99_ms, .latency.reservation.count,
       .push.positions.p50_ms, .push.positions.p99_ms, .push.positions.max_ms, .push.positions.count,
       .verification.ok, (if .stopped then .stopped else "no" end),
       (if (.push.per_tick | length) > 0 then .push.per_tick[0].tick_at_ms - .registration.first_dial_at_ms else -1 end)] | @tsv' "$j")
@@ -218,15 +250,21 @@ for run in $(seq 1 "$RUNS"); do
   [ "$verified" = true ] || problems+=("the swarm's verification failed: $(jq -c '.verification.problems[:3]' "$j")")
   [ "$stopped" = no ] || problems+=("the swarm stopped early ($stopped)")
   [ "$swarm_rc" -eq 0 ] || problems+=("the swarm exited $swarm_rc")
-  [ "$sql_seats" -eq "$TICKETS" ] || problems+=("reservation_seats has $sql_seats rows, want $TICKETS")
-  [ "$sql_twice" -eq 0 ] || problems+=("$sql_twice seats sold twice in reservation_seats")
-  [ "$sql_distinct" -eq "$TICKETS" ] || problems+=("$sql_distinct distinct seats sold, want $TICKETS")
-  [ "$sql_reservations" -eq "$ticket" ] || problems+=("$sql_reservations reservations in the database, $ticket tickets in the swarm")
+  if [ "$NAIVE" = true ]; then
+    [ "$naive_sold" -eq "$TICKETS" ] || problems+=("the naive server sold $naive_sold seats, want $TICKETS")
+    sql="SQL checks: n/a (naive); the naive server sold $naive_sold seats"
+  else
+    [ "$sql_seats" -eq "$TICKETS" ] || problems+=("reservation_seats has $sql_seats rows, want $TICKETS")
+    [ "$sql_twice" -eq 0 ] || problems+=("$sql_twice seats sold twice in reservation_seats")
+    [ "$sql_distinct" -eq "$TICKETS" ] || problems+=("$sql_distinct distinct seats sold, want $TICKETS")
+    [ "$sql_reservations" -eq "$ticket" ] || problems+=("$sql_reservations reservations in the database, $ticket tickets in the swarm")
+    sql="SQL $sql_seats seats, $sql_distinct distinct, $sql_twice twice"
+  fi
   target="met"
   [ "$elapsed_ms" -le 60000 ] || target="MISSED"
 
   if [ ${#problems[@]} -eq 0 ]; then verdict=OK; else verdict="FAILED: $(IFS=';'; echo "${problems[*]}")"; failed=1; fi
-  line="run $run: load $load_at_start at start, CPU busy $busy over the 5 s before (quiet: $quiet); $USERS users in ${wall}s wall (≤ 60 s: $target); ticket $ticket, sold_out $sold_out, gave_up $gave_up, error $errors, reconnects $reconnects; first tick pushed ${first_tick_ms} ms and sold out ${sellout_ms} ms after the first dial (${tps} tickets/s); registration ${reg_ps}/s ($reg_n; connect p50/p99 ${c50}/${c99} ms); push p50/p99/max ${p50}/${p99}/${pmax} ms ($pcount); SQL $sql_seats seats, $sql_distinct distinct, $sql_twice twice; server peak RSS $((server_hwm / 1024)) MB; SQL pool: $pool; $cpu; $verdict"
+  line="run $run: load $load_at_start at start, CPU busy $busy over the 5 s before (quiet: $quiet); $USERS users in ${wall}s wall (≤ 60 s: $target); ticket $ticket, sold_out $sold_out, gave_up $gave_up, error $errors, reconnects $reconnects; first tick pushed ${first_tick_ms} ms and sold out ${sellout_ms} ms after the first dial (${tps} tickets/s); registration ${reg_ps}/s ($reg_n; connect p50/p99 ${c50}/${c99} ms); reservation p50/p99 ${r50}/${r99} ms ($rcount); push p50/p99/max ${p50}/${p99}/${pmax} ms ($pcount); $sql; server peak RSS $((server_hwm / 1024)) MB; SQL pool: $pool; $cpu; $verdict"
   echo "$line" | tee "$OUT/summary-$run.txt"
   summaries+=("$line")
 done
