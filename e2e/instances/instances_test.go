@@ -54,7 +54,16 @@ var settings = map[string]string{
 	"WAITROOM_ADMISSION_ACTIVE_TTL": "2m",
 	"WAITROOM_ADMISSION_LOCK_TTL":   "2s", // a killed instance's lock frees soon
 	"WAITROOM_BOOKING_LOCK_WAIT":    "1s",
+	"WAITROOM_HUB_RANK_INTERVAL":    rankInterval.String(),
 }
+
+// rankInterval is the instances' hub.rank_interval: an event the next one follows within it may send no
+// ranks of its own (the pace sends the newer line's); rankIntervalSlack allows for the test hearing the
+// events at other moments than the instances do.
+const (
+	rankInterval      = 250 * time.Millisecond
+	rankIntervalSlack = 100 * time.Millisecond
+)
 
 // TestInstancesShareOneLineAcrossKillAndDrain runs three server processes on one Redis and one PostgreSQL,
 // with 30 sockets spread over them. Every tick's positions, across the three instances, are exactly the
