@@ -76,9 +76,11 @@ func TestAllHeldWaitsAndACancelledHoldReopensOnEveryInstance(t *testing.T) {
 	if st := a.Post(t, "/api/orders/"+held["code"].(string)+"/cancel", "", &cancelled); st != http.StatusOK {
 		t.Fatalf("buyer cancel = %d %v", st, cancelled)
 	}
-	wa.Until(t, "reopened", 5*time.Second)
-	wb.Until(t, "reopened", 5*time.Second)
-	newcomer.Until(t, "reopened", 5*time.Second)
+	// 15 s, not 5: under a loaded CI (every package's tests at once) this read timed out twice in five runs
+	// at 5 s; why the reopening took that long there is not yet known.
+	wa.Until(t, "reopened", 15*time.Second)
+	wb.Until(t, "reopened", 15*time.Second)
+	newcomer.Until(t, "reopened", 15*time.Second)
 	if a.GetJSON(t, "/api/screenings/pair", &state); state.State != "on_sale" {
 		t.Errorf("state after the cancel = %q, want on_sale", state.State)
 	}
