@@ -18,9 +18,8 @@ import (
 type rankPace struct {
 	mu     sync.Mutex
 	lastAt time.Time
-	// next is the newest line not pushed yet, nil when none waits; due, whether a push of it is scheduled.
+	// next is the newest line not pushed yet, nil when none waits: a push of it is scheduled.
 	next *ranks
-	due  bool
 }
 
 // SetRankInterval sets the least time between two rank pushes to a screening's waiting sockets
@@ -38,13 +37,13 @@ func (h *Hub) pushRanksPaced(f *followed, r *ranks, clients []*client) {
 	p := &f.ranks
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.due {
+	if p.next != nil { // a push is scheduled: it will send r instead
 		p.next = r
 		return
 	}
 	now := h.clock()
 	if wait := p.lastAt.Add(h.rankEvery).Sub(now); wait > 0 {
-		p.next, p.due = r, true
+		p.next = r
 		h.afterFunc(wait, func() { h.pushDueRanks(f) })
 		return
 	}
@@ -58,7 +57,7 @@ func (h *Hub) pushDueRanks(f *followed) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.next
-	p.next, p.due = nil, false
+	p.next = nil
 	if r == nil {
 		return
 	}
