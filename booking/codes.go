@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 var (
@@ -152,7 +150,7 @@ func (s *Store) IssueCodes(ctx context.Context, screening string, n int) ([]stri
 }
 
 // requireCodes makes the screening require a code, in tx, or says it is unknown.
-func requireCodes(ctx context.Context, tx *sqlx.Tx, screening string) error {
+func requireCodes(ctx context.Context, tx *tx, screening string) error {
 	res, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE screenings SET codes_required = TRUE WHERE id = ?`), screening)
 	if err != nil {
 		return fmt.Errorf("booking: require codes of %s: %w", screening, err)

@@ -24,6 +24,24 @@ func init() {
 	sqlx.BindDriver("sqlite", sqlx.QUESTION)
 }
 
+// storeConns is how many of a PostgreSQL pool's connections the store's requests hold at once (the size of
+// its gate, GateSize); outsideStore more are for the webhook outbox's deliverer and lists, which do not pass
+// the gate, so a request the gate lets through finds a connection instead of database/sql's queue.
+const (
+	storeConns   = 30
+	outsideStore = 2
+)
+
+// GateSize is the size of the store's gate (Store.SetGate) over db, as Open sized its pool: the pool less
+// the connections used outside the store; SQLite's one connection is shared.
+func GateSize(db *sqlx.DB) int {
+	open := db.Stats().MaxOpenConnections
+	if open == 0 { // no bound: a pool opened elsewhere
+		return storeConns
+	}
+	return max(open-outsideStore, 1)
+}
+
 // Open connects to url: a postgres:// URL (lib/pq), or "sqlite:PATH" / a bare file path (modernc SQLite).
 // An empty url opens dataDir/waitroom.db, the embedded default.
 func Open(ctx context.Context, url, dataDir string) (*sqlx.DB, error) {
@@ -59,8 +77,8 @@ func Open(ctx context.Context, url, dataDir string) (*sqlx.DB, error) {
 	if driver == "sqlite" {
 		db.SetMaxOpenConns(1)
 	} else {
-		db.SetMaxOpenConns(30)
-		db.SetMaxIdleConns(30)
+		db.SetMaxOpenConns(storeConns + outsideStore)
+		db.SetMaxIdleConns(storeConns + outsideStore)
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

@@ -7,8 +7,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // Reset is what ResetSale deleted.
@@ -27,12 +25,9 @@ func (s *Store) LiveOrders(ctx context.Context, id string) (int64, error) {
 }
 
 // liveOrders is LiveOrders on q, the store's database or a transaction of it.
-func liveOrders(ctx context.Context, q interface {
-	sqlx.QueryerContext
-	Rebind(string) string
-}, id string) (int64, error) {
+func liveOrders(ctx context.Context, q querier, id string) (int64, error) {
 	var n int64
-	if err := sqlx.GetContext(ctx, q, &n, q.Rebind(`SELECT COUNT(*) FROM reservations
+	if err := q.GetContext(ctx, &n, q.Rebind(`SELECT COUNT(*) FROM reservations
 		WHERE screening_id = ? AND status IN ('held', 'confirmed')`), id); err != nil {
 		return 0, fmt.Errorf("booking: live orders of %s: %w", id, err)
 	}

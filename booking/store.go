@@ -9,18 +9,25 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/waitroom/waitroom/overload"
 )
 
 // Store is the SQL side: screenings, seats, reservations.
 type Store struct {
-	db *sqlx.DB
+	db *pool
 	// now is the clock of an order's times: when it was made, hence when its hold lapses, and when a
 	// transition reads it and moves it (time.Now; a test sets its own, SetClock).
 	now func() time.Time
 }
 
 // NewStore returns the store kept in db (migrated).
-func NewStore(db *sqlx.DB) *Store { return &Store{db: db, now: time.Now} }
+func NewStore(db *sqlx.DB) *Store { return &Store{db: &pool{db: db}, now: time.Now} }
+
+// SetGate puts g in front of the store's database: every statement and transaction takes one of its slots
+// for as long as it holds a connection, in the order of its class (package overload). Size g to the pool's
+// connections less those used outside the store. Call it before s is used.
+func (s *Store) SetGate(g *overload.Gate) { s.db.gate = g }
 
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error {

@@ -82,7 +82,7 @@ func orderUpdate(o Order, t transition, now time.Time) (string, []any) {
 
 // releaseSeats ends the live seats of order o in tx, and writes a new fencing number on their rows: a
 // reservation that fenced them before and whose lock lapsed cannot write over the seats' next holder.
-func (s *Store) releaseSeats(ctx context.Context, tx *sqlx.Tx, o Order) error {
+func (s *Store) releaseSeats(ctx context.Context, tx *tx, o Order) error {
 	if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE reservation_seats SET live = FALSE WHERE reservation_id = ? AND live`), o.ID); err != nil {
 		return fmt.Errorf("booking: release the seats of %s: %w", o.Code, err)
 	}

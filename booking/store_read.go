@@ -131,16 +131,13 @@ func (s *Store) byPass(ctx context.Context, passID string) (Reservation, string,
 
 // soldAmong returns which of the seats are sold, sorted in Go's order (as the seats were), inside a
 // transaction or not.
-func soldAmong(ctx context.Context, q interface {
-	sqlx.QueryerContext
-	Rebind(string) string
-}, screening string, seats []string) ([]string, error) {
+func soldAmong(ctx context.Context, q querier, screening string, seats []string) ([]string, error) {
 	query, args, err := sqlx.In(`SELECT seat_id FROM reservation_seats WHERE screening_id = ? AND seat_id IN (?) AND live`, screening, seats)
 	if err != nil {
 		return nil, err
 	}
 	var sold []string
-	if err := sqlx.SelectContext(ctx, q, &sold, q.Rebind(query), args...); err != nil {
+	if err := q.SelectContext(ctx, &sold, q.Rebind(query), args...); err != nil {
 		return nil, err
 	}
 	sort.Strings(sold)
@@ -162,11 +159,8 @@ func (s *Store) seatsTaken(ctx context.Context, screening string, total int) (co
 }
 
 // countSold counts the taken (held or sold) seats of a screening, inside a transaction or not.
-func countSold(ctx context.Context, q interface {
-	sqlx.QueryerContext
-	Rebind(string) string
-}, screening string) (int, error) {
+func countSold(ctx context.Context, q querier, screening string) (int, error) {
 	var n int
-	err := sqlx.GetContext(ctx, q, &n, q.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ? AND live`), screening)
+	err := q.GetContext(ctx, &n, q.Rebind(`SELECT COUNT(*) FROM reservation_seats WHERE screening_id = ? AND live`), screening)
 	return n, err
 }

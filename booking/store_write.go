@@ -50,7 +50,7 @@ type write struct {
 // insert step reads and inserts a statement at a time.
 type writeTx struct {
 	s         *Store
-	tx        *sqlx.Tx
+	tx        *tx
 	w         write
 	createdAt time.Time
 	fencing   int64     // SQLite: the fencing number the fence step wrote
@@ -302,7 +302,7 @@ func (s *Store) soldOf(ctx context.Context, screening string, seats []string) *T
 
 // nextFence takes the next fencing number from SQLite's sequences row (PostgreSQL's seat_fence sequence
 // is read in writeOnceSQL).
-func (s *Store) nextFence(ctx context.Context, tx *sqlx.Tx) (int64, error) {
+func (s *Store) nextFence(ctx context.Context, tx *tx) (int64, error) {
 	var fence int64
 	if err := tx.GetContext(ctx, &fence, `UPDATE sequences SET value = value + 1 WHERE name = 'seat_fence' RETURNING value`); err != nil {
 		return 0, fmt.Errorf("booking: reserve: fencing number: %w", err)

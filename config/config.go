@@ -36,6 +36,7 @@ type Config struct {
 	Admission Admission `koanf:"admission"`
 	Queue     Queue     `koanf:"queue"`
 	Hub       Hub       `koanf:"hub"`
+	Overload  Overload  `koanf:"overload"`
 	Limits    Limits    `koanf:"limits"`
 	Admin     Admin     `koanf:"admin"`
 	Booking   Booking   `koanf:"booking"`
@@ -184,6 +185,27 @@ type Hub struct {
 	RankInterval time.Duration `koanf:"rank_interval"`
 }
 
+// Overload sets the classes of work, served in order when the server is saturated: the payment backend's
+// confirm and a buyer's cancel, then admitted buyers, then arriving sockets, then what only watches
+// (docs/operations.md, "Classes of work").
+type Overload struct {
+	// PaymentConnections of the database pool's are kept for the confirms and cancels: no other class takes
+	// the last ones.
+	PaymentConnections int `koanf:"payment_connections"`
+	// BuyerConnections more are kept for admitted buyers (and the payments): arrivals and background work
+	// share the rest.
+	BuyerConnections int `koanf:"buyer_connections"`
+	// ArrivalWait bounds an arriving socket's wait for a database connection before it is told to retry.
+	ArrivalWait time.Duration `koanf:"arrival_wait"`
+	// Handshakes bounds the sockets an instance registers at once (from the hello to the first message); 0:
+	// no bound.
+	Handshakes int `koanf:"handshakes"`
+	// HandshakeWait bounds a socket's wait for one of those before it is told to retry (close 1013).
+	HandshakeWait time.Duration `koanf:"handshake_wait"`
+	// RetryAfter is how long a refused request (503) or socket (1013) is told to wait before it retries.
+	RetryAfter time.Duration `koanf:"retry_after"`
+}
+
 // Limits bounds what one client address may hold and open on one instance (0 turns a limit off). They are
 // generous by default so that many users behind one NAT or office address still get in.
 type Limits struct {
@@ -211,7 +233,8 @@ type Booking struct {
 	LockWait  time.Duration `koanf:"lock_wait"`
 	LockLease time.Duration `koanf:"lock_lease"`
 	MaxSeats  int           `koanf:"max_seats"`
-	// DBTimeout bounds a reservation's database statements before its commit: a slow database answers 503.
+	// DBTimeout bounds a reservation's database statements before its commit, and any request's wait for a
+	// database connection (overload.arrival_wait an arriving socket's): a slow database answers 503.
 	DBTimeout time.Duration `koanf:"db_timeout"`
 	// Checkout is "instant" (an order is confirmed as it is made) or "hold" (it holds its seats for
 	// HoldTTL until it is confirmed), for the screenings without a mode of their own.
@@ -256,6 +279,8 @@ func Default() Config {
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
 		Hub:       Hub{RankInterval: 250 * time.Millisecond},
+		Overload: Overload{PaymentConnections: 4, BuyerConnections: 6, ArrivalWait: time.Second, Handshakes: 256,
+			HandshakeWait: 2 * time.Second, RetryAfter: time.Second},
 		Limits: Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000, WrongCodesPerMinute: 10,
 			OrdersPerSecond: 20, OrdersBurst: 100},
 		Booking: Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4, DBTimeout: 5 * time.Second,
@@ -363,6 +388,18 @@ func (c Config) Validate() error {
 	positive("queue.grace", c.Queue.Grace)
 	if c.Hub.RankInterval < 0 || c.Hub.RankInterval > maxRankInterval {
 		errs = append(errs, fmt.Errorf("hub.rank_interval must be between 0 (every event) and %v, got %v", maxRankInterval, c.Hub.RankInterval))
+	}
+	if o := c.Overload; o.PaymentConnections < 0 || o.BuyerConnections < 0 || o.Handshakes < 0 || o.ArrivalWait < 0 || o.HandshakeWait < 0 {
+		errs = append(errs, errors.New("overload.* must not be negative"))
+	}
+	if c.Overload.Handshakes > 0 && c.Overload.HandshakeWait <= 0 {
+		errs = append(errs, errors.New("overload.handshake_wait must be positive when overload.handshakes bounds the handshakes"))
+	}
+	if c.Overload.ArrivalWait <= 0 {
+		errs = append(errs, errors.New("overload.arrival_wait must be positive: an arriving socket's wait for the database is bounded"))
+	}
+	if c.Overload.RetryAfter < time.Second || c.Overload.RetryAfter > time.Minute {
+		errs = append(errs, fmt.Errorf("overload.retry_after must be between 1s and 1m (Retry-After counts whole seconds), got %v", c.Overload.RetryAfter))
 	}
 	if c.Limits.SocketsPerAddress < 0 || c.Limits.RegistrationsPerSecond < 0 || c.Limits.RegistrationBurst < 0 ||
 		c.Limits.WrongCodesPerMinute < 0 || c.Limits.OrdersPerSecond < 0 || c.Limits.OrdersBurst < 0 {

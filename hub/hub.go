@@ -33,6 +33,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom/overload"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -122,6 +124,11 @@ type Hub struct {
 	// how long they wait (helloWait; tests shorten it).
 	hellos    map[*websocket.Conn]struct{}
 	helloWait time.Duration
+
+	// handshakes bounds the sockets registering at once (SetHandshakes; nil: no bound); retryAfter is what
+	// a socket refused a slot is told to wait.
+	handshakes *overload.Gate
+	retryAfter time.Duration
 
 	// toFollow nudges Run to start the followers listed in unstarted.
 	toFollow chan struct{}

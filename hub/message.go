@@ -81,6 +81,8 @@ type Error struct {
 	Type    string `json:"type"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// RetryAfterMs (BUSY) is how long the client waits before it connects again.
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
 }
 
 // Inbound is a client message ({"type":"leave"}).
@@ -216,6 +218,17 @@ func SeatsMessage(seats []queue.SeatChange) []byte {
 // ErrorMessage explains a refusal with a stable code.
 func ErrorMessage(code, message string) []byte {
 	return mustJSON(Error{Type: "error", Code: code, Message: message})
+}
+
+// CodeBusy is the refusal of a socket the instance could not register within its handshake wait
+// (overload.handshakes): nothing was registered, a token keeps its place, and the close 1013 that follows is
+// to be answered by connecting again after RetryAfterMs.
+const CodeBusy = "BUSY"
+
+// BusyMessage is the refusal CodeBusy, telling the client to wait retryAfter.
+func BusyMessage(retryAfter time.Duration) []byte {
+	return mustJSON(Error{Type: "error", Code: CodeBusy, Message: "the waiting room is busy; connect again after retry_after_ms, your place is kept",
+		RetryAfterMs: retryAfter.Milliseconds()})
 }
 
 func mustJSON(v any) []byte {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/waitroom/waitroom/overload"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -95,15 +97,33 @@ func (h *Hub) Welcome(ctx context.Context, a Arrival) {
 		}
 		a.Token = hello.Token
 	}
+	// The handshake's slot is taken after the hello, which costs nothing while it is awaited, and held
+	// through the registration and the first messages, which cost the CPU and Redis.
+	done, err := h.handshakes.Take(overload.With(ctx, overload.Arrival))
+	if err != nil {
+		Reject(a.Conn, BusyMessage(h.retryAfter), CloseTryAgainLater, CodeBusy)
+		gone()
+		return
+	}
 	c, e := h.admitArrival(ctx, a, hello)
 	if c == nil {
+		done()
 		gone()
 		return
 	}
 	h.catchUp(ctx, c, e)
+	done()
 	// The reader holds only the client and gone: nothing of the request (its context, its log) stays with
 	// an idle socket.
 	go h.serve(c, gone)
+}
+
+// SetHandshakes bounds the sockets that register at once with g (a gate of class overload.Arrival; nil: no
+// bound): a socket whose hello came waits for one of its slots through the registration and first messages,
+// and one that waits past g's wait is told BUSY with retryAfter and closed 1013, nothing registered, its
+// token's place (if it had one) kept. Call it before the hub serves sockets.
+func (h *Hub) SetHandshakes(g *overload.Gate, retryAfter time.Duration) {
+	h.handshakes, h.retryAfter = g, retryAfter
 }
 
 // helloWait bounds the wait for the hello of a socket connected with auth=message: a client sends it as

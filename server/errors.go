@@ -14,10 +14,14 @@ import (
 	"net/http"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
+
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/overload"
 	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/webhook"
@@ -96,6 +100,8 @@ func classify(err error) (int, apiErrorBody) {
 		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "BODY_TOO_LARGE", Message: "request body too large"}
 	case errors.As(err, &syntax), errors.As(err, &typeErr), errors.Is(err, errBadBody):
 		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: `the body must be {"seats":["A1",...]} or {"count":N}`}
+	case errors.Is(err, overload.ErrBusy):
+		return http.StatusServiceUnavailable, apiErrorBody{Code: hub.CodeBusy, Message: "the server is busy; nothing was done, retry after the Retry-After seconds"}
 	case unavailable(err):
 		return http.StatusServiceUnavailable, apiErrorBody{Code: "UNAVAILABLE", Message: "the service cannot reach its store right now; nothing was done, retry shortly"}
 	case errors.As(err, &he):
@@ -166,13 +172,16 @@ var (
 
 // errorHandler is echo's HTTPErrorHandler: every error leaves as the JSON body above; internal errors reach
 // the log in full and the user as "internal error".
-func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+func errorHandler(log *slog.Logger, retryAfter time.Duration) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
 		}
 		status, body := classify(err)
-		if status >= 500 {
+		if body.Code == hub.CodeBusy {
+			// Refused by its class's wait (overload): expected under a surge, counted in /metrics, not logged.
+			c.Response().Header().Set("Retry-After", retryAfterSeconds(retryAfter))
+		} else if status >= 500 {
 			log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "screening", truncateID(c.Param("id")),
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
 		}

@@ -41,6 +41,7 @@ type testServer struct {
 	store  *booking.Store
 	book   *booking.Booking
 	hub    *hub.Hub
+	app    *app.App
 	ts     *httptest.Server
 	ops    *httptest.Server // the ops listener's handler (/metrics)
 	client *http.Client
@@ -91,7 +92,7 @@ func newAppOn(t *testing.T, env *testenv.Env, b app.Backends, edit func(*config.
 			t.Errorf("hub.Run = %v, want nil", err)
 		}
 	})
-	return &testServer{env: env, q: w.Queue, passes: w.Passes, store: w.Store, book: w.Booking, hub: w.Hub, ts: ts, ops: ops, client: ts.Client(), log: logs}
+	return &testServer{env: env, q: w.Queue, passes: w.Passes, store: w.Store, book: w.Booking, hub: w.Hub, app: w, ts: ts, ops: ops, client: ts.Client(), log: logs}
 }
 
 // admit puts n fresh tokens in the screening's line, admits them in one tick and returns their passes.

@@ -8,8 +8,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/waitroom/waitroom/overload"
 )
 
+// Each route's class of work (classes.go) is Buyer unless it says another: the payment backend's confirm and
+// a cancel are Payment, the socket and its challenge Arrival, the operator's lists and stream Background.
 func (s *Server) routes() {
 	s.e.GET("/healthz", s.healthz)
 	s.e.GET("/readyz", s.readyz)
@@ -39,20 +43,20 @@ func (s *Server) routes() {
 		admin.POST("/screenings/:id/reset", s.adminReset)
 		admin.POST("/screenings/:id/archive", s.adminArchive)
 		admin.POST("/screenings/:id/unarchive", s.adminUnarchive)
-		admin.GET("/screenings/:id/orders", s.adminOrders)
+		admin.GET("/screenings/:id/orders", s.adminOrders, workOf(overload.Background))
 		admin.POST("/screenings/:id/codes", s.adminIssueCodes)
-		admin.GET("/screenings/:id/codes", s.adminCodes)
+		admin.GET("/screenings/:id/codes", s.adminCodes, workOf(overload.Background))
 		admin.DELETE("/screenings/:id/codes/:code", s.adminRevokeCode)
-		admin.POST("/orders/:code/cancel", s.adminCancelOrder)
+		admin.POST("/orders/:code/cancel", s.adminCancelOrder, workOf(overload.Payment))
 		admin.GET("/instances", s.adminInstances)
-		admin.GET("/webhooks", s.adminWebhooks)
-		admin.GET("/stream", s.adminStream)
+		admin.GET("/webhooks", s.adminWebhooks, workOf(overload.Background))
+		admin.GET("/stream", s.adminStream, workOf(overload.Background))
 	}
 
 	api.GET("/screenings", s.listScreenings)
 	api.GET("/screenings/:id", s.getScreening)
 	api.GET("/screenings/:id/seats", s.getSeats)
-	api.GET("/screenings/:id/challenge", s.challenge)
+	api.GET("/screenings/:id/challenge", s.challenge, workOf(overload.Arrival))
 	api.GET("/screenings/:id/queue/:token", s.getQueueStatus)
 	api.POST("/screenings/:id/reservations", s.reserve, s.countReservations)
 
@@ -60,14 +64,14 @@ func (s *Server) routes() {
 	// only when the confirm key is set, guarded by the key instead (one address confirming a whole sale);
 	// the demo checkout's only when it is asked for and there is no real checkout.
 	api.GET("/orders/:code", s.getOrder, s.paceOrders)
-	api.POST("/orders/:code/cancel", s.cancelOrder, s.paceOrders)
+	api.POST("/orders/:code/cancel", s.cancelOrder, s.paceOrders, workOf(overload.Payment))
 	if s.Checkout.ConfirmKey != "" {
-		api.POST("/orders/:code/confirm", s.confirmOrder, s.requireConfirmKey)
+		api.POST("/orders/:code/confirm", s.confirmOrder, s.requireConfirmKey, workOf(overload.Payment))
 	}
 	if s.Checkout.demo() {
 		// The demo checkout: anyone with the order's code pays by pressing Pay. Never on a real sale, where
 		// checkout_url names the shop that takes the money and the payment backend confirms with its key.
-		api.POST("/orders/:code/pay", s.confirmOrder, s.paceOrders)
+		api.POST("/orders/:code/pay", s.confirmOrder, s.paceOrders, workOf(overload.Payment))
 		s.e.GET("/checkout/:code", page("checkout.html"), s.paceOrders, noCache)
 	}
 
@@ -77,7 +81,7 @@ func (s *Server) routes() {
 			return c.JSON(http.StatusConflict, apiError{Error: apiErrorBody{Code: "SEAT_TAKEN", Message: "bench floor: answered at once"}})
 		})
 	}
-	s.e.GET("/ws/screenings/:id", s.socket, forgetRequest)
+	s.e.GET("/ws/screenings/:id", s.socket, forgetRequest, workOf(overload.Arrival))
 
 	// The pages: the list of screenings, the waiting room of one, an order's ticket, and their assets.
 	// Revalidated on every load, so a deploy never pairs new HTML with an old cached script.

@@ -32,6 +32,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/hub"
@@ -81,7 +82,10 @@ type Deps struct {
 	// Entry is the admission policy of a new place (package entry): a socket's check before it is
 	// registered, the screenings' entry rules, the proof of work's challenges.
 	Entry *entry.Policy
-	Log   *slog.Logger
+	// RetryAfter is what a request or socket refused under overload is told to wait (overload.retry_after;
+	// 0: a second).
+	RetryAfter time.Duration
+	Log        *slog.Logger
 }
 
 // Server is the echo app.
@@ -129,7 +133,7 @@ func New(d Deps) *Server {
 	}
 	s.upgrader = s.newUpgrader()
 	s.e.HideBanner, s.e.HidePort = true, true
-	s.e.HTTPErrorHandler = errorHandler(d.Log)
+	s.e.HTTPErrorHandler = errorHandler(d.Log, s.retryAfter())
 	s.metrics = newHTTPMetrics(d.Registerer)
 	s.e.Use(s.observeRequests) // outermost: it times a recovered panic's 500 too
 	s.e.Use(middleware.Recover())

@@ -110,6 +110,10 @@ func (s *Server) socketScreening(ctx context.Context, id string) (time.Time, ent
 // refuseScreening turns away a socket whose screening is unknown (1008) or could not be read (1013).
 func (s *Server) refuseScreening(c echo.Context, conn *websocket.Conn, id string, err error) {
 	status, body := classify(err)
+	if body.Code == hub.CodeBusy { // the database gate's arrival wait ran out (overload): expected under a surge
+		hub.Reject(conn, hub.BusyMessage(s.retryAfter()), hub.CloseTryAgainLater, hub.CodeBusy)
+		return
+	}
 	if status == http.StatusNotFound {
 		hub.Reject(conn, hub.ErrorMessage(body.Code, body.Message), websocket.ClosePolicyViolation, body.Code)
 		return

@@ -11,13 +11,15 @@ import (
 
 // message is any server message of docs/protocol.md.
 type message struct {
-	Type     string `json:"type"`
-	Token    string `json:"token"`
-	Pass     string `json:"pass"`
-	Code     string `json:"code"`
-	Message  string `json:"message"`
-	TickAtMs int64  `json:"tick_at"`
-	CatchUp  bool   `json:"catch_up"`
+	Type    string `json:"type"`
+	Token   string `json:"token"`
+	Pass    string `json:"pass"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// RetryAfterMs is a BUSY refusal's wait before connecting again.
+	RetryAfterMs int64 `json:"retry_after_ms"`
+	TickAtMs     int64 `json:"tick_at"`
+	CatchUp      bool  `json:"catch_up"`
 	// Seats are a seats message's changes (to admitted sockets: held, sold, back on sale).
 	Seats []seat `json:"seats"`
 }

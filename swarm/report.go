@@ -33,7 +33,9 @@ type Report struct {
 	// Limits are the error outcomes the server's per-address limits refused, by the settings that did.
 	Limits []LimitHit `json:"limits,omitempty"`
 	// Reconnects counts the dials beyond each user's first.
-	Reconnects   int          `json:"reconnects"`
+	Reconnects int `json:"reconnects"`
+	// Busy counts the dials the server refused BUSY (too busy to register them; they came back when told).
+	Busy         int          `json:"busy"`
 	Latency      Latencies    `json:"latency"`
 	Registration Registration `json:"registration"`
 	Push         Push         `json:"push"`
@@ -165,6 +167,7 @@ func summarize(cfg Config, results []result, elapsed time.Duration) Report {
 	for _, r := range results {
 		rep.count(r)
 		rep.Reconnects += r.Reconnects
+		rep.Busy += r.Busy
 		if r.Connected {
 			connect = append(connect, r.Connect)
 		}

@@ -62,6 +62,8 @@ type result struct {
 	// heldAt is when the hold's 201 arrived (this process only: gob leaves it out).
 	heldAt     time.Time
 	Reconnects int
+	// Busy counts its dials refused BUSY.
+	Busy int
 	// FirstDialAt is when the user first dialed; RegisteredAt when it got its first queued (or prequeue)
 	// message (zero if it never did). Wall-clock times: the processes of a run share the machine's clock.
 	FirstDialAt, RegisteredAt time.Time

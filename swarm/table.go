@@ -85,6 +85,9 @@ func (r Report) writeOutcomes(p printer) {
 	}
 	p("error\t%d\n", r.Outcomes.Error)
 	p("reconnects\t%d\n", r.Reconnects)
+	if r.Busy > 0 {
+		p("busy refusals\t%d (came back after the server's retry_after_ms)\n", r.Busy)
+	}
 	if len(r.Errors) == 0 {
 		return
 	}

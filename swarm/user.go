@@ -19,6 +19,9 @@ import (
 const (
 	// maxReconnects bounds how often one user dials again, after a close 1012/1013 or a failed dial.
 	maxReconnects = 5
+	// maxBusy bounds how often one user comes back after a BUSY refusal (the server too busy to register
+	// it, saying when to return), which does not count as a reconnect's failure.
+	maxBusy = 30
 	// reconnectBase and reconnectMax shape the backoff between reconnects: base·2ⁿ, capped, with jitter.
 	reconnectBase = 250 * time.Millisecond
 	reconnectMax  = 5 * time.Second
@@ -61,9 +64,18 @@ func (v *visit) run(ctx context.Context) result {
 // failed dial, is answered by dialing again with the token, keeping the place, at most maxReconnects times.
 func (v *visit) wait(ctx context.Context, r *result) (*socket, string) {
 	var place place
+	busy := 0
 	for attempt := 0; ; attempt++ {
 		end := v.connect(ctx, &place, r)
 		kind := end.kind
+		pause := backoff(attempt)
+		if end.busyWait > 0 && busy < maxBusy {
+			// Refused for a moment, told when to return: then, spread over as long again. Not a failure.
+			busy++
+			r.Busy++
+			attempt--
+			pause = end.busyWait + rand.N(end.busyWait)
+		}
 		switch {
 		case end.sock != nil:
 			return end.sock, end.pass
@@ -73,7 +85,7 @@ func (v *visit) wait(ctx context.Context, r *result) (*socket, string) {
 			r.fail(stopKind(ctx), end.err)
 			return nil, ""
 		case end.retry && attempt < maxReconnects:
-			if v.pause(ctx, backoff(attempt)) {
+			if v.pause(ctx, pause) {
 				r.Reconnects++
 				continue
 			}
@@ -107,8 +119,10 @@ type ending struct {
 	sock  *socket
 	pass  string
 	retry bool
-	kind  string
-	err   error
+	// busyWait is a BUSY refusal's wait before dialing again (0: none asked).
+	busyWait time.Duration
+	kind     string
+	err      error
 }
 
 // connect dials one socket of a user's wait, with the place's token if it has one, and reads it until it
@@ -196,12 +210,16 @@ func (c *connection) failed(err error) ending {
 	closed := errors.As(err, &ce)
 	switch {
 	case closed && (ce.Code == websocket.CloseServiceRestart || ce.Code == websocket.CloseTryAgainLater):
+		var busyWait time.Duration
 		if c.refused != nil {
 			// The error message the close followed says why (RATE_LIMITED: which limit): the report names
-			// the server's setting from it.
+			// the server's setting from it. BUSY says when to come back.
 			err = fmt.Errorf("server error %s: %s; then %w", c.refused.Code, c.refused.Message, err)
+			if c.refused.Code == "BUSY" {
+				busyWait = time.Duration(max(c.refused.RetryAfterMs, 1)) * time.Millisecond
+			}
 		}
-		return ending{retry: true, kind: fmt.Sprintf("closed %d", ce.Code), err: err}
+		return ending{retry: true, busyWait: busyWait, kind: fmt.Sprintf("closed %d", ce.Code), err: err}
 	case c.refused != nil:
 		return ending{kind: "server " + c.refused.Code, err: fmt.Errorf("server error %s: %s; then %w", c.refused.Code, c.refused.Message, err)}
 	case closed:

@@ -533,3 +533,52 @@ func TestSourcesDialSocketsAndRequestsFromTheirAddress(t *testing.T) {
 		t.Errorf("posts = %d, want 2", f.posts)
 	}
 }
+
+func TestBusyRefusalsAreFollowedAfterTheirWaitWithTheToken(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	const wait = 300 * time.Millisecond
+	var mu sync.Mutex
+	var dialed []time.Time
+	f := &fake{
+		onSocket: func(n int, _ string, conn *websocket.Conn) {
+			mu.Lock()
+			dialed = append(dialed, time.Now())
+			mu.Unlock()
+			switch n {
+			case 0:
+				send(t, conn, map[string]any{"type": "queued", "token": token, "rank": 1, "total": 1})
+				_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseServiceRestart, "server restarting"))
+			case 1, 2:
+				send(t, conn, map[string]any{"type": "error", "code": "BUSY", "message": "busy", "retry_after_ms": wait.Milliseconds()})
+				_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "BUSY"))
+			default:
+				send(t, conn, map[string]any{"type": "sold_out", "reason": "sold_out"})
+				_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "sold out"))
+			}
+		},
+		onReserve: func(int, []string) (int, any) { return http.StatusInternalServerError, nil },
+	}
+	url := newFake(t, f)
+	rep, err := Run(context.Background(), Config{URL: url, Screening: "x", Users: 1, Timeout: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Busy != 2 || rep.Outcomes.SoldOut != 1 {
+		t.Errorf("busy %d, outcomes %+v; want 2 busy refusals, then sold out", rep.Busy, rep.Outcomes)
+	}
+	f.mu.Lock()
+	tokens := slices.Clone(f.tokens)
+	f.mu.Unlock()
+	for i, got := range tokens[1:] {
+		if got != token {
+			t.Errorf("socket %d came with token %q, want %q: a refusal keeps the place", i+1, got, token)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 2; i < len(dialed); i++ {
+		if gap := dialed[i].Sub(dialed[i-1]); gap < wait {
+			t.Errorf("socket %d dialed %v after a BUSY refusal, want at least the %v it asked", i, gap, wait)
+		}
+	}
+}

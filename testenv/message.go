@@ -27,4 +27,6 @@ type Message struct {
 	// Code and Message are an error's (Message also an unavailable's).
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// RetryAfterMs is a BUSY error's wait before connecting again.
+	RetryAfterMs int64 `json:"retry_after_ms"`
 }

@@ -6,11 +6,10 @@ package webhook
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 
 	"github.com/waitroom/waitroom/ids"
 )
@@ -22,6 +21,12 @@ type Event struct {
 	Data      any       `json:"data"`
 }
 
+// Execer is what Enqueue writes through: a transaction (*sqlx.Tx), or a database.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	Rebind(query string) string
+}
+
 // NewMsgID returns a fresh message id, "msg_" and 128 random bits in hex: the webhook's id (webhook-id)
 // over every retry of its delivery.
 func NewMsgID() string { return "msg_" + ids.New() }
@@ -29,7 +34,7 @@ func NewMsgID() string { return "msg_" + ids.New() }
 // Enqueue writes the webhook typ with data into the outbox through q (the transaction of the change it
 // tells) under the message id id, unless one with that id is there already: the same event written twice,
 // under an id made of what it tells, is delivered once.
-func Enqueue(ctx context.Context, q sqlx.ExtContext, id, typ string, data any) error {
+func Enqueue(ctx context.Context, q Execer, id, typ string, data any) error {
 	body, err := json.Marshal(Event{Type: typ, Timestamp: time.Now().UTC(), Data: data})
 	if err != nil {
 		return fmt.Errorf("webhook: enqueue %s: %w", typ, err)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,7 @@ import (
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/ids"
 	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/overload"
 	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/server"
@@ -75,6 +77,9 @@ type App struct {
 	// Gate is the gate in front of an existing site (nil: gate.upstream is empty); main.go serves it on
 	// gate.addr (gate.go).
 	Gate *gate.Gate
+	// DBGate and Handshakes are the classes of work's gates (package overload): in front of the database
+	// pool, and of the sockets' registrations (nil: overload.handshakes is 0, no bound).
+	DBGate, Handshakes *overload.Gate
 	// Instance names this instance: its admission lock owner and its line in the control room.
 	Instance string
 }
@@ -86,6 +91,13 @@ func New(cfg config.Config, b Backends) (*App, error) {
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewDBStatsCollector(b.DB.DB, "waitroom"))
 	a.Store = booking.NewStore(b.DB)
+	work := overload.NewMetrics(a.Registry)
+	o := cfg.Overload
+	a.DBGate = overload.NewGate("database", overload.Settings{Size: booking.GateSize(b.DB),
+		PaymentRoom: o.PaymentConnections, BuyerRoom: o.BuyerConnections,
+		Wait: map[overload.Class]time.Duration{overload.Payment: cfg.Booking.DBTimeout, overload.Buyer: cfg.Booking.DBTimeout,
+			overload.Arrival: o.ArrivalWait, overload.Background: cfg.Booking.DBTimeout}}, work)
+	a.Store.SetGate(a.DBGate)
 	a.Queue = queue.New(b.Redis, cfg.Redis.Prefix)
 	passes, err := newPasses(cfg.Pass, b.Log)
 	if err != nil {
@@ -111,6 +123,11 @@ func New(cfg config.Config, b Backends) (*App, error) {
 	}
 	a.Hub = hub.New(a.Queue, a.Passes, a.Queue, a.Registry, a.Log)
 	a.Hub.SetRankInterval(cfg.Hub.RankInterval)
+	if o.Handshakes > 0 {
+		a.Handshakes = overload.NewGate("handshake", overload.Settings{Size: o.Handshakes,
+			Wait: map[overload.Class]time.Duration{overload.Arrival: o.HandshakeWait}}, work)
+		a.Hub.SetHandshakes(a.Handshakes, o.RetryAfter)
+	}
 	pow, err := PowSettings(cfg)
 	if err != nil {
 		return nil, err
@@ -140,6 +157,7 @@ func New(cfg config.Config, b Backends) (*App, error) {
 		PassKeys:    a.Passes,
 		Gate:        gateLinks,
 		Entry:       a.Entry,
+		RetryAfter:  cfg.Overload.RetryAfter,
 	})
 	return a, nil
 }

@@ -350,6 +350,26 @@ test('error RATE_LIMITED, close 1013: the token is kept and the reconnect waits 
   assert.deepEqual(opened().sent, [{ type: 'hello', token: tokenA }]);
 });
 
+test('error BUSY, close 1013: the reconnect waits the retry_after_ms asked, spread over as long again, with the token', () => {
+  const ws = waiting(tokenA, 2, 4);
+  ws.closeFromServer(1006);
+  tick(1000);
+  const again = opened();
+  again.receive({ type: 'error', code: 'BUSY', message: 'the waiting room is busy', retry_after_ms: 5000 });
+  assert.equal(st.phase, 'waiting', 'not a refusal of the entry');
+  const made = FakeWebSocket.made.length;
+  again.closeFromServer(1013);
+  tick(4999);
+  assert.equal(FakeWebSocket.made.length, made, 'no reconnect before the 5 s asked');
+  tick(5001);
+  assert.deepEqual(opened().sent, [{ type: 'hello', token: tokenA }]);
+  // The wait was for that refusal only: a later 1013 without BUSY backs off as before (2 to 4 s).
+  const later = FakeWebSocket.made.length;
+  opened().closeFromServer(1013);
+  tick(4001);
+  assert.equal(FakeWebSocket.made.length, later + 1);
+});
+
 test('a socket held in the infinite queue: its one queued, then close 1013 "try again later"; the page comes back with that token', () => {
   const ws = freshPlace();
   ws.receive({ type: 'queued', token: tokenB, rank: 41, total: 41, inserted: true });

@@ -38,7 +38,7 @@ func check(tt *testing.T, env *testenv.Env, h *history) {
 	t := &judge{T: tt}
 	p := h.plan
 	// 2: nobody lost: every user ends holding an order whose every call was answered, or told sold out.
-	withOrder, soldOut, requeued, admissions, lost := 0, 0, 0, 0, 0
+	withOrder, soldOut, requeued, admissions, lost, busy := 0, 0, 0, 0, 0, 0
 	for _, u := range h.users {
 		switch {
 		case u.err != "":
@@ -58,6 +58,7 @@ func check(tt *testing.T, env *testenv.Env, h *history) {
 		if u.requeued {
 			requeued++
 		}
+		busy += u.busy
 		for _, l := range u.lost {
 			lost++
 			// A restart just before the place was acknowledged counts too: the line is rebuilt some
@@ -105,8 +106,8 @@ func check(tt *testing.T, env *testenv.Env, h *history) {
 	}
 	// 1 and 4: the seats and the orders, as PostgreSQL has them.
 	f := checkOrders(t, env, h.users, h.hooks)
-	t.Logf("history: %d users, %s, %d admissions told (%d in %d events heard), %d with an order, %d sold out, %d queued again after a lapse, %d places lost to a Redis restart, peak active %d",
-		len(h.users), h.faults.String(), admissions, heardAdmissions, len(heard), withOrder, soldOut, requeued, lost, h.peakActive)
+	t.Logf("history: %d users, %s, %d admissions told (%d in %d events heard), %d with an order, %d sold out, %d queued again after a lapse, %d places lost to a Redis restart, %d sockets refused BUSY, peak active %d",
+		len(h.users), h.faults.String(), admissions, heardAdmissions, len(heard), withOrder, soldOut, requeued, lost, busy, h.peakActive)
 	t.Logf("orders: %s", f)
 	t.Logf("webhooks: %d deliveries received; run took %v; violations found: %d",
 		h.hooks.n.Load(), time.Since(h.began).Round(time.Second), t.violations)

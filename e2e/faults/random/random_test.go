@@ -99,6 +99,8 @@ type user struct {
 	doneAt  time.Time
 	// lastRefusal is the code of the last refusal of its reservations.
 	lastRefusal string
+	// busy counts its sockets refused BUSY (every handshake slot taken); each reconnect keeps the place.
+	busy int
 }
 
 // lostPlace is a place a user lost: it was placed at placedAt and told of a new place at at.
@@ -167,6 +169,9 @@ func runSchedule(t *testing.T, p plan) {
 		"WAITROOM_ADMIN_KEY":            apptest.AdminKey,
 		"WAITROOM_WEBHOOKS_URL":         hooks.URL,
 		"WAITROOM_WEBHOOKS_SECRET":      webhookSecret,
+		// A small handshake bound: arrivals are refused BUSY now and then, and must come back to their place.
+		"WAITROOM_OVERLOAD_HANDSHAKES":     "4",
+		"WAITROOM_OVERLOAD_HANDSHAKE_WAIT": "50ms",
 	}
 	// Three server processes, so one can be killed (SIGKILL) and another paused (SIGSTOP) past its seat locks'
 	// lease while the third serves.

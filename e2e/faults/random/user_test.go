@@ -79,6 +79,10 @@ func readSocket(conn *websocket.Conn, servers *fleet, p plan, at int, u *user, a
 			return false // dropped: reconnect with the token
 		}
 		switch m.Type {
+		case "error":
+			if m.Code == "BUSY" {
+				u.busy++ // its close 1013 follows: reconnect with the token
+			}
 		case "queued", "prequeue":
 			switch {
 			case u.token == "":

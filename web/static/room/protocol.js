@@ -18,7 +18,7 @@ import { backToSite } from './gate.js';
 import { finish, focusHeading, setPhase } from './phases.js';
 import { render } from './render.js';
 import { siteName, siteWide } from './site.js';
-import { dropSocket, isStopped, retryLater, sendIfOpen } from './socket.js';
+import { busyFor, dropSocket, isStopped, retryLater, sendIfOpen } from './socket.js';
 import { retry, save, serverNow, st, store } from './state.js';
 
 // handle reads one message; socket.js calls it for each.
@@ -174,6 +174,11 @@ function onError(m) {
       // The pass could not be signed; the socket stays open. A reconnect with the token asks again.
       dropSocket();
       retryLater(retry.backoff());
+      break;
+    case 'BUSY':
+      // The server could not register the socket in time; its close (1013) follows, and the reconnect
+      // waits what the server asked (socket.js). The token keeps its place.
+      busyFor(m.retry_after_ms);
       break;
     case 'UNAVAILABLE':
       // After a leave the socket stays open and the leave may be sent again; on connect a close

@@ -25,6 +25,7 @@ let stopped = false; // a final state: no more reconnects
 let lostAnnounced = false;
 let handle = () => {}; // what reads the server's messages (protocol.js, set by main.js)
 let helloExtra = () => ({}); // what a new socket's hello adds: the entry's code and solution (entry.js)
+let busyWaitMs = 0; // a BUSY refusal's retry_after_ms, for the close 1013 that follows it
 
 // onMessage sets the handler of the server's messages, each parsed from its JSON.
 export function onMessage(f) {
@@ -109,7 +110,14 @@ export function dropSocket() {
   } catch (_) { /* already closing */ }
 }
 
+// busyFor takes the wait a BUSY refusal asked for (its retry_after_ms), for the close that follows it.
+export function busyFor(ms) {
+  busyWaitMs = Math.max(0, Number(ms) || 0);
+}
+
 function onClosed(ev) {
+  const busy = busyWaitMs;
+  busyWaitMs = 0;
   if (stopped) {
     setConn('closed');
     return;
@@ -117,6 +125,10 @@ function onClosed(ev) {
   let delay;
   if (ev.code === 1012) {
     delay = restartMinMs + Math.random() * restartSpreadMs;
+  } else if (ev.code === 1013 && busy > 0) {
+    // The server was too busy to register the socket and said when to come back: then, spread over as
+    // long again, so the refused do not all return at the same instant. The token keeps its place.
+    delay = busy + Math.random() * busy;
   } else if (ev.code === 1013) {
     retry.atLeast(tryLaterSteps);
     delay = retry.backoff();

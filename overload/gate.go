@@ -1,0 +1,204 @@
+// The priority gate: a counting semaphore whose waiters are served in class order, with room kept for the
+// classes before each.
+
+package overload
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Settings size a Gate.
+type Settings struct {
+	// Size is how many slots the gate hands out at once (at least 1).
+	Size int
+	// PaymentRoom slots are kept for Payment: the other classes may take a slot only while more than
+	// PaymentRoom are free.
+	PaymentRoom int
+	// BuyerRoom more are kept for Payment and Buyer: Arrival and Background may take a slot only while more
+	// than PaymentRoom+BuyerRoom are free. Each class may always take at least one slot of an idle gate,
+	// whatever the rooms say.
+	BuyerRoom int
+	// Wait bounds how long a request of each class waits for a slot before it is refused with ErrBusy; 0:
+	// as long as its context lasts.
+	Wait map[Class]time.Duration
+}
+
+// Gate hands out a resource's slots by class: a free slot goes to the first waiter of the first class that
+// may take it, and a class may take a slot only while the room kept for the classes before it stays free.
+// So a confirm waits for nothing but other confirms and the slots already in use, never for a queue of
+// reservations; a reservation never for arrivals. Safe for concurrent use; a nil *Gate lets everything
+// through.
+//
+// Go's x/sync/semaphore is first come first served: a weighted, FIFO semaphore has no classes, and a class
+// per semaphore would let a lower class take the slot a higher one waits for.
+type Gate struct {
+	counted  [numClasses]*counted // nil when not counted
+	size     int
+	limit    [numClasses]int // class c takes a slot only while fewer than limit[c] are in use
+	wait     [numClasses]time.Duration
+
+	mu      sync.Mutex
+	inUse   [numClasses]int
+	total   int
+	waiting [numClasses][]*waiter // first come first served within a class
+}
+
+// waiter is a request waiting for a slot; ready is closed when it is given one.
+type waiter struct {
+	ready   chan struct{}
+	granted bool
+	since   time.Time
+}
+
+// NewGate is a gate over resource (its name in /metrics) sized by s, counted in m (nil: not counted).
+func NewGate(resource string, s Settings, m *Metrics) *Gate {
+	size := max(s.Size, 1)
+	g := &Gate{size: size}
+	for _, c := range Classes {
+		g.wait[c] = s.Wait[c]
+	}
+	if m != nil {
+		for _, c := range Classes {
+			g.counted[c] = m.of(resource, c)
+		}
+	}
+	payment := clamp(s.PaymentRoom, 0, size-1)
+	buyer := clamp(s.PaymentRoom+s.BuyerRoom, payment, size-1)
+	g.limit[Payment] = size
+	g.limit[Buyer] = size - payment
+	g.limit[Arrival] = size - buyer
+	g.limit[Background] = size - buyer
+	return g
+}
+
+func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
+
+// Take waits for a slot for the class of ctx (Of) and returns the function that gives it back, to be called
+// once. It fails with ErrBusy when the class's wait (Settings.Wait) runs out first, or with ctx's error when
+// ctx ends first; a request that failed holds nothing.
+func (g *Gate) Take(ctx context.Context) (done func(), err error) {
+	if g == nil {
+		return func() {}, nil
+	}
+	c := Of(ctx)
+	g.mu.Lock()
+	if g.mayTakeLocked(c) {
+		g.grantLocked(c)
+		g.mu.Unlock()
+		g.counted[c].waited(0)
+		return g.doneFunc(c), nil
+	}
+	w := &waiter{ready: make(chan struct{}), since: time.Now()}
+	g.waiting[c] = append(g.waiting[c], w)
+	g.mu.Unlock()
+
+	var expired <-chan time.Time
+	if d := g.wait[c]; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-w.ready:
+		g.counted[c].waited(time.Since(w.since))
+		return g.doneFunc(c), nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-expired:
+		err = ErrBusy
+	}
+	g.mu.Lock()
+	if w.granted { // given a slot as the wait ended: it is the caller's
+		g.mu.Unlock()
+		g.counted[c].waited(time.Since(w.since))
+		return g.doneFunc(c), nil
+	}
+	g.dropLocked(c, w)
+	g.mu.Unlock()
+	g.counted[c].refused()
+	return nil, err
+}
+
+// mayTakeLocked says whether class c may take a slot now: its limit leaves one, and nobody of c or of a
+// class before it waits (they come first). g.mu is held.
+func (g *Gate) mayTakeLocked(c Class) bool {
+	if g.total >= g.limit[c] {
+		return false
+	}
+	for k := Payment; k <= c; k++ {
+		if len(g.waiting[k]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// grantLocked counts a slot taken by class c. g.mu is held.
+func (g *Gate) grantLocked(c Class) {
+	g.total++
+	g.inUse[c]++
+	g.counted[c].inUse(g.inUse[c])
+}
+
+// doneFunc is the function that gives back a slot of class c, once.
+func (g *Gate) doneFunc(c Class) func() {
+	var once sync.Once
+	return func() { once.Do(func() { g.release(c) }) }
+}
+
+// release gives back a slot of class c and hands the free slots to the waiters, first class first. The
+// limits fall with the class, so the first class that cannot take one ends the search.
+func (g *Gate) release(c Class) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.total--
+	g.inUse[c]--
+	g.counted[c].inUse(g.inUse[c])
+	for k := Payment; k <= Background; k++ {
+		for len(g.waiting[k]) > 0 {
+			if g.total >= g.limit[k] {
+				return
+			}
+			w := g.waiting[k][0]
+			g.waiting[k][0] = nil
+			g.waiting[k] = g.waiting[k][1:]
+			w.granted = true
+			g.grantLocked(k)
+			close(w.ready)
+		}
+	}
+}
+
+// dropLocked takes w, whose wait ended unserved, off the class's queue. g.mu is held.
+func (g *Gate) dropLocked(c Class, w *waiter) {
+	q := g.waiting[c]
+	for i, x := range q {
+		if x == w {
+			g.waiting[c] = append(q[:i:i], q[i+1:]...)
+			return
+		}
+	}
+}
+
+// Size is how many slots the gate hands out at once.
+func (g *Gate) Size() int { return g.size }
+
+// Limit is how many slots may be in use for class c still to take one: Size for Payment, less the rooms
+// kept for the classes before c.
+func (g *Gate) Limit(c Class) int { return g.limit[c] }
+
+// InUse counts the slots class c holds.
+func (g *Gate) InUse(c Class) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inUse[c]
+}
+
+// Waiting counts the requests of class c waiting for a slot.
+func (g *Gate) Waiting(c Class) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waiting[c])
+}

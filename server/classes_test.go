@@ -1,0 +1,122 @@
+// The classes of work under overload: the payment backend's confirm gets a database connection while the
+// buyers hold every connection they may; a socket that finds every handshake slot taken is told BUSY with
+// its wait, keeps its place, and comes back to it, while confirms and reservations go on.
+
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/overload"
+	"github.com/waitroom/waitroom/testenv"
+)
+
+// holdAll takes every slot of g that class c may take and returns what gives them back (also run when the
+// test ends).
+func holdAll(t *testing.T, g *overload.Gate, c overload.Class) (release func()) {
+	t.Helper()
+	var dones []func()
+	release = func() {
+		for _, done := range dones {
+			done()
+		}
+	}
+	t.Cleanup(release)
+	for range g.Limit(c) { // a slot still held by the server's own work (a closing socket's) comes back soon
+		ctx, cancel := context.WithTimeout(overload.With(context.Background(), c), time.Second)
+		done, err := g.Take(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("holding the %s slots: %v", c, err)
+		}
+		dones = append(dones, done)
+	}
+	return release
+}
+
+func TestAConfirmGetsAConnectionWhileBuyersHoldAllTheirs(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			holdMode(c)
+			c.Booking.DBTimeout = 300 * time.Millisecond // a reservation with no connection gives up soon
+		})
+		g := a.app.DBGate
+		if g.Size() == 1 {
+			t.Skipf("a pool of %d connection(s) keeps no room for payments; the real database's does", g.Size())
+		}
+		passes := a.admit(t, "s1", 2)
+		var held orderView
+		created(t, a.reserve(t, "s1", passes[0], `{"seats":["A1"]}`), &held)
+
+		holdAll(t, g, overload.Buyer)
+		// A buyer now waits for a connection it does not get within the reservation's bound...
+		if r := a.reserve(t, "s1", passes[1], `{"seats":["A2"]}`); r.status != http.StatusServiceUnavailable {
+			t.Errorf("a reservation while buyers hold every connection they may = %d %s, want 503", r.status, r)
+		}
+		// ...and the payment backend's confirm takes the room kept for it, at once.
+		r := a.post(t, "/api/orders/"+held.Code+"/confirm", "Bearer "+confirmKey)
+		var got orderView
+		decode(t, "confirm", r, &got)
+		if r.status != http.StatusOK || got.Status != "confirmed" {
+			t.Fatalf("confirm while buyers hold every connection they may = %d %s, want 200 confirmed", r.status, r)
+		}
+		m := a.metrics(t)
+		for _, want := range []string{`waitroom_work_wait_seconds_count{class="payment",resource="database"}`,
+			`waitroom_work_refused_total{class="buyer",resource="database"} 1`} {
+			if !strings.Contains(m, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+}
+
+func TestASocketRefusedAHandshakeSlotKeepsItsPlaceWhileBuyersGoOn(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, func(c *config.Config) {
+			holdMode(c)
+			c.Overload.Handshakes, c.Overload.HandshakeWait, c.Overload.RetryAfter = 2, 100*time.Millisecond, 3*time.Second
+		})
+		passes := a.admit(t, "s1", 1)
+		first := a.helloSocket(t, []byte(`{"type":"hello"}`))
+		placed := first.Next(t, readWait)
+		if placed.Type != "queued" || placed.Rank != 1 {
+			t.Fatalf("first message = %+v, want queued rank 1", placed)
+		}
+		first.Close()
+
+		release := holdAll(t, a.app.Handshakes, overload.Arrival)
+		for _, hello := range []string{`{"type":"hello","token":"` + placed.Token + `"}`, `{"type":"hello"}`} {
+			s := a.helloSocket(t, []byte(hello))
+			m := s.Next(t, readWait)
+			if m.Type != "error" || m.Code != "BUSY" || m.RetryAfterMs != 3000 {
+				t.Errorf("socket with every handshake slot taken = %+v, want error BUSY, retry_after_ms 3000", m)
+			}
+			if code := s.CloseCode(t, readWait); code != 1013 {
+				t.Errorf("close after BUSY = %d, want 1013", code)
+			}
+		}
+		// Buyers are not arrivals: a reservation and a confirm go through.
+		var held orderView
+		created(t, a.reserve(t, "s1", passes[0], `{"seats":["B1"]}`), &held)
+		if r := a.post(t, "/api/orders/"+held.Code+"/confirm", "Bearer "+confirmKey); r.status != http.StatusOK {
+			t.Errorf("confirm while the handshakes are saturated = %d %s, want 200", r.status, r)
+		}
+		if !strings.Contains(a.metrics(t), `waitroom_work_refused_total{class="arrival",resource="handshake"} 2`) {
+			t.Error(`/metrics lacks waitroom_work_refused_total{class="arrival",resource="handshake"} 2`)
+		}
+		// The refused token comes back to its place; the refused newcomer registered nothing.
+		release()
+		again := a.helloSocket(t, []byte(`{"type":"hello","token":"`+placed.Token+`"}`))
+		if m := again.Next(t, readWait); m.Type != "queued" || m.Token != placed.Token || m.Rank != 1 || m.Inserted {
+			t.Errorf("reconnect after BUSY = %+v, want queued, the same token, rank 1, not inserted", m)
+		}
+		if n, _, err := a.q.Counts(context.Background(), "s1"); err != nil || n != 1 {
+			t.Errorf("the line holds %d (%v), want 1: the refused newcomer took no place", n, err)
+		}
+	})
+}
