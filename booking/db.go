@@ -25,8 +25,8 @@ func init() {
 }
 
 // storeConns is how many of a PostgreSQL pool's connections the store's requests hold at once (the size of
-// its gate, GateSize); outsideStore more are for the webhook outbox's deliverer and lists, which do not pass
-// the gate, so a request the gate lets through finds a connection instead of database/sql's queue.
+// its gate, GateSize); outsideStore more are for the webhook outbox's deliverer and lists and the readiness
+// check's ping, which do not pass the gate, so a request the gate lets through finds a connection instead of database/sql's queue.
 const (
 	storeConns   = 30
 	outsideStore = 2

@@ -38,6 +38,8 @@ type seatLocks struct {
 	sold     []string  // seats the request learnt are sold: the unlock adds them to Redis's sold set
 	held     bool      // sold holds its own seats, held by its order (not sold): the unlock marks them held
 	released int64     // the screening's released count its pass check read (soldSeats.sync)
+	// endSession gives back the request's database slot (Store.session) after its last statement.
+	endSession func()
 }
 
 // newSeatLocks is the seat locks, not taken yet, of a request for seats of screening (of total seats).

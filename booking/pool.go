@@ -8,6 +8,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 
@@ -23,8 +25,11 @@ type pool struct {
 	gate *overload.Gate // nil: no gate (a store nobody configured)
 }
 
-// take waits for a slot for ctx's class.
+// take waits for a slot for ctx's class; within a session (below) the session's slot serves.
 func (p *pool) take(ctx context.Context) (func(), error) {
+	if inSession(ctx) {
+		return func() {}, nil
+	}
 	done, err := p.gate.Take(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("booking: database: %w", err)
@@ -59,14 +64,10 @@ func (p *pool) ExecContext(ctx context.Context, query string, args ...any) (sql.
 	return p.db.ExecContext(ctx, query, args...)
 }
 
-func (p *pool) PingContext(ctx context.Context) error {
-	done, err := p.take(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	return p.db.PingContext(ctx)
-}
+// PingContext asks the database whether it answers, outside the gate: /readyz says whether the database
+// is up, not whether the store's requests are queueing for it, and an instance saturated by a sale must not
+// be taken out of its load balancer for that. It uses one of the connections outside the gate (db.go).
+func (p *pool) PingContext(ctx context.Context) error { return p.db.PingContext(ctx) }
 
 // BeginTxx begins a transaction that holds its slot until it commits or rolls back.
 func (p *pool) BeginTxx(ctx context.Context, opts *sql.TxOptions) (*tx, error) {
@@ -105,6 +106,40 @@ func (t *tx) Commit() error {
 func (t *tx) Rollback() error {
 	defer t.done()
 	return t.Tx.Rollback()
+}
+
+type sessionKey struct{}
+
+// slotSession is a session's slot; ended once it was given back, when the context that carries it takes
+// slots of its own again.
+type slotSession struct{ ended atomic.Bool }
+
+// inSession says whether ctx carries a session whose slot is still held.
+func inSession(ctx context.Context) bool {
+	s, ok := ctx.Value(sessionKey{}).(*slotSession)
+	return ok && !s.ended.Load()
+}
+
+// session takes one slot for a request's statements and transactions made one after another with the
+// returned context (never two at once: the slot stands for one connection), so that a request that has
+// begun does not queue at the gate again for its next statement: a reservation's count after its commit,
+// while its seat locks and its hold's clock run; a transition's read, write and count. done gives the slot
+// back (once); after it, the context's statements take slots of their own again. Within a session
+// already, it returns ctx and holds nothing more.
+func (s *Store) session(ctx context.Context) (context.Context, func(), error) {
+	if inSession(ctx) {
+		return ctx, func() {}, nil
+	}
+	done, err := s.db.take(ctx)
+	if err != nil {
+		return ctx, nil, err
+	}
+	ss := &slotSession{}
+	end := sync.OnceFunc(func() {
+		ss.ended.Store(true)
+		done()
+	})
+	return context.WithValue(ctx, sessionKey{}, ss), end, nil
 }
 
 // querier is what a read inside a transaction or outside one calls: the pool or a tx.

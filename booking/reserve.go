@@ -101,6 +101,14 @@ func (b *Booking) reserveSeats(ctx context.Context, claims pass.Claims, key, has
 	if err := b.lock(ctx, sl); err != nil {
 		return Reservation{}, err
 	}
+	// One database slot from the transaction to the count after it (pool.go): the count does not queue
+	// behind other requests while this one's locks and its hold's clock run.
+	ctx, endSession, err := b.store.session(ctx)
+	if err != nil {
+		return Reservation{}, err
+	}
+	defer endSession()
+	sl.endSession = endSession
 	r, err := b.commit(ctx, sl, write{
 		screening: sl.screening, holder: claims.Token, passID: claims.ID, seats: seats, total: sl.total,
 		idempotencyKey: key, hash: hash, code: NewOrderCode(), checkout: b.Checkout(),
@@ -180,6 +188,7 @@ func (b *Booking) refused(ctx context.Context, sl *seatLocks, err error) error {
 		// No seat is free in SQL; sold out if none is only held (a Redis that forgot the held seats lets a
 		// request this far), else every seat is held and the line waits.
 		left, cerr := b.seatsLeft(ctx, sl)
+		sl.endSession()
 		if cerr == nil {
 			cerr = b.noneLeft(ctx, sl, left)
 		}
@@ -200,6 +209,7 @@ func (b *Booking) refused(ctx context.Context, sl *seatLocks, err error) error {
 func (b *Booking) settle(ctx context.Context, claims pass.Claims, sl *seatLocks, r Reservation) (Reservation, error) {
 	var after []error
 	left, err := b.seatsLeft(ctx, sl)
+	sl.endSession() // the last statement: Redis alone from here
 	if err != nil {
 		after = append(after, err)
 	}

@@ -101,6 +101,12 @@ func (b *Booking) move(ctx context.Context, code string, t transition) (Order, e
 	if !ValidOrderCode(code) {
 		return Order{}, fmt.Errorf("booking: order: %w", ErrBadOrderCode)
 	}
+	// One database slot for the read, the write and the count after it (pool.go), taken once.
+	ctx, endSession, err := b.store.session(ctx)
+	if err != nil {
+		return Order{}, err
+	}
+	defer endSession()
 	for attempt := 1; ; attempt++ {
 		o, err := b.store.Order(ctx, code)
 		if err != nil {

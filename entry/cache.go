@@ -6,10 +6,13 @@ package entry
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/waitroom/waitroom/overload"
 )
 
 // MaxKept bounds the screenings a Cache keeps: screenings come and go, and a map of them all is kept from
@@ -20,7 +23,8 @@ const MaxKept = 10_000
 const readWait = 5 * time.Second
 
 // Cache keeps each screening's V for its TTL; the requests that miss together share one read. A read that
-// fails is not kept. Safe for concurrent use.
+// fails is not kept; one the database's gate refused (overload.ErrBusy) answers what was kept before, if
+// anything was. Safe for concurrent use.
 type Cache[V any] struct {
 	read    func(ctx context.Context, id string) (V, error)
 	ttl     time.Duration
@@ -70,6 +74,12 @@ func (c *Cache[V]) Get(ctx context.Context, id string) (V, error) {
 		return v, nil
 	})
 	if err != nil {
+		if ok && errors.Is(err, overload.ErrBusy) {
+			// The database's gate turned the read away (a sale's surge, the arrivals' class waited its
+			// bound): what was read before stands, rather than refusing every socket that shared the read.
+			// It is not renewed, so the next request reads again.
+			return k.v, nil
+		}
 		var zero V
 		return zero, err
 	}

@@ -6,6 +6,8 @@ package entry_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/entry"
+	"github.com/waitroom/waitroom/overload"
 )
 
 func TestTheSecondCallerJoinsTheFirstsReadWhichOutlivesTheFirstCaller(t *testing.T) {
@@ -131,5 +134,40 @@ func TestKeptRulesAreReadAgainOnceTheClockPassesTheirTTL(t *testing.T) {
 	c.Forget("s1")
 	if got := get(); got != 3 {
 		t.Errorf("Get after Forget = read %d, want a new read, 3", got)
+	}
+}
+
+func TestAReadTheDatabasesGateRefusedAnswersWhatWasKeptAndOnlyThat(t *testing.T) {
+	var reads atomic.Int32
+	var refuse atomic.Bool
+	now := time.Unix(1_000_000, 0)
+	c := entry.NewCache(entry.RulesTTL, func() time.Time { return now }, func(ctx context.Context, id string) (entry.Rules, error) {
+		n := int(reads.Add(1))
+		if refuse.Load() {
+			return entry.Rules{}, fmt.Errorf("booking: database: %w", overload.ErrBusy)
+		}
+		return entry.Rules{PowCost: n}, nil
+	})
+	refuse.Store(true)
+	if _, err := c.Get(t.Context(), "s2"); !errors.Is(err, overload.ErrBusy) {
+		t.Fatalf("a refused first read = %v, want overload.ErrBusy: nothing was kept to answer", err)
+	}
+	refuse.Store(false)
+	if r, err := c.Get(t.Context(), "s1"); err != nil || r.PowCost != 2 {
+		t.Fatalf("Get = %+v, %v; want read 2", r, err)
+	}
+	now = now.Add(entry.RulesTTL)
+	refuse.Store(true)
+	if r, err := c.Get(t.Context(), "s1"); err != nil || r.PowCost != 2 {
+		t.Errorf("Get past the TTL with the read refused = %+v, %v; want the kept rules (read 2)", r, err)
+	}
+	refuse.Store(false)
+	if r, err := c.Get(t.Context(), "s1"); err != nil || r.PowCost != 4 {
+		t.Errorf("the next Get = %+v, %v; want a new read (4): the refusal renewed nothing", r, err)
+	}
+	c.Forget("s1")
+	refuse.Store(true)
+	if _, err := c.Get(t.Context(), "s1"); !errors.Is(err, overload.ErrBusy) {
+		t.Errorf("a refused read after Forget = %v, want overload.ErrBusy: an operator's change is never answered stale", err)
 	}
 }

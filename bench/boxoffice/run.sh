@@ -51,7 +51,7 @@ SWARM_TIMEOUT=${SWARM_TIMEOUT:-300s}
 REDIS_PORT=${REDIS_PORT:-16399}
 PORT=${PORT:-18310}
 OPS_PORT=${OPS_PORT:-18311} # the ops listener (http.ops_addr): /metrics, /debug/pprof
-WEBHOOK_PORT=${WEBHOOK_PORT:-18311}
+WEBHOOK_PORT=${WEBHOOK_PORT:-18312}
 OUT=${OUT:-${TMPDIR:-/tmp}/wrbench-boxoffice}
 DB=swarm_hold
 DB_URL="postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable"
