@@ -20,13 +20,20 @@ type Settings struct {
 	// than PaymentRoom+BuyerRoom are free. Each class may always take at least one slot of an idle gate,
 	// whatever the rooms say.
 	BuyerRoom int
+	// RoomIdle is how long a room is kept after the last request of the classes it is kept for: a sale
+	// with no payments (instant checkout) lends the payment room to the buyers, and takes it back at the
+	// first confirm (which waits for the first slot freed; the next find the room). 0: a minute.
+	RoomIdle time.Duration
+	// Now is the gate's clock for RoomIdle (nil: time.Now).
+	Now func() time.Time
 	// Wait bounds how long a request of each class waits for a slot before it is refused with ErrBusy; 0:
 	// as long as its context lasts.
 	Wait map[Class]time.Duration
 }
 
 // Gate hands out a resource's slots by class: a free slot goes to the first waiter of the first class that
-// may take it, and a class may take a slot only while the room kept for the classes before it stays free.
+// may take it, and a class may take a slot only while the room kept for the classes before it stays free
+// (kept while those classes come: a room nobody uses is lent).
 // So a confirm waits for nothing but other confirms and the slots already in use, never for a queue of
 // reservations; a reservation never for arrivals. Safe for concurrent use; a nil *Gate lets everything
 // through.
@@ -34,15 +41,19 @@ type Settings struct {
 // Go's x/sync/semaphore is first come first served: a weighted, FIFO semaphore has no classes, and a class
 // per semaphore would let a lower class take the slot a higher one waits for.
 type Gate struct {
-	counted  [numClasses]*counted // nil when not counted
-	size     int
-	limit    [numClasses]int // class c takes a slot only while fewer than limit[c] are in use
-	wait     [numClasses]time.Duration
+	counted     [numClasses]*counted // nil when not counted
+	size        int
+	paymentRoom int // slots kept for Payment, and buyerRoom more for Buyer, while those classes are about
+	buyerRoom   int
+	roomIdle    time.Duration
+	now         func() time.Time
+	wait        [numClasses]time.Duration
 
 	mu      sync.Mutex
 	inUse   [numClasses]int
 	total   int
 	waiting [numClasses][]*waiter // first come first served within a class
+	seen    [numClasses]time.Time // each class's last request
 }
 
 // waiter is a request waiting for a slot; ready is closed when it is given one.
@@ -55,7 +66,13 @@ type waiter struct {
 // NewGate is a gate over resource (its name in /metrics) sized by s, counted in m (nil: not counted).
 func NewGate(resource string, s Settings, m *Metrics) *Gate {
 	size := max(s.Size, 1)
-	g := &Gate{size: size}
+	g := &Gate{size: size, roomIdle: s.RoomIdle, now: s.Now}
+	if g.roomIdle <= 0 {
+		g.roomIdle = time.Minute
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
 	for _, c := range Classes {
 		g.wait[c] = s.Wait[c]
 	}
@@ -64,13 +81,28 @@ func NewGate(resource string, s Settings, m *Metrics) *Gate {
 			g.counted[c] = m.of(resource, c)
 		}
 	}
-	payment := clamp(s.PaymentRoom, 0, size-1)
-	buyer := clamp(s.PaymentRoom+s.BuyerRoom, payment, size-1)
-	g.limit[Payment] = size
-	g.limit[Buyer] = size - payment
-	g.limit[Arrival] = size - buyer
-	g.limit[Background] = size - buyer
+	g.paymentRoom = clamp(s.PaymentRoom, 0, size-1)
+	g.buyerRoom = clamp(s.PaymentRoom+s.BuyerRoom, g.paymentRoom, size-1) - g.paymentRoom
 	return g
+}
+
+// limitLocked is how many slots may be in use for class c still to take one: Size, less the rooms kept for
+// the classes before c that came within RoomIdle (or wait now). It never rises with the class. g.mu is held.
+func (g *Gate) limitLocked(c Class, now time.Time) int {
+	kept := 0
+	payments := g.aboutLocked(Payment, now)
+	if c > Payment && payments {
+		kept += g.paymentRoom
+	}
+	if c > Buyer && (payments || g.aboutLocked(Buyer, now)) {
+		kept += g.buyerRoom
+	}
+	return g.size - kept
+}
+
+// aboutLocked says whether class k came within RoomIdle, or waits now. g.mu is held.
+func (g *Gate) aboutLocked(k Class, now time.Time) bool {
+	return len(g.waiting[k]) > 0 || (!g.seen[k].IsZero() && now.Sub(g.seen[k]) < g.roomIdle)
 }
 
 func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
@@ -84,7 +116,9 @@ func (g *Gate) Take(ctx context.Context) (done func(), err error) {
 	}
 	c := Of(ctx)
 	g.mu.Lock()
-	if g.mayTakeLocked(c) {
+	now := g.now()
+	g.seen[c] = now
+	if g.mayTakeLocked(c, now) {
 		g.grantLocked(c)
 		g.mu.Unlock()
 		g.counted[c].waited(0)
@@ -123,8 +157,8 @@ func (g *Gate) Take(ctx context.Context) (done func(), err error) {
 
 // mayTakeLocked says whether class c may take a slot now: its limit leaves one, and nobody of c or of a
 // class before it waits (they come first). g.mu is held.
-func (g *Gate) mayTakeLocked(c Class) bool {
-	if g.total >= g.limit[c] {
+func (g *Gate) mayTakeLocked(c Class, now time.Time) bool {
+	if g.total >= g.limitLocked(c, now) {
 		return false
 	}
 	for k := Payment; k <= c; k++ {
@@ -156,9 +190,10 @@ func (g *Gate) release(c Class) {
 	g.total--
 	g.inUse[c]--
 	g.counted[c].inUse(g.inUse[c])
+	now := g.now()
 	for k := Payment; k <= Background; k++ {
 		for len(g.waiting[k]) > 0 {
-			if g.total >= g.limit[k] {
+			if g.total >= g.limitLocked(k, now) {
 				return
 			}
 			w := g.waiting[k][0]
@@ -185,9 +220,13 @@ func (g *Gate) dropLocked(c Class, w *waiter) {
 // Size is how many slots the gate hands out at once.
 func (g *Gate) Size() int { return g.size }
 
-// Limit is how many slots may be in use for class c still to take one: Size for Payment, less the rooms
-// kept for the classes before c.
-func (g *Gate) Limit(c Class) int { return g.limit[c] }
+// Limit is how many slots may be in use for class c still to take one now: Size for Payment, less the
+// rooms kept for the classes before c that came within RoomIdle.
+func (g *Gate) Limit(c Class) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.limitLocked(c, g.now())
+}
 
 // InUse counts the slots class c holds.
 func (g *Gate) InUse(c Class) int {

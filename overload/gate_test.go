@@ -35,6 +35,7 @@ func waitFor(t *testing.T, g *Gate, c Class, n int) {
 
 func TestAConfirmTakesTheRoomKeptForItWhileBuyersHoldTheRest(t *testing.T) {
 	g := NewGate("test", Settings{Size: 4, PaymentRoom: 1}, nil)
+	take(t, g, Payment)() // payments come: their room is kept
 	for range 3 {
 		defer take(t, g, Buyer)()
 	}
@@ -52,6 +53,7 @@ func TestAConfirmTakesTheRoomKeptForItWhileBuyersHoldTheRest(t *testing.T) {
 
 func TestArrivalsAndBackgroundLeaveTheBuyersRoom(t *testing.T) {
 	g := NewGate("test", Settings{Size: 6, PaymentRoom: 1, BuyerRoom: 2}, nil)
+	take(t, g, Payment)()
 	if got, want := g.Limit(Arrival), 3; got != want {
 		t.Fatalf("Limit(arrival) = %d, want %d", got, want)
 	}
@@ -77,6 +79,7 @@ func TestFreedSlotsGoFirstClassFirstThenFirstComeFirstServed(t *testing.T) {
 		wg    sync.WaitGroup
 	)
 	enqueue := func(c Class, name string) {
+		before := g.Waiting(c)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -90,7 +93,7 @@ func TestFreedSlotsGoFirstClassFirstThenFirstComeFirstServed(t *testing.T) {
 			mu.Unlock()
 			done()
 		}()
-		waitFor(t, g, c, g.Waiting(c)+1)
+		waitFor(t, g, c, before+1)
 	}
 	// They arrive lowest class first; the first buyer before the second.
 	enqueue(Background, "background")
@@ -113,6 +116,7 @@ func TestFreedSlotsGoFirstClassFirstThenFirstComeFirstServed(t *testing.T) {
 
 func TestANewcomerDoesNotPassAWaiterOfItsClassOrAbove(t *testing.T) {
 	g := NewGate("test", Settings{Size: 2, PaymentRoom: 1}, nil)
+	take(t, g, Payment)()
 	hold := take(t, g, Buyer) // buyers are at their limit (1 of 2, one kept)
 	got := make(chan error, 1)
 	go func() {
@@ -157,6 +161,7 @@ func TestAClassWaitIsBoundedAndARefusalHoldsNothing(t *testing.T) {
 func TestTheGateNeverHandsOutMoreThanItsSizeOrAClassMoreThanItsLimit(t *testing.T) {
 	wait := map[Class]time.Duration{Arrival: time.Millisecond}
 	g := NewGate("test", Settings{Size: 5, PaymentRoom: 1, BuyerRoom: 1, Wait: wait}, nil)
+	take(t, g, Payment)() // the rooms are kept from the start (RoomIdle is a minute)
 	var total, lower atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 400 {
@@ -209,5 +214,33 @@ func TestAContextWithoutAClassIsABuyer(t *testing.T) {
 	}
 	if got := Of(With(context.Background(), Payment)); got != Payment {
 		t.Errorf("Of(With(payment)) = %s, want payment", got)
+	}
+}
+
+func TestARoomNobodyUsesIsLentAndTakenBackWhenItsClassComes(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	g := NewGate("test", Settings{Size: 4, PaymentRoom: 1, BuyerRoom: 1, RoomIdle: time.Minute,
+		Now: func() time.Time { return now }}, nil)
+	if got := g.Limit(Buyer); got != 4 {
+		t.Fatalf("Limit(buyer) before any payment = %d, want 4: the payment room is lent", got)
+	}
+	if got := g.Limit(Arrival); got != 4 {
+		t.Fatalf("Limit(arrival) before any payment or buyer = %d, want 4", got)
+	}
+	take(t, g, Buyer)()
+	if got := g.Limit(Arrival); got != 3 {
+		t.Errorf("Limit(arrival) after a buyer = %d, want 3: the buyer room is kept", got)
+	}
+	take(t, g, Payment)()
+	if b, a := g.Limit(Buyer), g.Limit(Arrival); b != 3 || a != 2 {
+		t.Errorf("limits after a payment = buyer %d, arrival %d; want 3, 2", b, a)
+	}
+	now = now.Add(time.Minute - time.Nanosecond)
+	if got := g.Limit(Buyer); got != 3 {
+		t.Errorf("Limit(buyer) within RoomIdle of the payment = %d, want 3", got)
+	}
+	now = now.Add(time.Nanosecond)
+	if b, a := g.Limit(Buyer), g.Limit(Arrival); b != 4 || a != 4 {
+		t.Errorf("limits a RoomIdle after the last payment and buyer = buyer %d, arrival %d; want both lent, 4, 4", b, a)
 	}
 }

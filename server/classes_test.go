@@ -49,9 +49,14 @@ func TestAConfirmGetsAConnectionWhileBuyersHoldAllTheirs(t *testing.T) {
 		if g.Size() == 1 {
 			t.Skipf("a pool of %d connection(s) keeps no room for payments; the real database's does", g.Size())
 		}
-		passes := a.admit(t, "s1", 2)
-		var held orderView
-		created(t, a.reserve(t, "s1", passes[0], `{"seats":["A1"]}`), &held)
+		passes := a.admit(t, "s1", 3)
+		var first, held orderView
+		created(t, a.reserve(t, "s1", passes[0], `{"seats":["A1"]}`), &first)
+		created(t, a.reserve(t, "s1", passes[2], `{"seats":["A3"]}`), &held)
+		// A first confirm: payments come, so their room is kept (it is lent while none do).
+		if r := a.post(t, "/api/orders/"+first.Code+"/confirm", "Bearer "+confirmKey); r.status != http.StatusOK {
+			t.Fatalf("first confirm = %d %s", r.status, r)
+		}
 
 		holdAll(t, g, overload.Buyer)
 		// A buyer now waits for a connection it does not get within the reservation's bound...
