@@ -169,9 +169,10 @@ func runSchedule(t *testing.T, p plan) {
 		"WAITROOM_ADMIN_KEY":            apptest.AdminKey,
 		"WAITROOM_WEBHOOKS_URL":         hooks.URL,
 		"WAITROOM_WEBHOOKS_SECRET":      webhookSecret,
-		// A small handshake bound: arrivals are refused BUSY now and then, and must come back to their place.
-		"WAITROOM_OVERLOAD_HANDSHAKES":     "4",
-		"WAITROOM_OVERLOAD_HANDSHAKE_WAIT": "50ms",
+		// One handshake at a time, waited for 1 ms: arrivals that meet (the reconnects after a kill or a
+		// restart) are refused BUSY, 20 to 50 in a run, and must come back to their place.
+		"WAITROOM_OVERLOAD_HANDSHAKES":     "1",
+		"WAITROOM_OVERLOAD_HANDSHAKE_WAIT": "1ms",
 	}
 	// Three server processes, so one can be killed (SIGKILL) and another paused (SIGSTOP) past its seat locks'
 	// lease while the third serves.
