@@ -83,9 +83,12 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 		// The browser starts before the line forms, so its start-up time does not race the admission ticks.
 		tab := newTab(t, path)
 
-		// Two clients ahead in line. Each reserves as soon as it is admitted and the browser has been seen
-		// waiting (the gate), so the browser is sure to see its rank fall rather than skip past it.
-		gate := make(chan struct{})
+		// Two clients ahead in line. Each reserves once it is admitted and its gate opens: the first's once
+		// the browser has been seen waiting, the second's once the browser has seen its rank fall. Opened
+		// together, the second would be admitted and reserve within milliseconds of the first, and the
+		// browser, admitted next, would be sent no rank in between: the rank pace (hub.rank_interval) sends
+		// the newest line once per interval, and in that line the browser is admitted already.
+		gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
 		admitted := make(chan struct{}, 2)
 		aheadCtx, stopAhead := context.WithCancel(context.Background())
 		results := make(chan error, 2)
@@ -95,7 +98,7 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 			ahead.Wait()
 		})
 		sold := []string{"A1", "A2"}
-		for _, seat := range sold {
+		for i, seat := range sold {
 			c := srv.Dial(t, "demo", "")
 			if q := c.Next(t, 5*time.Second); q.Type != "queued" {
 				t.Fatalf("client for %s: first message %+v, want queued", seat, q)
@@ -103,7 +106,7 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 			ahead.Add(1)
 			go func() {
 				defer ahead.Done()
-				results <- admitThenReserve(aheadCtx, c, srv.URL, seat, admitted, gate)
+				results <- admitThenReserve(aheadCtx, c, srv.URL, seat, admitted, gates[i])
 			}()
 		}
 		// The first client holds the only active slot until the gate opens, so the browser joins behind
@@ -140,11 +143,12 @@ func TestBrowserWaitsSeesTheLineMoveAndBooks(t *testing.T) {
 
 		// The line moves: the clients ahead book, and the rank falls.
 		step(t, tab, "desktop viewport", chromedp.EmulateViewport(1280, 1000))
-		close(gate)
+		close(gates[0])
 		lower := value(t, tab, "rank falls", chromedp.Poll[int](
 			fmt.Sprintf(`(() => { const r = Number(document.querySelector('[data-testid="rank"]').dataset.rank); return r > 0 && r < %d ? r : 0; })()`, firstRank),
 			chromedp.WithPollingTimeout(aheadTimeout)))
 		t.Logf("rank went from %d to %d", firstRank, lower)
+		close(gates[1])
 		// The position that lowered the rank followed an admission, so the server knew the pace and sent a
 		// wait estimate, which the page put into words (it keeps the figure once the view moves on).
 		type estimate struct{ Seconds, Text string }
