@@ -99,9 +99,8 @@ func (h *Hub) Welcome(ctx context.Context, a Arrival) {
 	}
 	// The handshake's slot is taken after the hello, which costs nothing while it is awaited, and held
 	// through the registration and the first messages, which cost the CPU and Redis.
-	done, err := h.handshakes.Take(overload.With(ctx, overload.Arrival))
-	if err != nil {
-		Reject(a.Conn, BusyMessage(h.retryAfter), CloseTryAgainLater, CodeBusy)
+	done, ok := h.takeHandshake(ctx, a.Conn)
+	if !ok {
 		gone()
 		return
 	}
@@ -124,6 +123,21 @@ func (h *Hub) Welcome(ctx context.Context, a Arrival) {
 // token's place (if it had one) kept. Call it before the hub serves sockets.
 func (h *Hub) SetHandshakes(g *overload.Gate, retryAfter time.Duration) {
 	h.handshakes, h.retryAfter = g, retryAfter
+}
+
+// takeHandshake waits for a slot of the handshakes' gate and returns what gives it back; a socket that
+// waited past the gate's wait is told BUSY and closed (false). Without a bound it takes nothing and makes
+// no context for one.
+func (h *Hub) takeHandshake(ctx context.Context, conn *websocket.Conn) (done func(), ok bool) {
+	if h.handshakes == nil {
+		return func() {}, true
+	}
+	done, err := h.handshakes.Take(overload.With(ctx, overload.Arrival))
+	if err != nil {
+		Reject(conn, BusyMessage(h.retryAfter), CloseTryAgainLater, CodeBusy)
+		return nil, false
+	}
+	return done, true
 }
 
 // helloWait bounds the wait for the hello of a socket connected with auth=message: a client sends it as

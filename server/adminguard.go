@@ -8,7 +8,6 @@ package server
 import (
 	"crypto/subtle"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -137,7 +136,7 @@ func (s *Server) checkBearer(c echo.Context, g *keyGuard, want string, wrong err
 // refuseAttempts answers an address that has tried too many wrong keys of the name: 429, Retry-After in
 // whole seconds.
 func refuseAttempts(c echo.Context, name string, wait time.Duration) error {
-	secs := int(math.Ceil(wait.Seconds()))
+	secs := retrySeconds(wait)
 	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 	return c.JSON(http.StatusTooManyRequests, apiError{Error: apiErrorBody{Code: "TOO_MANY_ATTEMPTS",
 		Message: fmt.Sprintf("too many wrong %s keys from your address; retry in %d s", name, secs)}})

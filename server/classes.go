@@ -6,7 +6,7 @@
 package server
 
 import (
-	"strconv"
+	"math"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -33,7 +33,7 @@ func (s *Server) retryAfter() time.Duration {
 	return s.RetryAfter
 }
 
-// retryAfterSeconds is Retry-After for d (at least a second: the header counts whole seconds).
-func retryAfterSeconds(d time.Duration) string {
-	return strconv.Itoa(max(int((d+time.Second-1)/time.Second), 1))
+// retrySeconds is a wait in Retry-After's whole seconds, rounded up, at least one.
+func retrySeconds(d time.Duration) int {
+	return max(int(math.Ceil(d.Seconds())), 1)
 }

@@ -7,6 +7,7 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,11 @@ func TestAConfirmGetsAConnectionWhileBuyersHoldAllTheirs(t *testing.T) {
 		// A buyer now waits for a connection it does not get within the reservation's bound...
 		if r := a.reserve(t, "s1", passes[1], `{"seats":["A2"]}`); r.status != http.StatusServiceUnavailable {
 			t.Errorf("a reservation while buyers hold every connection they may = %d %s, want 503", r.status, r)
+		}
+		// /readyz asks whether the database answers, not whether requests queue for it: its ping passes no
+		// gate, so a saturated instance stays in its load balancer.
+		if r := a.get(t, "/readyz"); r.status != http.StatusOK {
+			t.Errorf("GET /readyz while buyers hold every connection they may = %d %s, want 200", r.status, r)
 		}
 		// ...and the payment backend's confirm takes the room kept for it, at once.
 		r := a.post(t, "/api/orders/"+held.Code+"/confirm", "Bearer "+confirmKey)
@@ -122,6 +128,45 @@ func TestASocketRefusedAHandshakeSlotKeepsItsPlaceWhileBuyersGoOn(t *testing.T) 
 		}
 		if n, _, err := a.q.Counts(context.Background(), "s1"); err != nil || n != 1 {
 			t.Errorf("the line holds %d (%v), want 1: the refused newcomer took no place", n, err)
+		}
+	})
+}
+
+// takes reads how many slots class took at the database's gate so far, from /metrics.
+func (a *testServer) takes(t *testing.T, class string) int {
+	t.Helper()
+	prefix := `waitroom_work_wait_seconds_count{class="` + class + `",resource="database"} `
+	for _, line := range strings.Split(a.metrics(t), "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			n, err := strconv.Atoi(rest)
+			if err != nil {
+				t.Fatalf("%s%s: %v", prefix, rest, err)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// A request that has begun keeps its database slot for its statements in turn: a reservation from its
+// transaction to the count after its commit, a confirm for its read, its write and its count. Each takes
+// one slot, so none queues again behind other requests while its locks and its hold's clock run.
+func TestAReservationAndAConfirmEachTakeOneDatabaseSlot(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		a := newApp(t, env, holdMode)
+		passes := a.admit(t, "s1", 2)
+		var warm, held orderView
+		created(t, a.reserve(t, "s1", passes[0], `{"seats":["A1"]}`), &warm) // the catalog is read once, here
+		buyers, payments := a.takes(t, "buyer"), a.takes(t, "payment")
+		created(t, a.reserve(t, "s1", passes[1], `{"seats":["A2"]}`), &held)
+		if got := a.takes(t, "buyer") - buyers; got != 1 {
+			t.Errorf("a reservation took %d database slots, want 1", got)
+		}
+		if r := a.post(t, "/api/orders/"+held.Code+"/confirm", "Bearer "+confirmKey); r.status != http.StatusOK {
+			t.Fatalf("confirm = %d %s", r.status, r)
+		}
+		if got := a.takes(t, "payment") - payments; got != 1 {
+			t.Errorf("a confirm took %d database slots, want 1", got)
 		}
 	})
 }

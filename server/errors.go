@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -180,7 +181,7 @@ func errorHandler(log *slog.Logger, retryAfter time.Duration) echo.HTTPErrorHand
 		status, body := classify(err)
 		if body.Code == hub.CodeBusy {
 			// Refused by its class's wait (overload): expected under a surge, counted in /metrics, not logged.
-			c.Response().Header().Set("Retry-After", retryAfterSeconds(retryAfter))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(retrySeconds(retryAfter)))
 		} else if status >= 500 {
 			log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "screening", truncateID(c.Param("id")),
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
