@@ -41,7 +41,9 @@ func (b *Booking) ReserveBest(ctx context.Context, screening, pass, key string, 
 
 // reserveBest picks and reserves. A pick leaves out the seats Redis knows taken, those the requests of this
 // instance hold the locks of, and those an earlier try of this request found held by another (which likely
-// holds the rest of that block too). When the picks run out that way, the best seats not known taken are
+// holds the rest of that block too); it claims what it picks among the requests here in the same step
+// (releases.pickClaim), so a crowd asking at once gets one set of seats each, at once, and none picks
+// again for losing a race here. When the picks run out that way, the best seats not known taken are
 // reserved waiting for their locks, as a named request does (a holder that fails gives them back), and a
 // seat found taken then is left out of the next pick.
 func (b *Booking) reserveBest(ctx context.Context, claims pass.Claims, key, hash string, count int) (Reservation, error) {
@@ -49,6 +51,7 @@ func (b *Booking) reserveBest(ctx context.Context, claims pass.Claims, key, hash
 	if err != nil {
 		return Reservation{}, err
 	}
+	prefix := b.seats.SeatLockPrefix(claims.Screening)
 	tried, sold := map[string]bool{}, map[string]bool{}
 	// A try that waited and failed found a seat sold (or waited all of lock_wait): the tries are bounded by
 	// the house.
@@ -58,11 +61,14 @@ func (b *Booking) reserveBest(ctx context.Context, claims pass.Claims, key, hash
 		if err != nil {
 			return Reservation{}, err
 		}
-		held := b.released.seatsLocked(b.seats.SeatLockPrefix(claims.Screening))
 		wait := try >= bestTries
-		seats := pickBest(cat.seats, func(id string) bool {
-			return taken[id] || sold[id] || held[id] || (!wait && tried[id])
-		}, count)
+		owner := b.lockOwner()
+		seats := b.released.pickClaim(prefix, owner, func(heldHere func(string) bool) []string {
+			return pickBest(cat.seats, func(id string) bool {
+				return taken[id] || sold[id] || heldHere(id) || (!wait && tried[id])
+			}, count)
+		})
+		claimed := seats != nil
 		if seats == nil && wait {
 			seats = pickBest(cat.seats, func(id string) bool { return taken[id] || sold[id] }, count)
 		}
@@ -71,14 +77,15 @@ func (b *Booking) reserveBest(ctx context.Context, claims pass.Claims, key, hash
 			try = bestTries - 1 // only what others hold is left: wait for it
 			continue
 		case seats == nil:
-			return Reservation{}, fmt.Errorf("booking: %d seats in %s: %w", count, claims.Screening, ErrNotEnoughSeats)
+			return Reservation{}, b.notEnough(ctx, claims.Screening, count)
 		}
-		var r Reservation
-		if wait {
-			r, err = b.reserve(ctx, claims, key, hash, seats)
-		} else {
-			r, err = b.reserveNow(ctx, claims, key, hash, seats)
+		if b.bestPick != nil {
+			b.bestPick(seats)
 		}
+		if !claimed {
+			owner = "" // seats others here hold: reserve waits for them as a named request does
+		}
+		r, err := b.reserveSeats(ctx, claims, key, hash, seats, !wait, owner)
 		var soldErr *TakenError
 		switch {
 		case errors.As(err, &soldErr):
@@ -93,6 +100,17 @@ func (b *Booking) reserveBest(ctx context.Context, claims pass.Claims, key, hash
 		}
 	}
 	return Reservation{}, fmt.Errorf("booking: %d seats in %s after %d tries: %w", count, claims.Screening, tries, ErrSeatLocked)
+}
+
+// notEnough is the refusal of a request for count seats of screening that are not free: a NotEnoughError
+// saying how many seats are only held (their orders may lapse or be cancelled, so a client may wait for
+// them to come back rather than ask again at once).
+func (b *Booking) notEnough(ctx context.Context, screening string, count int) error {
+	e := &NotEnoughError{Count: count}
+	if _, held, err := b.seats.SeatSets(ctx, screening); err == nil {
+		e.Held = len(held)
+	}
+	return fmt.Errorf("booking: %d seats in %s: %w", count, screening, e)
 }
 
 // takenSeats is what Redis's sold set says is taken (held or sold) in the screening, as a set; nil when it

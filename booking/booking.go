@@ -131,10 +131,12 @@ type Booking struct {
 	// Tests only: afterFence runs inside the transaction after the fence is written (to pause a holder
 	// past its lease); noHeldCheck skips the check before commit (so a lapsed holder reaches the fence and
 	// the UNIQUE constraint, the guards behind it); seatWait is told each time a request (its owner id)
-	// starts to wait for a seat another request here has locked.
+	// starts to wait for a seat another request here has locked; bestPick is told every pick of a
+	// request by count.
 	afterFence  func()
 	noHeldCheck bool
 	seatWait    func(owner, seat string)
+	bestPick    func(seats []string)
 }
 
 // New returns the reservation service over store, with seat locks and sets in Redis kept by seats.

@@ -21,6 +21,9 @@ func SkipHeldCheck(b *Booking) { b.noHeldCheck = true }
 // another request of b has locked.
 func SetSeatWait(b *Booking, fn func(owner, seat string)) { b.seatWait = fn }
 
+// SetBestPick makes b call fn with the seats of every pick a request by count makes.
+func SetBestPick(b *Booking, fn func(seats []string)) { b.bestPick = fn }
+
 // LockScriptHash is the SHA1 of the seat-lock script (the queue's, lua/seatlock.lua), as EVALSHA names it.
 var LockScriptHash = func() string {
 	src, err := os.ReadFile("../queue/lua/seatlock.lua")

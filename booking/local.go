@@ -223,6 +223,28 @@ func (r *releases) release(keys []string, owner string) {
 	r.wakeLocked(keys)
 }
 
+// pickClaim chooses seats and claims them here for owner in one step, so the requests of one moment that
+// ask by count each get seats of their own instead of all choosing the same best seats and all but one
+// choosing again. pick is called once, under r.mu, with heldHere telling a seat whose lock (prefix + its
+// id) a request here other than owner has; the seats it returns (none: nil) are claimed, as claim does.
+func (r *releases) pickClaim(prefix, owner string, pick func(heldHere func(id string) bool) []string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seats := pick(func(id string) bool {
+		o, ok := r.owners[prefix+id]
+		return ok && o != owner
+	})
+	if len(seats) == 0 {
+		return nil
+	}
+	keys := make([]string, len(seats))
+	for i, id := range seats {
+		keys[i] = prefix + id
+	}
+	r.tookLocked(keys, owner)
+	return seats
+}
+
 // seatsLocked returns the seats whose locks, under prefix (a screening's seat lock keys less the seat id), the
 // requests of this instance hold now.
 func (r *releases) seatsLocked(prefix string) map[string]bool {

@@ -47,8 +47,12 @@ func (b *Booking) newSeatLocks(screening string, total int, seats []string) *sea
 	keys := b.seats.SeatKeys(screening, seats)
 	deadline := time.Now().Add(b.settings.LockWait)
 	return &seatLocks{screening: screening, total: total, seats: seats, keys: keys, deadline: deadline,
-		owner: b.instance + "/" + ids.New()}
+		owner: b.lockOwner()}
 }
+
+// lockOwner is a new lock owner id for a request here: it starts with the instance's, so a waiter knows a
+// holder here.
+func (b *Booking) lockOwner() string { return b.instance + "/" + ids.New() }
 
 // lockKeys are the lock keys of the request's seats, in the order of its seats.
 func (sl *seatLocks) lockKeys() []string { return sl.keys.Locks() }

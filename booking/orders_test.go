@@ -370,7 +370,7 @@ func TestAllHeldIsNotSoldOut(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
 		env.Demo(t, "s1", 1, 2)
 		f := newFixture(t, env, env.Prefix, holding(time.Minute))
-		users := f.admit(t, "s1", 2)
+		users := f.admit(t, "s1", 3)
 		ctx := context.Background()
 		var codes []string
 		for i, seat := range []string{"A1", "A2"} {
@@ -382,6 +382,11 @@ func TestAllHeldIsNotSoldOut(t *testing.T) {
 		}
 		if closed, _ := f.q.Closed(ctx, "s1"); closed {
 			t.Fatal("line closed with every seat only held, want it open")
+		}
+		// Asking by count now is refused, saying how many seats may come back.
+		var ne *booking.NotEnoughError
+		if _, err := f.book.ReserveBest(ctx, "s1", users[2].Pass, "", 1); !errors.As(err, &ne) || ne.Held != 2 {
+			t.Fatalf("ReserveBest(1) with every seat held = %v, want NOT_ENOUGH_SEATS with 2 held", err)
 		}
 		sum, err := f.store.Screening(ctx, "s1")
 		if err != nil || sum.SeatsHeld != 2 || sum.SeatsAvailable != 0 {
@@ -411,6 +416,17 @@ func TestBestAvailableSpreadsACrowd(t *testing.T) {
 		users := f.admit(t, "s1", n)
 		got := make([]booking.Reservation, n)
 		errs := make([]error, n)
+		var mu sync.Mutex
+		picked := map[string]int{}
+		picks := 0
+		booking.SetBestPick(f.book, func(seats []string) {
+			mu.Lock()
+			defer mu.Unlock()
+			picks++
+			for _, s := range seats {
+				picked[s]++
+			}
+		})
 		together(t, n, 30*time.Second, func(i int) {
 			got[i], errs[i] = f.book.ReserveBest(context.Background(), "s1", users[i].Pass, "", 2)
 		})
@@ -428,6 +444,16 @@ func TestBestAvailableSpreadsACrowd(t *testing.T) {
 					t.Errorf("seat %s in two orders", s)
 				}
 				seen[s] = true
+			}
+		}
+		// The requests of one moment each pick seats of their own, once: none picks the seats another here
+		// has just picked and loses them to it.
+		if picks != n {
+			t.Errorf("%d picks for %d requests, want one each", picks, n)
+		}
+		for s, k := range picked {
+			if k > 1 {
+				t.Errorf("seat %s picked %d times", s, k)
 			}
 		}
 		if !slices.ContainsFunc(got, func(r booking.Reservation) bool {

@@ -66,28 +66,32 @@ func (b *Booking) ReserveOnce(ctx context.Context, screening, pass, key string, 
 // for a holder here; check the pass, and what is known sold; lock every seat or none; write and commit while
 // the locks hold; then settle what follows. The locks are released on every way out.
 func (b *Booking) reserve(ctx context.Context, claims pass.Claims, key, hash string, seats []string) (Reservation, error) {
-	return b.reserveSeats(ctx, claims, key, hash, seats, false)
+	return b.reserveSeats(ctx, claims, key, hash, seats, false, "")
 }
 
-// reserveNow is reserve without waiting for a seat another request holds, its seats claimed among the
-// requests here before anything else (the claim is given up on every way out): a LockedError at once when
-// another request here has one of them, before any Redis call (best available picks again).
-func (b *Booking) reserveNow(ctx context.Context, claims pass.Claims, key, hash string, seats []string) (Reservation, error) {
-	return b.reserveSeats(ctx, claims, key, hash, seats, true)
-}
-
-func (b *Booking) reserveSeats(ctx context.Context, claims pass.Claims, key, hash string, seats []string, noWait bool) (Reservation, error) {
+// reserveSeats is reserve; with noWait, it does not wait for a seat another request holds, its seats claimed
+// among the requests here before anything else (the claim is given up on every way out): a LockedError at
+// once when another request here has one of them, before any Redis call (best available picks again).
+// A non-empty owner is a lock owner id (lockOwner) that already claimed the seats here (releases.pickClaim):
+// the request goes on with it, and gives the claim up on every way out.
+func (b *Booking) reserveSeats(ctx context.Context, claims pass.Claims, key, hash string, seats []string, noWait bool, owner string) (Reservation, error) {
 	cat, err := b.catalog(ctx, claims.Screening)
 	if err != nil {
 		return Reservation{}, err
 	}
 	sl := b.newSeatLocks(claims.Screening, len(cat.seats), seats)
+	if owner != "" {
+		sl.owner = owner
+		defer b.released.release(sl.lockKeys(), sl.owner)
+	}
 	if noWait {
 		sl.deadline = time.Now()
-		if seat, _ := b.released.claim(sl.lockKeys(), sl.seats, sl.owner); seat != "" {
-			return Reservation{}, &LockedError{Seat: seat}
+		if owner == "" {
+			if seat, _ := b.released.claim(sl.lockKeys(), sl.seats, sl.owner); seat != "" {
+				return Reservation{}, &LockedError{Seat: seat}
+			}
+			defer b.released.release(sl.lockKeys(), sl.owner)
 		}
-		defer b.released.release(sl.lockKeys(), sl.owner)
 	}
 	// A seat another request here holds is waited for here, before any Redis call: the losers of a burst on
 	// a few seats wait without a lock script each, and check their pass once the winner has committed.
