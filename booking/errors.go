@@ -97,6 +97,17 @@ func (e *LockedError) Error() string { return fmt.Sprintf("booking: %s: %s", Err
 // Is makes errors.Is(err, ErrSeatLocked) hold.
 func (e *LockedError) Is(target error) bool { return target == ErrSeatLocked }
 
+// NotEnoughError refuses a request for Count seats by count that are not free: Held of the screening's seats
+// are only held by orders being paid for, and may come back.
+type NotEnoughError struct{ Count, Held int }
+
+func (e *NotEnoughError) Error() string {
+	return fmt.Sprintf("booking: %s: %d asked, %d seats only held", ErrNotEnoughSeats, e.Count, e.Held)
+}
+
+// Is makes errors.Is(err, ErrNotEnoughSeats) hold.
+func (e *NotEnoughError) Is(target error) bool { return target == ErrNotEnoughSeats }
+
 // AfterCommitError reports a failure after the reservation was committed: the seats are booked; freeing the
 // slot or closing the line did not happen and will by time (active_ttl) or by the next reservation.
 type AfterCommitError struct{ Err error }

@@ -38,6 +38,9 @@ type apiErrorBody struct {
 	Message string `json:"message"`
 	// Seats names the seats at fault, on SEAT_TAKEN and SEAT_LOCKED.
 	Seats []string `json:"seats,omitempty"`
+	// Held is, on NOT_ENOUGH_SEATS, how many of the screening's seats are only held by orders being paid
+	// for: they come back if those orders lapse or are cancelled (a client waits for a seats message).
+	Held *int `json:"held,omitempty"`
 }
 
 // classify maps a package error to its HTTP status and stable code. Only server/ knows HTTP.
@@ -132,7 +135,11 @@ func classifyOrder(err error) (int, apiErrorBody, bool) {
 	case errors.Is(err, booking.ErrOrderConfirmed):
 		return http.StatusConflict, apiErrorBody{Code: "ORDER_CONFIRMED", Message: "this order is paid; ask the box office to cancel it"}, true
 	case errors.Is(err, booking.ErrNotEnoughSeats):
-		return http.StatusConflict, apiErrorBody{Code: "NOT_ENOUGH_SEATS", Message: "not that many seats are free together; ask for fewer or pick them"}, true
+		body := apiErrorBody{Code: "NOT_ENOUGH_SEATS", Message: "not that many seats are free together; ask for fewer or pick them"}
+		if ne := new(booking.NotEnoughError); errors.As(err, &ne) {
+			body.Held = &ne.Held
+		}
+		return http.StatusConflict, body, true
 	case errors.Is(err, errBadConfirmKey):
 		return http.StatusUnauthorized, apiErrorBody{Code: "BAD_CONFIRM_KEY", Message: "confirming needs Authorization: Bearer <confirm key>"}, true
 	case errors.Is(err, errNoCheckout):

@@ -165,3 +165,15 @@ func TestRefusalsKeepTheirStatusCodeAndMessage(t *testing.T) {
 		})
 	}
 }
+
+// NOT_ENOUGH_SEATS says how many seats are only held, so a client knows whether waiting may help; a bare
+// ErrNotEnoughSeats says nothing of them.
+func TestNotEnoughSeatsSaysHowManyAreOnlyHeld(t *testing.T) {
+	status, body := classify(fmt.Errorf("wrapped: %w", &booking.NotEnoughError{Count: 2, Held: 3}))
+	if status != http.StatusConflict || body.Code != "NOT_ENOUGH_SEATS" || body.Held == nil || *body.Held != 3 {
+		t.Errorf("classify = %d %+v, want 409 NOT_ENOUGH_SEATS with held 3", status, body)
+	}
+	if _, body := classify(booking.ErrNotEnoughSeats); body.Held != nil {
+		t.Errorf("classify(ErrNotEnoughSeats) held = %d, want none", *body.Held)
+	}
+}

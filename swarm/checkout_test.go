@@ -157,3 +157,59 @@ func TestHoldCheckoutUserWaitsOnItsSocketForAHeldSeat(t *testing.T) {
 			rep.Outcomes, rep.BoxOffice.HeldWaits, b.refunds, rep.Errors)
 	}
 }
+
+// TestBestUserWaitsForAHeldSeatAfterNotEnoughSeats: a user asking by count is told NOT_ENOUGH_SEATS with
+// seats only held, though its map still showed one free (being reserved by another): it waits on its
+// socket for a seat to come back, spending no try, and asks again only then.
+func TestBestUserWaitsForAHeldSeatAfterNotEnoughSeats(t *testing.T) {
+	var mu sync.Mutex
+	refused, back := make(chan struct{}), false
+	b := &boxOffice{t: t, confirmStatus: http.StatusOK}
+	f := &fake{
+		onSocket: func(n int, token string, conn *websocket.Conn) {
+			send(t, conn, map[string]any{"type": "admitted", "token": "t1", "pass": "p1", "expires_at": "2030-01-01T00:00:00Z"})
+			select {
+			case <-refused:
+			case <-time.After(10 * time.Second):
+				t.Error("the user did not ask for a seat within 10s of its admission")
+				return
+			}
+			mu.Lock()
+			back = true
+			mu.Unlock()
+			send(t, conn, map[string]any{"type": "seats", "seats": []map[string]string{{"id": "A2", "status": "available"}}})
+		},
+		seatStatus: func(id string) string {
+			if id == "A1" {
+				return "available" // the map's last free seat, which another buyer is reserving
+			}
+			return "held"
+		},
+		onReserve: func(n int, seats []string) (int, any) {
+			mu.Lock()
+			defer mu.Unlock()
+			if n == 0 {
+				close(refused)
+				return http.StatusConflict, map[string]any{"error": map[string]any{
+					"code": "NOT_ENOUGH_SEATS", "message": "not that many seats are free together", "held": 2}}
+			}
+			if !back {
+				t.Errorf("asked again (call %d) before any seat came back", n)
+			}
+			return held(n, []string{"A2"})
+		},
+		routes: b.routes,
+	}
+	url := newFake(t, f)
+	cfg := holdConfig(url, 1)
+	cfg.Best, cfg.Retries = true, 0 // the one try is spent on the seat that came back
+	cfg.Check.Settle = 100 * time.Millisecond
+	rep, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcomes != (Outcomes{Refunded: 1}) || rep.BoxOffice.HeldWaits != 1 || f.posts != 2 {
+		t.Errorf("outcomes %+v, held waits %d, posts %d; want one refund after one wait and two posts (errors %v)",
+			rep.Outcomes, rep.BoxOffice.HeldWaits, f.posts, rep.Errors)
+	}
+}

@@ -39,28 +39,9 @@ func (v *visit) reserve(ctx context.Context, sock *socket, pass string, r *resul
 				r.Outcome = SoldOut // the map shows no seat left
 				return false
 			}
-			if heldSince.IsZero() {
-				heldSince = time.Now()
+			if done, gaveUp := v.awaitHeld(ctx, sock, &heldSince, r); done {
+				return gaveUp
 			}
-			switch v.waitForSeats(ctx, sock, heldSince.Add(v.cfg.Checkout.HeldWait)) {
-			case seatsBack:
-				// A person sees the seat come back and reacts; the quickest takes it, and the others' maps
-				// show it held by then rather than all of them posting for it at once.
-				if !v.pause(ctx, payDelay(reactionMin, reactionMax)) {
-					r.fail(stopKind(ctx), errors.New("stopped while waiting for held seats"))
-					return false
-				}
-			case seatsSoldOut:
-				r.Outcome = SoldOut
-				return false
-			case seatsWaitOver:
-				r.Outcome = GaveUp
-				return true
-			case seatsStopped:
-				r.fail(stopKind(ctx), errors.New("stopped while waiting for held seats"))
-				return false
-			}
-			r.HeldWaits++
 			try-- // waiting for held seats spends no try
 			continue
 		}
@@ -83,6 +64,13 @@ func (v *visit) reserve(ctx context.Context, sock *socket, pass string, r *resul
 		case status == http.StatusConflict && body.Error.Code == "SOLD_OUT":
 			r.Outcome = SoldOut
 			return false
+		case status == http.StatusConflict && body.Error.Code == "NOT_ENOUGH_SEATS" && body.Error.Held > 0 && v.cfg.Checkout.hold():
+			// Best available found too few free, and some only held (the map may still show seats free
+			// that are being reserved): wait for a seat to come back, spending no try.
+			if done, gaveUp := v.awaitHeld(ctx, sock, &heldSince, r); done {
+				return gaveUp
+			}
+			try--
 		case status == http.StatusConflict && body.Error.Code == "NOT_ENOUGH_SEATS":
 			// Best available found too few free: the map read next tells what is left.
 		case status == http.StatusConflict && (body.Error.Code == "SEAT_TAKEN" || body.Error.Code == "SEAT_LOCKED"):
@@ -104,6 +92,36 @@ func (v *visit) reserve(ctx context.Context, sock *socket, pass string, r *resul
 	}
 	r.Outcome = GaveUp
 	return true
+}
+
+// awaitHeld waits, as a browser's user does, on the admitted socket for a seats message that puts a seat
+// back on sale, while every seat left is only held: up to HeldWait from the first such wait (heldSince,
+// set here the first time). It reports done when the user's visit ends (sold out, stopped, or the wait
+// over: gaveUp, the caller hands the slot back), and otherwise counts the wait in r.
+func (v *visit) awaitHeld(ctx context.Context, sock *socket, heldSince *time.Time, r *result) (done, gaveUp bool) {
+	if heldSince.IsZero() {
+		*heldSince = time.Now()
+	}
+	switch v.waitForSeats(ctx, sock, heldSince.Add(v.cfg.Checkout.HeldWait)) {
+	case seatsBack:
+		// A person sees the seat come back and reacts; the quickest takes it, and the others' maps show it
+		// held by then rather than all of them posting for it at once.
+		if !v.pause(ctx, payDelay(reactionMin, reactionMax)) {
+			r.fail(stopKind(ctx), errors.New("stopped while waiting for held seats"))
+			return true, false
+		}
+	case seatsSoldOut:
+		r.Outcome = SoldOut
+		return true, false
+	case seatsWaitOver:
+		r.Outcome = GaveUp
+		return true, true
+	case seatsStopped:
+		r.fail(stopKind(ctx), errors.New("stopped while waiting for held seats"))
+		return true, false
+	}
+	r.HeldWaits++
+	return false, false
 }
 
 // created records a 201: the ticket, or in hold checkout the order held (its outcome comes with the
@@ -211,6 +229,7 @@ type apiError struct {
 		Code    string   `json:"code"`
 		Message string   `json:"message"`
 		Seats   []string `json:"seats"`
+		Held    int      `json:"held"` // NOT_ENOUGH_SEATS: the seats only held, which may come back
 	} `json:"error"`
 }
 

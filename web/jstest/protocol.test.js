@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 
 import { answers, fetched, FakeWebSocket, storage, tick } from './fakes.js';
 import { ordinal, t } from '../static/i18n.js';
+import { reserveBest } from '../static/room/booking.js';
 import { el } from '../static/room/dom.js';
 import { leave, rejoin } from '../static/room/phases.js';
 import { handle } from '../static/room/protocol.js';
@@ -179,6 +180,29 @@ test('seats while admitted: the changed seats are applied, and a chosen seat tak
   assert.equal(st.seatUpdates.get('A2'), 'sold');
   assert.equal(st.selected.has('A1'), false);
   assert.deepEqual(st.seatChanges, { seats: ['A1'] });
+});
+
+test('NOT_ENOUGH_SEATS with seats only held: the page waits for a seat to come back, then asks again', async () => {
+  const ws = FakeWebSocket.last();
+  const path = '/api/screenings/demo/reservations';
+  const posts = () => fetched.filter((p) => p === path).length;
+  answers.set(path, { status: 409, body: { error: { code: 'NOT_ENOUGH_SEATS', message: 'not that many', held: 2 } } });
+  fetched.length = 0;
+  await reserveBest(1);
+  assert.equal(posts(), 1);
+  assert.deepEqual(st.awaitHeld, { count: 1 });
+  assert.equal(st.message.text, t('notEnoughHeld', { n: 1 }));
+  ws.receive({ type: 'seats', seats: [{ id: 'A3', status: 'held' }] });
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(posts(), 1, 'a seat held by another is no reason to ask again');
+  answers.set(path, { status: 409, body: { error: { code: 'NOT_ENOUGH_SEATS', message: 'not that many', held: 0 } } });
+  ws.receive({ type: 'seats', seats: [{ id: 'A3', status: 'available' }] });
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(posts(), 2, 'a seat back on sale: the page asks again by itself');
+  assert.equal(st.awaitHeld, null, 'no seat only held: nothing more to wait for');
+  assert.equal(st.message.text, t('notEnoughSeats', { n: 1 }));
+  answers.delete(path);
 });
 
 test('queued after a pass: the lapsed turn is dropped and the page says it is back in line', () => {

@@ -168,6 +168,7 @@ export const en = {
   seatsGone: (v) => v.n === 1
     ? `Sorry: seat ${v.seats} is no longer available (someone else took it first), so it was taken out of your choice.`
     : `Sorry: seats ${v.seats} are no longer available (someone else took them first), so they were taken out of your choice.`,
+  notEnoughHeld: (v) => `The seats left are held by people paying for them. We will ask for ${v.n === 1 ? 'a seat' : v.n + ' seats'} again for you as soon as seats come back; keep this page open.`,
   notEnoughSeats: (v) => `Fewer than ${v.n} seats are free right now. Choose fewer seats, or pick them on the map.`,
   bestOr: 'Or let us choose the best seats for you',
   bestLabel: 'Number of seats',

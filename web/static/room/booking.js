@@ -87,12 +87,19 @@ export async function loadSeats() {
 }
 
 // seatsChanged applies a "seats" message to the map: the change is drawn at once, and a chosen seat that
-// someone else now holds or bought leaves the choice, said politely beside the map.
+// someone else now holds or bought leaves the choice, said politely beside the map. A request by count
+// refused while every seat left was only held is asked again once a seat comes back on sale.
 export function seatsChanged(changes) {
   if (!Array.isArray(changes)) return;
   const lost = applySeatChanges(changes);
   if (lost.length) noteLost(lost);
   render();
+  const back = changes.some((c) => c && c.status === 'available');
+  if (back && st.awaitHeld) {
+    const n = st.awaitHeld.count;
+    st.awaitHeld = null;
+    reserveBest(n);
+  }
 }
 
 function noteLost(ids) {
@@ -125,14 +132,16 @@ export function reserve() {
   send({ seats: [...st.selected].sort(seatOrder) });
 }
 
-// reserveBest asks the server for the best count free seats together ({"count": N}).
+// reserveBest asks the server for the best count free seats together ({"count": N}); its promise settles
+// once the answer is shown.
 export function reserveBest(count) {
   const n = Math.min(maxSeats(), Math.max(1, count | 0));
-  send({ count: n });
+  return send({ count: n });
 }
 
 async function send(ask) {
   if (st.busy || !store.pass || st.phase !== 'admitted') return;
+  st.awaitHeld = null; // a new request replaces one waiting for held seats
   st.busy = true;
   st.message = null;
   st.seatChanges = null;
@@ -171,6 +180,14 @@ async function send(ask) {
       return;
     }
     case 'NOT_ENOUGH_SEATS':
+      if (ask.count && Number(err.held) > 0) {
+        // Seats are only held by people paying: wait for one to come back (a seats message) and ask again
+        // then, rather than have the buyer ask again and again.
+        st.awaitHeld = { count: ask.count };
+        refused({ kind: 'warn', text: t('notEnoughHeld', { n: ask.count }) });
+        loadSeats();
+        return;
+      }
       refused({ kind: 'warn', text: t('notEnoughSeats', { n: ask.count || ask.seats.length }) });
       loadSeats();
       return;

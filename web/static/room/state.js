@@ -67,6 +67,7 @@ export const st = {
   selected: new Set(),
   focusSeat: '',
   busy: false,
+  awaitHeld: null, // {count}: a request by count refused while the seats left were only held, asked again when one comes back
   toSite: false, // admitted and on the way back to the site behind the gate (gate.js)
   message: null, // {kind: 'warn' | 'bad', text}
   warnedLow: false,
