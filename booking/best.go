@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/waitroom/waitroom/pass"
 )
@@ -56,17 +58,22 @@ func (b *Booking) reserveBest(ctx context.Context, claims pass.Claims, key, hash
 	// A try that waited and failed found a seat sold (or waited all of lock_wait): the tries are bounded by
 	// the house.
 	tries := bestTries + len(cat.seats)/count + 1
+	fresh := false // read the sold set from Redis, not the view shared here
 	for try := 0; try < tries; try++ {
-		taken, err := b.takenSeats(ctx, claims.Screening)
+		taken, err := b.takenSeats(ctx, claims.Screening, fresh)
 		if err != nil {
 			return Reservation{}, err
 		}
+		refreshed := fresh
+		fresh = false
 		wait := try >= bestTries
 		owner := b.lockOwner()
 		seats := b.released.pickClaim(prefix, owner, func(heldHere func(string) bool) []string {
-			return pickBest(cat.seats, func(id string) bool {
-				return taken[id] || sold[id] || heldHere(id) || (!wait && tried[id])
-			}, count)
+			return b.sold.with(claims.Screening, func(known map[string]bool) []string {
+				return pickBest(cat.seats, func(id string) bool {
+					return taken[id] || known[id] || sold[id] || heldHere(id) || (!wait && tried[id])
+				}, count)
+			})
 		})
 		claimed := seats != nil
 		if seats == nil && wait {
@@ -75,6 +82,12 @@ func (b *Booking) reserveBest(ctx context.Context, claims pass.Claims, key, hash
 		switch {
 		case seats == nil && !wait:
 			try = bestTries - 1 // only what others hold is left: wait for it
+			continue
+		case seats == nil && !refreshed:
+			// The shared view is up to takenMaxAge old: a seat may have come back since. Look again at
+			// Redis's sold set itself before refusing.
+			fresh = true
+			try--
 			continue
 		case seats == nil:
 			return Reservation{}, b.notEnough(ctx, claims.Screening, count)
@@ -113,9 +126,54 @@ func (b *Booking) notEnough(ctx context.Context, screening string, count int) er
 	return fmt.Errorf("booking: %d seats in %s: %w", count, screening, e)
 }
 
-// takenSeats is what Redis's sold set says is taken (held or sold) in the screening, as a set; nil when it
-// does not know (the pick then leaves it to the locks and the database to refuse).
-func (b *Booking) takenSeats(ctx context.Context, screening string) (map[string]bool, error) {
+// takenMaxAge is how old the view of a screening's sold set that best-available requests share may be: the
+// requests of one moment read it once, not once each (a thousand replies of up to the whole house). A pick
+// from a view that missed a sale meets the memo of this instance's own sales, then the lock script's
+// refusal, and picks again; a seat back on sale is missed for as long, and a refusal looks at Redis first.
+const takenMaxAge = 100 * time.Millisecond
+
+// takenViews are the views of the screenings' sold sets that best-available requests share.
+type takenViews struct {
+	mu    sync.Mutex
+	views map[string]*takenView
+}
+
+// takenView is one screening's: seats is never written once published, and mu is held while it is read
+// again, so the requests that find it old share the one read.
+type takenView struct {
+	mu    sync.Mutex
+	at    time.Time // when the read of seats started
+	seats map[string]bool
+}
+
+func (t *takenViews) of(screening string) *takenView {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.views == nil {
+		t.views = map[string]*takenView{}
+	}
+	v := t.views[screening]
+	if v == nil {
+		v = &takenView{}
+		t.views[screening] = v
+	}
+	return v
+}
+
+// takenSeats is what Redis's sold set says is taken (held or sold) in the screening, as a set the caller
+// only reads: the shared view when it is younger than takenMaxAge and fresh is false, else read now.
+func (b *Booking) takenSeats(ctx context.Context, screening string, fresh bool) (map[string]bool, error) {
+	now := time.Now
+	if b.viewClock != nil {
+		now = b.viewClock
+	}
+	v := b.taken.of(screening)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !fresh && v.seats != nil && now().Sub(v.at) < takenMaxAge {
+		return v.seats, nil
+	}
+	at := now()
 	ids, err := b.seats.SoldSeats(ctx, screening)
 	if err != nil {
 		return nil, fmt.Errorf("booking: best available in %s: %w", screening, err)
@@ -124,5 +182,6 @@ func (b *Booking) takenSeats(ctx context.Context, screening string) (map[string]
 	for _, id := range ids {
 		out[id] = true
 	}
+	v.seats, v.at = out, at
 	return out, nil
 }

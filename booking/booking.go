@@ -124,6 +124,7 @@ type Booking struct {
 	loading  singleflight.Group  // one SQL load per screening however many requests miss at once
 	released releases            // wakes this instance's waiters when a seat lock here is released
 	sold     soldSeats           // the seats this instance knows are sold: a sale is never undone
+	taken    takenViews          // the sold sets best-available requests share (best.go)
 	instance string              // starts every lock owner id of this process, so a waiter knows a local holder
 	metrics  *Metrics            // nil: nothing counted (SetMetrics)
 	news     seatNews            // the seat changes on their way to the admitted sockets (news.go)
@@ -132,11 +133,12 @@ type Booking struct {
 	// past its lease); noHeldCheck skips the check before commit (so a lapsed holder reaches the fence and
 	// the UNIQUE constraint, the guards behind it); seatWait is told each time a request (its owner id)
 	// starts to wait for a seat another request here has locked; bestPick is told every pick of a
-	// request by count.
+	// request by count; viewClock, when set, tells the age of the shared sold-set views (best.go).
 	afterFence  func()
 	noHeldCheck bool
 	seatWait    func(owner, seat string)
 	bestPick    func(seats []string)
+	viewClock   func() time.Time
 }
 
 // New returns the reservation service over store, with seat locks and sets in Redis kept by seats.

@@ -24,6 +24,9 @@ func SetSeatWait(b *Booking, fn func(owner, seat string)) { b.seatWait = fn }
 // SetBestPick makes b call fn with the seats of every pick a request by count makes.
 func SetBestPick(b *Booking, fn func(seats []string)) { b.bestPick = fn }
 
+// SetViewClock makes b tell the age of its shared views of the sold sets by now.
+func SetViewClock(b *Booking, now func() time.Time) { b.viewClock = now }
+
 // LockScriptHash is the SHA1 of the seat-lock script (the queue's, lua/seatlock.lua), as EVALSHA names it.
 var LockScriptHash = func() string {
 	src, err := os.ReadFile("../queue/lua/seatlock.lua")

@@ -87,6 +87,14 @@ func (s *soldSeats) add(screening string, seats []string, asOf int64) {
 	}
 }
 
+// with calls fn with what is remembered taken of the screening (nil: nothing), under the memo's read lock:
+// fn only reads it, and returns at once.
+func (s *soldSeats) with(screening string, fn func(known map[string]bool) []string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return fn(s.byID[screening])
+}
+
 // refuse answers a request for seats of a screening of total seats from what is known: ErrSoldOut when
 // the line is known closed or every seat is known sold (as the lock script would), a TakenError naming
 // those of seats known sold, or nil when none is.
@@ -230,10 +238,13 @@ func (r *releases) release(keys []string, owner string) {
 func (r *releases) pickClaim(prefix, owner string, pick func(heldHere func(id string) bool) []string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	seats := pick(func(id string) bool {
-		o, ok := r.owners[prefix+id]
-		return ok && o != owner
-	})
+	held := map[string]bool{} // the locks here are the requests in flight: a few, not the house
+	for k, o := range r.owners {
+		if id, ok := strings.CutPrefix(k, prefix); ok && o != owner {
+			held[id] = true
+		}
+	}
+	seats := pick(func(id string) bool { return held[id] })
 	if len(seats) == 0 {
 		return nil
 	}

@@ -467,6 +467,75 @@ func TestBestAvailableSpreadsACrowd(t *testing.T) {
 	})
 }
 
+// soldReads counts the reads of a screening's sold set alone (best available's).
+type soldReads struct {
+	*queue.Queue
+	n atomic.Int64
+}
+
+func (s *soldReads) SoldSeats(ctx context.Context, screening string) ([]string, error) {
+	s.n.Add(1)
+	return s.Queue.SoldSeats(ctx, screening)
+}
+
+// The requests by count of one moment share one read of the sold set; a request that would be refused
+// reads it again first, so a seat back on sale since the shared read is found.
+func TestBestAvailableCrowdSharesOneReadOfTheSoldSet(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		n := 20
+		env.Demo(t, "s1", 3, 10)
+		f := newFixture(t, env, env.Prefix, holding(time.Minute))
+		reads := &soldReads{Queue: f.q}
+		f.book = booking.New(f.store, reads, f.q, f.passes, holding(time.Minute))
+		var mu sync.Mutex
+		frozen := time.Now()
+		booking.SetViewClock(f.book, func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return frozen
+		})
+		users := f.admit(t, "s1", n+2)
+		got := make([]booking.Reservation, n)
+		errs := make([]error, n)
+		together(t, n, 30*time.Second, func(i int) {
+			got[i], errs[i] = f.book.ReserveBest(context.Background(), "s1", users[i].Pass, "", 1)
+		})
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("user %d: ReserveBest(1) = %v", i, err)
+			}
+		}
+		if r := reads.n.Load(); r != 1 {
+			t.Errorf("%d reads of the sold set for a crowd of %d at one moment, want 1", r, n)
+		}
+		// Ten seats left: the last users take them, and a request after them is refused (the view, read
+		// again, says every seat taken). Then one is cancelled: the view still says taken, and the next
+		// request reads again rather than refuse.
+		ctx := context.Background()
+		var last booking.Reservation
+		for i := 0; i < 10; i++ {
+			r, err := f.book.ReserveBest(ctx, "s1", f.admit(t, "s1", 1)[0].Pass, "", 1)
+			if err != nil {
+				t.Fatalf("seat %d of the last ten: %v", i, err)
+			}
+			last = r
+		}
+		mu.Lock()
+		frozen = frozen.Add(time.Hour)
+		mu.Unlock()
+		if _, err := f.book.ReserveBest(ctx, "s1", users[n].Pass, "", 1); !errors.Is(err, booking.ErrNotEnoughSeats) {
+			t.Fatalf("ReserveBest(1) with every seat held = %v, want NOT_ENOUGH_SEATS", err)
+		}
+		if _, err := f.book.Cancel(ctx, last.Code, booking.ByAdmin); err != nil {
+			t.Fatal(err)
+		}
+		r, err := f.book.ReserveBest(ctx, "s1", users[n+1].Pass, "", 1)
+		if err != nil || !slices.Equal(r.Seats, last.Seats) {
+			t.Fatalf("ReserveBest(1) after a cancel = %+v, %v; want the seat back on sale, %v", r, err, last.Seats)
+		}
+	})
+}
+
 // With Redis restarted empty mid-sale, holds still lapse and their seats still return: the sweeper reads SQL,
 // and the seat map rebuilds the sold and held sets from it.
 func TestHoldsLapseAfterRedisForgotThem(t *testing.T) {
