@@ -84,6 +84,31 @@ func FuzzDecodeHello(f *testing.F) {
 	})
 }
 
+// FuzzFlatHelloAgreesWithEncodingJSON: whatever decodeFlatHello reads, encoding/json reads the same way
+// into a Hello; what it leaves to encoding/json is decided there. Seeds: FuzzDecodeHello's, and these.
+func FuzzFlatHelloAgreesWithEncodingJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"hello","token":"0f3d399a740e691de3f8954af48a15dc"}`, `{"type":"hello"}`, ` { "type" : "hello" , "code" : "X-1" } `,
+		`{"type":"hello","altcha":"eyJhbGciOiJTSEEtMjU2In0="}`, `{"type":"hello","token":"a","token":"b"}`, `{}`, `{"type":"hello",}`,
+		`{"type":"hello"}x`, `{"Type":"hello"}`, `{"type":"hel\u006co"}`, `{"type":"hello","n":1}`, "{\"type\":\"h\xffllo\"}",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		flat, ok := decodeFlatHello(data)
+		if !ok {
+			return
+		}
+		var want Hello
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("decodeFlatHello(%q) = %+v, but encoding/json refuses it: %v", data, flat, err)
+		}
+		if flat != want {
+			t.Fatalf("decodeFlatHello(%q) = %+v, encoding/json reads %+v", data, flat, want)
+		}
+	})
+}
+
 // tokenIsString tells whether every "token" member of a JSON object (any case, duplicates included) is a
 // string or null, as a hello's must be for encoding/json to read it.
 func tokenIsString(data []byte) bool {

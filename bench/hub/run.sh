@@ -90,7 +90,9 @@ redis_pid=$(redis-cli -p "$REDIS_PORT" info server | tr -d '\r' | awk -F: '/^pro
 cpu0_server=$(ticks "${pids[0]}"); cpu0_redis=$(ticks "$redis_pid"); hz=$(getconf CLK_TCK)
 
 # TRACE=true: a Go execution trace of the first server over 2 s of the held line (two ticks).
-# PPROF_BURST=true: a CPU profile of the first server over the registration burst (the first 5 s).
+# PPROF_BURST=true: a CPU profile of the first server over the registration burst (the first 5 s), and its
+# allocations from its start to the end of the burst (allocs-burst: the idle server before it allocated
+# next to nothing). RATE=5000 paces the arrivals (users per second over all the swarms).
 if [ "${PPROF_BURST:-false}" = true ]; then
   curl -s "${ops[0]}/debug/pprof/profile?seconds=5" -o "$OUT/cpu-burst-$USERS-$SERVERS.pprof" &
 fi
@@ -105,6 +107,9 @@ for _ in $(seq 600); do
   [ "$n" -ge $((per * SERVERS)) ] && break
   sleep 0.5
 done
+if [ "${PPROF_BURST:-false}" = true ]; then
+  curl -s "${ops[0]}/debug/pprof/allocs" -o "$OUT/allocs-burst-$USERS-$SERVERS.pprof" || true
+fi
 burst_cpu="server $(( ($(ticks "${pids[0]}") - cpu0_server) * 1000 / hz )) ms, swarms $(( $(swarm_ticks) * 1000 / hz )) ms, redis $(( ($(ticks "$redis_pid") - cpu0_redis) * 1000 / hz )) ms"
 sleep 3
 stats() { redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_/ {sum += $3} END {print sum}'; }
