@@ -255,17 +255,3 @@ func (r *releases) pickClaim(prefix, owner string, pick func(heldHere func(id st
 	r.tookLocked(keys, owner)
 	return seats
 }
-
-// seatsLocked returns the seats whose locks, under prefix (a screening's seat lock keys less the seat id), the
-// requests of this instance hold now.
-func (r *releases) seatsLocked(prefix string) map[string]bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := map[string]bool{}
-	for k := range r.owners {
-		if id, ok := strings.CutPrefix(k, prefix); ok {
-			out[id] = true
-		}
-	}
-	return out
-}
