@@ -18,7 +18,8 @@
 #
 # Settings (environment): USERS CONCURRENCY ROWS SEATS_PER_ROW INTERVAL BATCH MAX_ACTIVE ACTIVE_TTL RETRIES
 # SOURCES HOLD_TTL PAY_SHARE CANCEL_SHARE PAY_DELAY HELD_WAIT WEBHOOKS_EXPECTED SETTLE SWARM_TIMEOUT REDIS_PORT PORT
-# WEBHOOK_PORT OUT.
+# WEBHOOK_PORT OUT, and SWARM_ARGS for more flags of the swarm (SWARM_ARGS=-best: each user asks for the
+# best seat, {"count": 1}, instead of naming one).
 #
 # Stops by itself: every wait is bounded, the swarm's run by its -timeout, and every process started here
 # is stopped on exit.
@@ -145,7 +146,7 @@ t0=$(date +%s.%N)
 "$WORK/swarm" -url "$BASE" -screening "$SCREENING" -users "$USERS" -concurrency "$CONCURRENCY" -seats 1 -retries "$RETRIES" \
   -sources "$SOURCES" -timeout "$SWARM_TIMEOUT" -checkout hold -pay-share "$PAY_SHARE" -cancel-share "$CANCEL_SHARE" \
   -pay-delay "$PAY_DELAY" -held-wait "$HELD_WAIT" -settle "$SETTLE" -confirm-key "$CONFIRM_KEY" -admin-key "$ADMIN_KEY" -database "$DB_URL" \
-  -webhook-listen "127.0.0.1:$WEBHOOK_PORT" -webhook-secret "$WEBHOOK_SECRET" "${expected[@]}" \
+  -webhook-listen "127.0.0.1:$WEBHOOK_PORT" -webhook-secret "$WEBHOOK_SECRET" "${expected[@]}" ${SWARM_ARGS:-} \
   -json "$OUT/swarm.json" >"$OUT/swarm.txt" 2>"$OUT/swarm.err" || swarm_rc=$?
 t1=$(date +%s.%N)
 kill "$monitor_pid" 2>/dev/null || true
