@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/waitroom/waitroom/fairlog"
 	"github.com/waitroom/waitroom/internal/app"
 )
 
@@ -21,6 +22,11 @@ func main() {
 	run := func() error { return app.Main(ctx, os.Args, os.Getenv, os.Stdout) }
 	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
 		run = func() error { return app.Healthcheck(ctx, os.Args[1:], os.Getenv, os.Stderr) }
+	}
+	if len(os.Args) > 1 && os.Args[1] == "verify-log" {
+		code := fairlog.Main(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	if len(os.Args) > 1 && os.Args[1] == "reset-demo" {
 		run = func() error { return app.ResetDemo(ctx, os.Args[1:], os.Getenv, os.Stdout) }

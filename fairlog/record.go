@@ -1,0 +1,291 @@
+// The log's records (docs/admission-log.md, "Records"): one line each, its kind first, then key=value
+// fields in a fixed order.
+
+package fairlog
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// MaxRecord bounds a record's bytes, its newline included.
+const MaxRecord = 4096
+
+// The kinds of record.
+const (
+	KindCommit  = "commit"
+	KindPre     = "pre"
+	KindPreGone = "pre-gone"
+	KindReveal  = "reveal"
+	KindPlace   = "place"
+	KindAdmit   = "admit"
+	KindDirect  = "direct"
+	KindGone    = "gone"
+	KindPace    = "pace"
+	KindPause   = "pause"
+	KindResume  = "resume"
+	KindClose   = "close"
+	KindReopen  = "reopen"
+)
+
+// layouts is each kind's fields in order; a trailing "?" marks the one optional field (place's n).
+var layouts = map[string][]string{
+	KindCommit:  {"t", "seed"},
+	KindPre:     {"t", "n", "h"},
+	KindPreGone: {"t", "n", "why"},
+	KindReveal:  {"t", "seed"},
+	KindPlace:   {"t", "seq", "h", "n?"},
+	KindAdmit:   {"t", "via", "seqs", "batch", "max", "active"},
+	KindDirect:  {"t", "h", "max", "active"},
+	KindGone:    {"t", "seq", "why"},
+	KindPace:    {"t", "interval", "batch", "max"},
+	KindPause:   {"t"},
+	KindResume:  {"t"},
+	KindClose:   {"t", "why"},
+	KindReopen:  {"t"},
+}
+
+// whys is what each kind's `why` may say.
+var whys = map[string][]string{
+	KindPreGone: {"left", "abandoned"},
+	KindGone:    {"left", "abandoned", "cleared"},
+	KindClose:   {"sold_out", "closed", "reset"},
+}
+
+// Record is one record, its fields by name; those its kind does not have are zero.
+type Record struct {
+	Kind string
+	T    int64
+	// Seed is a commit's commitment or a reveal's seed (64 hex digits).
+	Seed string
+	// N is a pre-queue entry's number (pre, pre-gone, and a place the opening gave an entry).
+	N int64
+	// H is a token's hash (pre, place, direct).
+	H string
+	// Seq is a place's number (place, gone).
+	Seq int64
+	// Why says why (pre-gone, gone, close).
+	Why string
+	// Via is an admission's kind: tick or refill.
+	Via string
+	// Seqs are the places an admission admitted, in increasing order.
+	Seqs []int64
+	// Batch, Max and Active: the batch size and max_active in force (admit, pace; direct's max), and the
+	// number admitted right after (admit, direct).
+	Batch, Max, Active int64
+	// Interval is a pace's interval between ticks, ms.
+	Interval int64
+}
+
+// ErrBadRecord is every record ParseRecord refuses.
+var ErrBadRecord = errors.New("malformed record")
+
+func bad(format string, args ...any) error {
+	return fmt.Errorf("fairlog: %w: %s", ErrBadRecord, fmt.Sprintf(format, args...))
+}
+
+// ParseRecord reads one record, its final newline included, strictly: the kind's fields in their order,
+// one space apart, printable ASCII, at most MaxRecord bytes.
+func ParseRecord(line []byte) (Record, error) {
+	if len(line) > MaxRecord {
+		return Record{}, bad("%d bytes, more than %d", len(line), MaxRecord)
+	}
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		return Record{}, bad("no final newline")
+	}
+	body := line[:len(line)-1]
+	for _, c := range body {
+		if c < 0x20 || c > 0x7e {
+			return Record{}, bad("a byte %#x that is not printable ASCII", c)
+		}
+	}
+	fields := strings.Split(string(body), " ")
+	r := Record{Kind: fields[0]}
+	layout, ok := layouts[r.Kind]
+	if !ok {
+		return Record{}, bad("unknown kind %q", r.Kind)
+	}
+	values := fields[1:]
+	want := len(layout)
+	optional := strings.HasSuffix(layout[len(layout)-1], "?")
+	if len(values) != want && !(optional && len(values) == want-1) {
+		return Record{}, bad("%s has %d fields, want %d", r.Kind, len(values), want)
+	}
+	for i, v := range values {
+		name := strings.TrimSuffix(layout[i], "?")
+		value, ok := strings.CutPrefix(v, name+"=")
+		if !ok {
+			return Record{}, bad("%s's field %d is %q, want %s=…", r.Kind, i+1, v, name)
+		}
+		if err := r.set(name, value); err != nil {
+			return Record{}, err
+		}
+	}
+	return r, nil
+}
+
+// set reads one field.
+func (r *Record) set(name, value string) error {
+	switch name {
+	case "t", "n", "seq", "batch", "max", "active", "interval":
+		n, err := number(value)
+		if err != nil {
+			return bad("%s=%q: %v", name, value, err)
+		}
+		if (name == "n" || name == "seq") && n < 1 {
+			return bad("%s=%q: numbers start at 1", name, value)
+		}
+		*map[string]*int64{"t": &r.T, "n": &r.N, "seq": &r.Seq, "batch": &r.Batch, "max": &r.Max, "active": &r.Active, "interval": &r.Interval}[name] = n
+	case "seed":
+		if !hexHash(value) {
+			return bad("seed=%q: want 64 lowercase hex digits", value)
+		}
+		r.Seed = value
+	case "h":
+		if !hexHash(value) {
+			return bad("h=%q: want 64 lowercase hex digits", value)
+		}
+		r.H = value
+	case "why":
+		for _, w := range whys[r.Kind] {
+			if value == w {
+				r.Why = value
+				return nil
+			}
+		}
+		return bad("%s why=%q: want one of %v", r.Kind, value, whys[r.Kind])
+	case "via":
+		if value != "tick" && value != "refill" {
+			return bad("via=%q: want tick or refill", value)
+		}
+		r.Via = value
+	case "seqs":
+		seqs, err := ParseSeqs(value)
+		if err != nil {
+			return err
+		}
+		r.Seqs = seqs
+	}
+	return nil
+}
+
+// number reads a decimal number from 0, with no sign and no leading zero.
+func number(s string) (int64, error) {
+	if s == "" || (len(s) > 1 && s[0] == '0') || s[0] == '+' || s[0] == '-' {
+		return 0, errors.New("not a plain decimal number")
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+// hexHash reports whether s is 64 lowercase hex digits.
+func hexHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Format writes the record as ParseRecord reads it, with its final newline.
+func (r Record) Format() []byte {
+	var b strings.Builder
+	b.WriteString(r.Kind)
+	for _, f := range layouts[r.Kind] {
+		name := strings.TrimSuffix(f, "?")
+		if f == "n?" && r.N == 0 {
+			continue
+		}
+		b.WriteString(" " + name + "=")
+		switch name {
+		case "t":
+			b.WriteString(strconv.FormatInt(r.T, 10))
+		case "n":
+			b.WriteString(strconv.FormatInt(r.N, 10))
+		case "seq":
+			b.WriteString(strconv.FormatInt(r.Seq, 10))
+		case "batch":
+			b.WriteString(strconv.FormatInt(r.Batch, 10))
+		case "max":
+			b.WriteString(strconv.FormatInt(r.Max, 10))
+		case "active":
+			b.WriteString(strconv.FormatInt(r.Active, 10))
+		case "interval":
+			b.WriteString(strconv.FormatInt(r.Interval, 10))
+		case "seed":
+			b.WriteString(r.Seed)
+		case "h":
+			b.WriteString(r.H)
+		case "why":
+			b.WriteString(r.Why)
+		case "via":
+			b.WriteString(r.Via)
+		case "seqs":
+			b.WriteString(FormatSeqs(r.Seqs))
+		}
+	}
+	b.WriteByte('\n')
+	return []byte(b.String())
+}
+
+// FormatSeqs writes increasing sequence numbers as ranges: "1-300,302,305-310".
+func FormatSeqs(seqs []int64) string {
+	var b strings.Builder
+	for i := 0; i < len(seqs); {
+		j := i
+		for j+1 < len(seqs) && seqs[j+1] == seqs[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(seqs[i], 10))
+		if j > i {
+			b.WriteString("-" + strconv.FormatInt(seqs[j], 10))
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+// maxSeqs bounds the places one admission may name, so a hostile log cannot make a verifier expand a
+// range without bound.
+const maxSeqs = 1_000_000
+
+// ParseSeqs reads FormatSeqs's ranges: increasing, none overlapping or touching the one before (so
+// FormatSeqs gives back the same text).
+func ParseSeqs(s string) ([]int64, error) {
+	if s == "" {
+		return nil, bad("seqs is empty")
+	}
+	var out []int64
+	var last int64
+	for _, part := range strings.Split(s, ",") {
+		lo, hi := part, part
+		if a, b, ok := strings.Cut(part, "-"); ok {
+			lo, hi = a, b
+		}
+		l, err1 := number(lo)
+		h, err2 := number(hi)
+		if err1 != nil || err2 != nil || l < 1 || h < l || (lo != hi && h == l) {
+			return nil, bad("seqs range %q", part)
+		}
+		if len(out) > 0 && l <= last+1 {
+			return nil, bad("seqs %q: ranges must increase, apart", s)
+		}
+		if int64(len(out))+h-l+1 > maxSeqs {
+			return nil, bad("seqs %q: more than %d places", s, maxSeqs)
+		}
+		for q := l; q <= h; q++ {
+			out = append(out, q)
+		}
+		last = h
+	}
+	return out, nil
+}
