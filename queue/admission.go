@@ -95,8 +95,10 @@ func (q *Queue) refill(ctx context.Context, screening string, now time.Time, s S
 func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Settings, mode string) (TickResult, error) {
 	k := q.keys(screening)
 	res, err := admitScript.Run(ctx, q.rdb,
-		[]string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq, k.opened, k.paused, k.gone, k.stats, k.hold, k.admitAt, k.allHeld},
-		now.UnixMilli(), s.BatchSize, s.MaxActive, expiryOf(now, s.ActiveTTL).UnixMilli(), mode, s.goneCutoff(now)).Slice()
+		[]string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq, k.opened, k.paused, k.gone, k.stats, k.hold, k.admitAt, k.allHeld,
+			k.log, k.pace},
+		now.UnixMilli(), s.BatchSize, s.MaxActive, expiryOf(now, s.ActiveTTL).UnixMilli(), mode, s.goneCutoff(now),
+		q.logFlag(), s.Interval.Milliseconds()).Slice()
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: admit %s: %w", screening, err)
 	}

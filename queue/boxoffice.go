@@ -86,7 +86,8 @@ func (q *Queue) Reopen(ctx context.Context, screening string, mayReopen bool) (i
 	if mayReopen {
 		flag = "1"
 	}
-	res, err := reopenScript.Run(ctx, q.rdb, []string{k.closed, k.allHeld, k.epoch, k.released, k.reopened}, flag, reopenedMark.Milliseconds()).Int64Slice()
+	res, err := reopenScript.Run(ctx, q.rdb, []string{k.closed, k.allHeld, k.epoch, k.released, k.reopened, k.log}, flag,
+		reopenedMark.Milliseconds(), q.now().UnixMilli(), q.logFlag()).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("queue: reopen %s: %w", screening, err)
 	}

@@ -69,8 +69,8 @@ func (q *Queue) AdmitDirect(ctx context.Context, screening string, opensAt time.
 	}
 	k := q.keys(screening)
 	res, err := directScript.Run(ctx, q.rdb,
-		[]string{k.waiting, k.active, k.closed, k.opened, k.pre, k.paused, k.hold, k.allHeld, k.admitAt, k.stats},
-		q.now().UnixMilli(), s.MaxActive, s.ActiveTTL.Milliseconds(), token, opensAt.UnixMilli()).Slice()
+		[]string{k.waiting, k.active, k.closed, k.opened, k.pre, k.paused, k.hold, k.allHeld, k.admitAt, k.stats, k.log},
+		q.now().UnixMilli(), s.MaxActive, s.ActiveTTL.Milliseconds(), token, opensAt.UnixMilli(), q.logHash(token)).Slice()
 	if err != nil {
 		return Direct{}, fmt.Errorf("queue: admit directly to %s: %w", screening, err)
 	}

@@ -25,7 +25,8 @@ func (q *Queue) Leave(ctx context.Context, screening, token string) (bool, error
 		return false, err
 	}
 	k := q.keys(screening)
-	res, err := leaveScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.changed, k.freed, k.left, k.leftNew, k.pre, k.gone}, token).Int64Slice()
+	res, err := leaveScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.changed, k.freed, k.left, k.leftNew, k.pre, k.gone, k.log, k.preinfo},
+		token, q.now().UnixMilli(), q.logFlag()).Int64Slice()
 	if err != nil {
 		return false, fmt.Errorf("queue: leave %s: %w", screening, err)
 	}

@@ -56,9 +56,15 @@ func (q *Queue) enter(ctx context.Context, screening, token string, opensAt time
 		return Entry{}, err
 	}
 	k := q.keys(screening)
+	hash := q.logHash(token)
+	key, err := q.preKey(ctx, screening, hash, opensAt)
+	if err != nil {
+		return Entry{}, fmt.Errorf("queue: register in %s: %w", screening, err)
+	}
 	res, err := q.register(ctx,
-		[]string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch, k.pre, k.opened, k.paused, k.gone, k.conns, q.regMark(screening, mark), k.allHeld},
-		token, q.now().UnixMilli(), opensAt.UnixMilli(), shuffleKey(), countOffMark.Milliseconds())
+		[]string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch, k.pre, k.opened, k.paused, k.gone, k.conns, q.regMark(screening, mark), k.allHeld,
+			k.log, k.pren, k.preinfo, k.placed, k.seed},
+		token, q.now().UnixMilli(), opensAt.UnixMilli(), key, countOffMark.Milliseconds(), hash)
 	if err != nil {
 		var e Entry
 		if errors.Is(err, ErrQueued) || unanswered(err) {
@@ -89,6 +95,14 @@ func (q *Queue) enter(ctx context.Context, screening, token string, opensAt time
 		e.Seq, e.Epoch = res[4].(int64), res[5].(int64)
 		e.Paused = res[6].(int64) == 1
 		e.AllHeld = res[7].(int64) == 1
+		if len(res) >= 10 && res[9].(int64) > 0 {
+			e.Receipt = &Placed{At: time.UnixMilli(res[9].(int64))}
+			if e.State == Pre {
+				e.Receipt.Entry = res[8].(int64)
+			} else {
+				e.Receipt.Seq = res[8].(int64)
+			}
+		}
 		if e.State == Pre {
 			e.ZeroBasedRank = 0 // a place in the pre-queue means nothing until the shuffle
 		}

@@ -51,8 +51,8 @@ func (q *Queue) Reset(ctx context.Context, screening string, between func(contex
 	if err := q.dropKeysOf(ctx, screening, k); err != nil {
 		return 0, err
 	}
-	epoch, err := resetScript.Run(ctx, q.rdb, []string{k.closed, k.allHeld, k.epoch, k.released, k.reopened, k.head, k.seq, k.left, k.leftNew},
-		reopenedMark.Milliseconds()).Int64()
+	epoch, err := resetScript.Run(ctx, q.rdb, []string{k.closed, k.allHeld, k.epoch, k.released, k.reopened, k.head, k.seq, k.left, k.leftNew, k.log},
+		reopenedMark.Milliseconds(), q.now().UnixMilli(), q.logFlag()).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("queue: reset %s: %w", screening, err)
 	}
@@ -73,6 +73,7 @@ func (q *Queue) dropKeysOf(ctx context.Context, screening string, k keys) error 
 	keep := map[string]bool{
 		k.epoch: true, k.seq: true, k.head: true, k.lock: true, k.paused: true, k.opened: true,
 		k.closed: true, k.released: true, // reset.lua's to drop or move, last
+		k.log: true, // the admission log goes on: the reset is a closing and a reopening in it
 	}
 	var node redis.Cmdable = q.rdb
 	if c, ok := q.rdb.(*redis.ClusterClient); ok {

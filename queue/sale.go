@@ -37,8 +37,9 @@ type Opening struct {
 // so the sockets that waited for the opening learn their rank. Later arrivals queue first come, first served.
 func (q *Queue) Open(ctx context.Context, screening string, now time.Time, s Settings) (Opening, error) {
 	k := q.keys(screening)
-	res, err := openScript.Run(ctx, q.rdb, []string{k.waiting, k.seq, k.epoch, k.pre, k.opened, k.gone, k.head, k.left, k.closed, k.stats},
-		now.UnixMilli(), s.goneCutoff(now)).Int64Slice()
+	res, err := openScript.Run(ctx, q.rdb, []string{k.waiting, k.seq, k.epoch, k.pre, k.opened, k.gone, k.head, k.left, k.closed, k.stats,
+		k.log, k.preinfo, k.placed, k.seed},
+		now.UnixMilli(), s.goneCutoff(now), q.logFlag()).Int64Slice()
 	if err != nil {
 		return Opening{}, fmt.Errorf("queue: open %s: %w", screening, err)
 	}
@@ -59,7 +60,8 @@ func (q *Queue) Open(ctx context.Context, screening string, now time.Time, s Set
 // Pause stops the screening's admission (ticks and refills skip with Paused) until Resume, on every
 // instance, and tells every instance's sockets.
 func (q *Queue) Pause(ctx context.Context, screening string) error {
-	if err := q.rdb.Set(ctx, q.keys(screening).paused, "1", 0).Err(); err != nil {
+	k := q.keys(screening)
+	if err := pauseScript.Run(ctx, q.rdb, []string{k.paused, k.log}, q.now().UnixMilli(), q.logFlag()).Err(); err != nil {
 		return fmt.Errorf("queue: pause %s: %w", screening, err)
 	}
 	return q.publish(ctx, screening, Event{Kind: EventPaused, Screening: screening, TickAtMs: q.now().UnixMilli()})
@@ -69,10 +71,7 @@ func (q *Queue) Pause(ctx context.Context, screening string) error {
 // (reopenedMark), so a scheduler acting on a list of sales read before the resume does not pause it again.
 func (q *Queue) Resume(ctx context.Context, screening string) error {
 	k := q.keys(screening)
-	pipe := q.rdb.TxPipeline()
-	pipe.Del(ctx, k.paused)
-	pipe.Set(ctx, k.resumed, "1", reopenedMark)
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := resumeScript.Run(ctx, q.rdb, []string{k.paused, k.log, k.resumed}, q.now().UnixMilli(), q.logFlag(), reopenedMark.Milliseconds()).Err(); err != nil {
 		return fmt.Errorf("queue: resume %s: %w", screening, err)
 	}
 	return q.publish(ctx, screening, Event{Kind: EventResumed, Screening: screening, TickAtMs: q.now().UnixMilli()})
@@ -96,7 +95,8 @@ func (q *Queue) SellOut(ctx context.Context, screening string) (int64, error) {
 // the operator closed stays closed for that reason.
 func (q *Queue) close(ctx context.Context, screening, reason string) (int64, error) {
 	k := q.keys(screening)
-	res, err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns, k.epoch}, reason).Int64Slice()
+	res, err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns, k.epoch, k.log, k.preinfo},
+		reason, q.now().UnixMilli(), q.logFlag()).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("queue: close %s: %w", screening, err)
 	}

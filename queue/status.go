@@ -50,8 +50,18 @@ type Entry struct {
 	ClosedReason string
 	// ExpiresAt is when an admitted token's slot (and its pass) lapses.
 	ExpiresAt time.Time
+	// Receipt is what the token's receipt states about its place, as the admission log recorded it; nil
+	// when the log is not kept or holds no record of it (docs/admission-log.md).
+	Receipt *Placed
 
 	mark string // a registration's mark, when Enter got no answer (Undo)
+}
+
+// Placed is a place as the admission log recorded it: its sequence number in the line (Seq) or, in the
+// pre-queue, its entry number (Entry), and when it was taken.
+type Placed struct {
+	Seq, Entry int64
+	At         time.Time
 }
 
 // Status reports where token stands without changing anything.

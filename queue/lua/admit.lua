@@ -32,6 +32,8 @@
 -- KEYS[16] hold    STRING present while a line Redis lost is being rebuilt (restore.lua): nobody is admitted
 -- KEYS[17] admitat STRING the `now` of the latest admission (Unix ms)
 -- KEYS[18] allheld STRING present while every seat is held or sold and some only held (nobody is admitted)
+-- KEYS[19] log     STREAM the admission log's records on their way to the database (docs/admission-log.md)
+-- KEYS[20] pace    STRING the pace last logged: "interval batch max_active"
 -- ARGV[1] now, Unix ms. An admission's clock never runs back: a caller whose now is older than the latest
 --         admission's (a tick that took its now before a slow lock, while a refill on another instance
 --         admitted) admits at the latest admission's now, and its expiry moves with it. So a user admitted
@@ -41,6 +43,8 @@
 -- ARGV[4] the admitted tokens' expiry, Unix ms (now + active_ttl)
 -- ARGV[5] mode: "tick" or "refill"
 -- ARGV[6] a tick first drops, as abandoned, the waiting tokens gone at or before this (Unix ms: now - grace)
+-- ARGV[7] '1' when the admission log is kept: the drops, a new pace and the admission are logged
+-- ARGV[8] the interval between ticks, ms (logged with the pace)
 --
 -- Returns {skipReason ("" when someone was admitted), expiresAtMs, activeAfter, waitingAfter, moved,
 --          abandoned, epoch, head, lastSeq, #left, left..., token...}
@@ -56,6 +60,20 @@ if now < latest then
 end
 local refill = ARGV[5] == 'refill'
 local abandoned = 0
+local logged = ARGV[7] == '1'
+
+-- record appends one record of the admission log.
+local function record(text)
+  redis.call('XADD', KEYS[19], '*', 'r', text)
+end
+
+if logged then
+  local pace = ARGV[8] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3]
+  if redis.call('GET', KEYS[20]) ~= pace then
+    redis.call('SET', KEYS[20], pace)
+    record('pace t=' .. now .. ' interval=' .. ARGV[8] .. ' batch=' .. ARGV[2] .. ' max=' .. ARGV[3])
+  end
+end
 
 -- event numbers the line's change and drains the leaves since the last event.
 local function event(skip, exp, active, waiting, tokens)
@@ -100,6 +118,9 @@ if not refill and redis.call('EXISTS', KEYS[12]) == 1 then
       redis.call('RPUSH', KEYS[9], seq)
       redis.call('SET', KEYS[5], '1')
       abandoned = abandoned + 1
+      if logged then
+        record('gone t=' .. now .. ' seq=' .. seq .. ' why=abandoned')
+      end
     end
     redis.call('ZREM', KEYS[14], gone[i])
   end
@@ -150,6 +171,28 @@ redis.call('SET', KEYS[7], popped[#popped])
 redis.call('SET', KEYS[17], now)
 local n = #tokens
 redis.call('HINCRBY', KEYS[15], 'admitted', n)
+if logged then
+  -- The popped sequence numbers, lowest first, as ranges: "1-300,302,305-310".
+  local ranges, first, last = {}, nil, nil
+  for i = 2, #popped, 2 do
+    local seq = tonumber(popped[i])
+    if last and seq == last + 1 then
+      last = seq
+    else
+      if first then
+        ranges[#ranges + 1] = first == last and tostring(first) or (first .. '-' .. last)
+      end
+      first, last = seq, seq
+    end
+  end
+  ranges[#ranges + 1] = first == last and tostring(first) or (first .. '-' .. last)
+  local via = 'tick'
+  if refill then
+    via = 'refill'
+  end
+  record('admit t=' .. now .. ' via=' .. via .. ' seqs=' .. table.concat(ranges, ',') .. ' batch=' .. ARGV[2] ..
+    ' max=' .. ARGV[3] .. ' active=' .. (active + n))
+end
 if refill then
   redis.call('DECRBY', KEYS[6], n)
 end

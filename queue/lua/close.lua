@@ -9,7 +9,11 @@
 -- KEYS[4] gone     ZSET token -> when its last socket closed
 -- KEYS[5] conns    HASH token -> open sockets
 -- KEYS[6] epoch    STRING the number of the last event
+-- KEYS[7] log      STREAM the admission log's records on their way to the database (docs/admission-log.md)
+-- KEYS[8] preinfo  HASH token -> "entry time hash" (register.lua)
 -- ARGV[1] why: 'sold_out' (every seat sold: a release may reopen it) or 'closed' (by the operator: for good)
+-- ARGV[2] now, Unix ms
+-- ARGV[3] '1' when the admission log is kept: a closing that changes the line is logged
 --
 -- Returns {the number of tokens that were waiting (in line or in the pre-queue), the closing's epoch}.
 local n = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[3])
@@ -19,8 +23,13 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
 else
   epoch = tonumber(redis.call('GET', KEYS[6]) or '0')
 end
-if redis.call('GET', KEYS[2]) ~= 'closed' then
+local was = redis.call('GET', KEYS[2])
+if was ~= 'closed' then
   redis.call('SET', KEYS[2], ARGV[1] or 'sold_out')
 end
-redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
+local why = redis.call('GET', KEYS[2])
+if ARGV[3] == '1' and was ~= why then
+  redis.call('XADD', KEYS[7], '*', 'r', 'close t=' .. ARGV[2] .. ' why=' .. why)
+end
+redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[8])
 return {n, epoch}

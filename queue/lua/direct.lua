@@ -17,11 +17,13 @@
 -- KEYS[8] allheld  STRING present while every seat is held or sold, some only held
 -- KEYS[9] admitat  STRING the `now` of the latest admission (Unix ms)
 -- KEYS[10] stats   HASH the screening's counters: admitted, direct
+-- KEYS[11] log     STREAM the admission log's records on their way to the database (docs/admission-log.md)
 -- ARGV[1] now, Unix ms
 -- ARGV[2] max_active
 -- ARGV[3] active_ttl, ms
 -- ARGV[4] the new token
 -- ARGV[5] the sale time, Unix ms
+-- ARGV[6] the token's hash when the admission log is kept (the admission is logged), else empty
 --
 -- Returns {"admitted", expiresAtMs, activeAfter} or {reason, 0, active} with reason one of
 -- "closed", "paused", "rebuilding", "all_held", "not_open", "line" (someone waits), "full",
@@ -70,4 +72,7 @@ end
 redis.call('SET', KEYS[9], now)
 redis.call('HINCRBY', KEYS[10], 'admitted', 1)
 redis.call('HINCRBY', KEYS[10], 'direct', 1)
+if ARGV[6] and ARGV[6] ~= '' then
+  redis.call('XADD', KEYS[11], '*', 'r', 'direct t=' .. now .. ' h=' .. ARGV[6] .. ' max=' .. ARGV[2] .. ' active=' .. (active + 1))
+end
 return {'admitted', expires, active + 1}

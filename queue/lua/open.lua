@@ -14,29 +14,57 @@
 -- KEYS[8] left     ZSET seq -> seq: sequence numbers that left the line, above the head
 -- KEYS[9] closed   STRING present once the screening is sold out
 -- KEYS[10] stats   HASH the screening's counters (abandoned)
+-- KEYS[11] log     STREAM the admission log's records on their way to the database (docs/admission-log.md)
+-- KEYS[12] preinfo HASH token -> "entry time hash" (register.lua)
+-- KEYS[13] placed  HASH token -> "seq time" (register.lua)
+-- KEYS[14] seed    STRING the shuffle seed (hex; seed.lua)
 -- ARGV[1] now, Unix ms
 -- ARGV[2] gone before this (Unix ms: now - grace) counts as abandoned
+-- ARGV[3] '1' when the admission log is kept: the entries dropped, the seed and the shuffled places are
+--         logged, in that order
 --
 -- Returns {opened (0: already open or closed), shuffled, abandoned, epoch, head, lastSeq, total, left...}
 if redis.call('EXISTS', KEYS[5]) == 1 or redis.call('EXISTS', KEYS[9]) == 1 then
   return {0, 0, 0}
 end
 redis.call('SET', KEYS[5], '1')
+local now = ARGV[1]
 local cutoff = tonumber(ARGV[2])
+local logged = ARGV[3] == '1'
 local members = redis.call('ZRANGE', KEYS[4], 0, -1)
 local shuffled, abandoned = 0, 0
+local stays = {}
 for i = 1, #members do
   local t = members[i]
   local gone = redis.call('ZSCORE', KEYS[6], t)
   if gone and tonumber(gone) <= cutoff then
     redis.call('ZREM', KEYS[6], t)
     abandoned = abandoned + 1
+    local info = logged and redis.call('HGET', KEYS[12], t)
+    if info then
+      redis.call('XADD', KEYS[11], '*', 'r', 'pre-gone t=' .. now .. ' n=' .. string.match(info, '^(%d+)') .. ' why=abandoned')
+    end
   else
-    redis.call('ZADD', KEYS[1], 'NX', redis.call('INCR', KEYS[2]), t)
-    shuffled = shuffled + 1
+    stays[#stays + 1] = t
   end
 end
-redis.call('DEL', KEYS[4])
+local seed = logged and redis.call('GET', KEYS[14])
+if seed then
+  redis.call('XADD', KEYS[11], '*', 'r', 'reveal t=' .. now .. ' seed=' .. seed)
+end
+for i = 1, #stays do
+  local t = stays[i]
+  local seq = redis.call('INCR', KEYS[2])
+  redis.call('ZADD', KEYS[1], 'NX', seq, t)
+  shuffled = shuffled + 1
+  local info = logged and redis.call('HGET', KEYS[12], t)
+  if info then
+    local entry, _, hash = string.match(info, '^(%d+) (%d+) (%x+)$')
+    redis.call('HSET', KEYS[13], t, seq .. ' ' .. now)
+    redis.call('XADD', KEYS[11], '*', 'r', 'place t=' .. now .. ' seq=' .. seq .. ' h=' .. hash .. ' n=' .. entry)
+  end
+end
+redis.call('DEL', KEYS[4], KEYS[12])
 if abandoned > 0 then
   redis.call('HINCRBY', KEYS[10], 'abandoned', abandoned)
 end

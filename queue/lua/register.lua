@@ -24,11 +24,17 @@
 -- KEYS[12] mark    STRING this registration's mark, set when it counts its socket (or when it was undone
 --                  before it ran)
 -- KEYS[13] allheld STRING present while every seat is held or sold, some only held
+-- KEYS[14] log     STREAM the admission log's records on their way to the database (docs/admission-log.md)
+-- KEYS[15] pren    STRING the last pre-queue entry number handed out
+-- KEYS[16] preinfo HASH token -> "entry time hash": its pre-queue entry, for its receipt and the opening
+-- KEYS[17] placed  HASH token -> "seq time": when it took its place, for its receipt
+-- KEYS[18] seed    STRING the shuffle seed (hex), present once the pre-queue has one (seed.lua)
 -- ARGV[1] token
 -- ARGV[2] now, Unix ms
 -- ARGV[3] the sale time, Unix ms (the line opens then)
 -- ARGV[4] a random shuffle key in [0, 2^53), used if the token enters the pre-queue
 -- ARGV[5] how long the mark is kept, ms
+-- ARGV[6] the token's hash (hex SHA-256) when the admission log is kept, else empty: then nothing is logged
 --
 -- A registration whose caller got no answer is undone (disconnect.lua with this mark): if it ran, its socket
 -- is counted off; if it had not, the undo sets the mark first, and the registration, arriving late, finds it
@@ -38,12 +44,29 @@
 --   {"undone"}
 --   {"closed", why}       (why: 'sold_out' or 'closed', as close.lua set it)
 --   {"admitted", expiresAtMs}
---   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch, paused (0|1), allheld (0|1)}
---   {"pre", zeroBasedPlace, preTotal, inserted (0|1), 0, epoch, paused (0|1), allheld (0|1)}
--- where epoch lets the caller tell whether an event came between this answer and its socket joining the hub.
+--   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch, paused (0|1), allheld (0|1), seq, placedAt}
+--   {"pre", zeroBasedPlace, preTotal, inserted (0|1), 0, epoch, paused (0|1), allheld (0|1), entry, enteredAt}
+-- where epoch lets the caller tell whether an event came between this answer and its socket joining the hub,
+-- and the last two are what the token's receipt states (0, 0 when the log is not kept or has no record of it).
 local token = ARGV[1]
 local now = tonumber(ARGV[2])
 local opensAt = tonumber(ARGV[3])
+local hash = ARGV[6] or ''
+local logged = hash ~= ''
+
+-- record appends one record of the admission log.
+local function record(text)
+  redis.call('XADD', KEYS[14], '*', 'r', text)
+end
+
+-- stated splits a "number time ..." receipt entry.
+local function stated(v)
+  if not v then
+    return 0, 0
+  end
+  local n, t = string.match(v, '^(%d+) (%d+)')
+  return tonumber(n), tonumber(t)
+end
 
 local closed = redis.call('GET', KEYS[4])
 if closed then
@@ -76,18 +99,53 @@ local epoch = tonumber(redis.call('GET', KEYS[6]) or '0')
 if redis.call('EXISTS', KEYS[8]) == 0 then
   if now >= opensAt and redis.call('ZCARD', KEYS[7]) == 0 then
     redis.call('SET', KEYS[8], '1') -- nobody to shuffle: the line opens now
+    local seed = logged and redis.call('GET', KEYS[18])
+    if seed then
+      -- A pre-queue whose every entry left: its seed is revealed all the same, and no place is shuffled.
+      record('reveal t=' .. now .. ' seed=' .. seed)
+    end
   else
     local inserted = redis.call('ZADD', KEYS[7], 'NX', ARGV[4], token)
-    return {'pre', redis.call('ZRANK', KEYS[7], token), redis.call('ZCARD', KEYS[7]), inserted, 0, epoch, paused, allHeld}
+    local entry, at = 0, 0
+    if logged then
+      if inserted == 1 then
+        entry, at = redis.call('INCR', KEYS[15]), now
+        redis.call('HSET', KEYS[16], token, entry .. ' ' .. now .. ' ' .. hash)
+        record('pre t=' .. now .. ' n=' .. entry .. ' h=' .. hash)
+      else
+        entry, at = stated(redis.call('HGET', KEYS[16], token))
+      end
+    end
+    return {'pre', redis.call('ZRANK', KEYS[7], token), redis.call('ZCARD', KEYS[7]), inserted, 0, epoch, paused, allHeld,
+      entry, at}
   end
 end
 
 local inserted = 0
-if not redis.call('ZSCORE', KEYS[1], token) then
-  local seq = redis.call('INCR', KEYS[3])
+local seq = redis.call('ZSCORE', KEYS[1], token)
+local at = 0
+if not seq then
+  seq = redis.call('INCR', KEYS[3])
   redis.call('ZADD', KEYS[1], 'NX', seq, token)
   redis.call('SET', KEYS[5], '1')
   inserted = 1
+  if logged then
+    at = now
+    redis.call('HSET', KEYS[17], token, seq .. ' ' .. now)
+    record('place t=' .. now .. ' seq=' .. seq .. ' h=' .. hash)
+  end
+else
+  seq = tonumber(seq)
+  if logged then
+    local placedSeq, placedAt = stated(redis.call('HGET', KEYS[17], token))
+    if placedSeq == seq then
+      at = placedAt
+    end
+  end
+end
+local receiptSeq = 0
+if at > 0 then
+  receiptSeq = seq
 end
 return {'waiting', redis.call('ZRANK', KEYS[1], token), redis.call('ZCARD', KEYS[1]), inserted,
-  tonumber(redis.call('ZSCORE', KEYS[1], token)), epoch, paused, allHeld}
+  seq, epoch, paused, allHeld, receiptSeq, at}

@@ -8,8 +8,11 @@
 -- KEYS[4] released  STRING the screening's count of releases
 -- KEYS[5] reopened  STRING present for a while after a reopening: the scheduler's list of sales, read before
 --                   it, may still say the sale ended, and must not close the line again (keepClosed)
+-- KEYS[6] log       STREAM the admission log's records on their way to the database (docs/admission-log.md)
 -- ARGV[1] '1' when a closed line may reopen (it sold out; the operator did not close it)
 -- ARGV[2] how long the reopened mark lasts, ms
+-- ARGV[3] now, Unix ms
+-- ARGV[4] '1' when the admission log is kept: a closed line reopened is logged
 --
 -- Returns {1 when the line reopened (or left all_held), the epoch}; {0, epoch} when it was open.
 local closed = redis.call('GET', KEYS[1])
@@ -17,6 +20,9 @@ local was = redis.call('DEL', KEYS[2])
 if closed and ARGV[1] == '1' and closed ~= 'closed' then
   redis.call('DEL', KEYS[1])
   was = 1
+  if ARGV[4] == '1' then
+    redis.call('XADD', KEYS[6], '*', 'r', 'reopen t=' .. ARGV[3])
+  end
 end
 redis.call('INCR', KEYS[4])
 if was == 0 then

@@ -14,9 +14,15 @@
 -- KEYS[7] seq       STRING the last sequence number handed out
 -- KEYS[8] left      ZSET seq -> seq: sequence numbers that left the line, above the head
 -- KEYS[9] leftnew   LIST sequence numbers that left since the last event
+-- KEYS[10] log      STREAM the admission log's records on their way to the database (docs/admission-log.md)
 -- ARGV[1] how long the reopened mark lasts, ms
+-- ARGV[2] now, Unix ms
+-- ARGV[3] '1' when the admission log is kept: the line's reopening is logged
 --
 -- Returns the reset's epoch.
+if ARGV[3] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('XADD', KEYS[10], '*', 'r', 'reopen t=' .. ARGV[2])
+end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[8], KEYS[9])
 redis.call('SET', KEYS[6], redis.call('GET', KEYS[7]) or '0')
 redis.call('INCR', KEYS[4])
