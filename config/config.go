@@ -22,6 +22,8 @@ import (
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/providers/structs"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/waitroom/waitroom/fairlog"
 )
 
 // EnvPrefix starts the name of every environment override.
@@ -48,6 +50,17 @@ type Config struct {
 	Gate      Gate      `koanf:"gate"`
 	Pow       Pow       `koanf:"pow"`
 	Bots      Bots      `koanf:"bots"`
+	Fairness  Fairness  `koanf:"fairness"`
+}
+
+// Fairness is the public admission log (docs/admission-log.md): every change of a line recorded, signed
+// and served, and a signed receipt for every place.
+type Fairness struct {
+	// Enabled keeps the log. It needs Key; the embedded default draws one when none is set.
+	Enabled bool `koanf:"enabled"`
+	// Key signs the log's checkpoints and the receipts: "kid:base64 of the 32-byte Ed25519 seed", the
+	// same on every instance behind one Redis.
+	Key string `koanf:"key"`
 }
 
 // Gate puts the waiting room in front of an existing site: a listener of its own that proxies to the
@@ -275,6 +288,7 @@ func Default() Config {
 		Gate:      Gate{Addr: ":8081", Paths: []string{}, Mode: "auto"},
 		Pow:       Pow{Iterations: 1000, Expires: 5 * time.Minute},
 		Bots:      Bots{FailureLimit: 5, Hold: 10 * time.Minute, MaxHeld: 2000},
+		Fairness:  Fairness{Enabled: true},
 		Redis:     Redis{Prefix: "wr:"},
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
@@ -442,6 +456,11 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("pass.secret must be at least 32 characters, got %d", len(c.Pass.Secret)))
 	}
 	errs = append(errs, c.Pass.validate()...)
+	if c.Fairness.Key != "" {
+		if _, err := fairlog.ParseKey(c.Fairness.Key); err != nil {
+			errs = append(errs, fmt.Errorf("fairness.key: %w", err))
+		}
+	}
 	errs = append(errs, c.HTTP.validate()...)
 	errs = append(errs, c.Gate.validate()...)
 	errs = append(errs, c.Webhooks.validate()...)

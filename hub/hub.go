@@ -87,13 +87,14 @@ type Leaver interface {
 
 // Hub holds this instance's sockets, grouped by screening.
 type Hub struct {
-	lines   Lines
-	passes  Passes
-	leaver  Leaver
-	log     *slog.Logger
-	sockets prometheus.Gauge
-	resyncs prometheus.Counter
-	trims   prometheus.Counter
+	lines    Lines
+	passes   Passes
+	receipts Receipts // signs the receipts of places (SetReceipts); nil: none
+	leaver   Leaver
+	log      *slog.Logger
+	sockets  prometheus.Gauge
+	resyncs  prometheus.Counter
+	trims    prometheus.Counter
 
 	// churn counts the sockets that joined or left, for the trimmer (trim.go), which looks at it every
 	// trimEvery and returns a burst's memory once trimBurst of them came and went.

@@ -23,6 +23,8 @@ type Queued struct {
 	Total    int64  `json:"total"`
 	Inserted bool   `json:"inserted"`
 	Paused   bool   `json:"paused,omitempty"`
+	// Receipt is the place's signed receipt (docs/admission-log.md), when the admission log is kept.
+	Receipt string `json:"receipt,omitempty"`
 }
 
 // Position follows every admission tick that moved the line.
@@ -48,6 +50,8 @@ type PreQueue struct {
 	Total    int64 `json:"total"`
 	Inserted bool  `json:"inserted"`
 	Paused   bool  `json:"paused,omitempty"`
+	// Receipt is the pre-queue entry's signed receipt (docs/admission-log.md), when the log is kept.
+	Receipt string `json:"receipt,omitempty"`
 }
 
 // Pause tells the line that the operator paused (type "paused") or resumed ("resumed") admission.
@@ -213,13 +217,15 @@ func skipSpace(data []byte, i int) int {
 }
 
 // queuedMessage is the first message for a waiting entry, and for a socket held as a bot (botHold).
-func queuedMessage(e queue.Entry) []byte {
-	return mustJSON(Queued{Type: "queued", Token: e.Token, Rank: e.ZeroBasedRank + 1, Total: e.Total, Inserted: e.Inserted, Paused: e.Paused})
+func queuedMessage(e queue.Entry, receipt string) []byte {
+	return mustJSON(Queued{Type: "queued", Token: e.Token, Rank: e.ZeroBasedRank + 1, Total: e.Total, Inserted: e.Inserted, Paused: e.Paused,
+		Receipt: receipt})
 }
 
 // preQueueMessage is the first message for a token in the pre-queue of a line that opens at opensAt.
-func preQueueMessage(e queue.Entry, opensAt time.Time) []byte {
-	return mustJSON(PreQueue{Type: "prequeue", Token: e.Token, OpensAt: opensAt.UTC().Format(TimeFormat), Total: e.Total, Inserted: e.Inserted, Paused: e.Paused})
+func preQueueMessage(e queue.Entry, opensAt time.Time, receipt string) []byte {
+	return mustJSON(PreQueue{Type: "prequeue", Token: e.Token, OpensAt: opensAt.UTC().Format(TimeFormat), Total: e.Total, Inserted: e.Inserted, Paused: e.Paused,
+		Receipt: receipt})
 }
 
 // Service tells a socket the server lost (type "unavailable") or got back ("available") its Redis: while

@@ -224,7 +224,7 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival, hello Hello) (*client
 		v := a.Entry.Check(ctx, hello)
 		switch v.Kind {
 		case BotHold:
-			h.botHold(a.Conn, queuedMessage(v.Decoy), v.For, a.Entry.BotHoldDone)
+			h.botHold(a.Conn, queuedMessage(v.Decoy, ""), v.For, a.Entry.BotHoldDone)
 			return nil, queue.Entry{}
 		case Refuse:
 			code := websocket.ClosePolicyViolation
@@ -263,7 +263,7 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival, hello Hello) (*client
 		Reject(a.Conn, ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), CloseTryAgainLater, "UNAVAILABLE")
 		return nil, e
 	}
-	c := h.join(a.Conn, a.Screening, e.Token, e.Seq, e.Paused, firstMessage(e, a.OpensAt))
+	c := h.join(a.Conn, a.Screening, e.Token, e.Seq, e.Paused, firstMessage(e, a.OpensAt, h.receipt(a.Screening, e)))
 	if c != nil && e.AllHeld && e.State != queue.Admitted {
 		c.send(AllHeldMessage()) // it missed the all_held the waiting before it heard
 	}
@@ -289,14 +289,36 @@ const undoWait = 5 * time.Second
 
 // firstMessage is what a registered socket is told first: its rank, or its place in the pre-queue (an
 // admitted token is sent its pass by the catch-up).
-func firstMessage(e queue.Entry, opensAt time.Time) []byte {
+func firstMessage(e queue.Entry, opensAt time.Time, receipt string) []byte {
 	switch e.State {
 	case queue.Waiting:
-		return queuedMessage(e)
+		return queuedMessage(e, receipt)
 	case queue.Pre:
-		return preQueueMessage(e, opensAt)
+		return preQueueMessage(e, opensAt, receipt)
 	}
 	return nil
+}
+
+// Receipts signs the receipt of a token's place (package fairness).
+type Receipts interface {
+	Receipt(screening, token string, p queue.Placed) ([]byte, error)
+}
+
+// SetReceipts makes every first message of a place carry its receipt, signed by r. Call it before the hub
+// is used.
+func (h *Hub) SetReceipts(r Receipts) { h.receipts = r }
+
+// receipt is the signed receipt of e's place, or "" when there is none to give.
+func (h *Hub) receipt(screening string, e queue.Entry) string {
+	if h.receipts == nil || e.Receipt == nil || (e.State != queue.Waiting && e.State != queue.Pre) {
+		return ""
+	}
+	b, err := h.receipts.Receipt(screening, e.Token, *e.Receipt)
+	if err != nil {
+		h.log.Warn("socket: sign a receipt", "screening", screening, "err", err)
+		return ""
+	}
+	return string(b)
 }
 
 // catchUp closes the gap between registering and joining the hub: an admission event in that gap was not

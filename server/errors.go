@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/fairness"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/overload"
 	"github.com/waitroom/waitroom/pass"
@@ -59,7 +60,16 @@ func classify(err error) (int, apiErrorBody) {
 	var badSettings *queue.SettingsError
 	var invalid *booking.InvalidError
 	var refused *adminError
+	var logQuery *logQueryError
 	switch {
+	case errors.Is(err, errNoFairness):
+		return http.StatusNotFound, apiErrorBody{Code: "NO_ADMISSION_LOG", Message: "this server keeps no admission log"}
+	case errors.Is(err, fairness.ErrNoLog):
+		return http.StatusNotFound, apiErrorBody{Code: "NO_ADMISSION_LOG", Message: "this screening's admission log has no checkpoint yet"}
+	case errors.Is(err, fairness.ErrNotFound):
+		return http.StatusNotFound, apiErrorBody{Code: "NOT_IN_LOG", Message: "the admission log does not hold that (yet); the latest checkpoint says how far it goes"}
+	case errors.As(err, &logQuery):
+		return http.StatusBadRequest, apiErrorBody{Code: "BAD_REQUEST", Message: logQuery.Message}
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized, apiErrorBody{Code: "UNAUTHORIZED", Message: "the admin API needs Authorization: Bearer <admin key>"}
 	case errors.Is(err, booking.ErrScreeningExists):

@@ -18,6 +18,7 @@ func (s *Server) routes() {
 	s.e.GET("/healthz", s.healthz)
 	s.e.GET("/readyz", s.readyz)
 	s.e.GET("/.well-known/jwks.json", s.jwks)
+	s.e.GET("/.well-known/waitroom-log-key", s.logKey)
 	api := s.e.Group("/api")
 	if len(s.AllowedOrigins) > 0 {
 		// Pages on the allowed origins may call the API from the browser too (the same list as the sockets).
@@ -58,6 +59,10 @@ func (s *Server) routes() {
 	api.GET("/screenings/:id/seats", s.getSeats)
 	api.GET("/screenings/:id/challenge", s.challenge, workOf(overload.Arrival))
 	api.GET("/screenings/:id/queue/:token", s.getQueueStatus)
+	api.GET("/screenings/:id/log/checkpoint", s.logCheckpoint, workOf(overload.Background))
+	api.GET("/screenings/:id/log/tile/*", s.logTile, workOf(overload.Background))
+	api.GET("/screenings/:id/log/records", s.logRecords, workOf(overload.Background))
+	api.GET("/screenings/:id/log/proof", s.logProof, workOf(overload.Background))
 	api.POST("/screenings/:id/reservations", s.reserve, s.countReservations)
 
 	// The orders (orders.go): the buyers' routes, paced per address (paceOrders); the payment backend's

@@ -35,6 +35,7 @@ import (
 
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/entry"
+	"github.com/waitroom/waitroom/fairness"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
@@ -77,6 +78,8 @@ type Deps struct {
 	Checkout Checkout
 	Webhooks *webhook.Outbox // the webhooks' outbox, listed for the operator (nil: an empty list)
 	PassKeys KeySet          // the passes' public keys, served at /.well-known/jwks.json (nil: none)
+	// Fairness is the public admission log, served under /api/screenings/{id}/log/ (nil: not kept).
+	Fairness *fairness.Log
 	// Gate is what the API says of the gate in front of an existing site (zero: no gate).
 	Gate GateLinks
 	// Entry is the admission policy of a new place (package entry): a socket's check before it is

@@ -29,4 +29,6 @@ type Message struct {
 	Message string `json:"message"`
 	// RetryAfterMs is a BUSY error's wait before connecting again.
 	RetryAfterMs int64 `json:"retry_after_ms"`
+	// Receipt is a place's signed receipt (queued, prequeue) when the server keeps the admission log.
+	Receipt string `json:"receipt"`
 }

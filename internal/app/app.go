@@ -25,6 +25,8 @@ import (
 	"github.com/waitroom/waitroom/booking"
 	"github.com/waitroom/waitroom/config"
 	"github.com/waitroom/waitroom/entry"
+	"github.com/waitroom/waitroom/fairlog"
+	"github.com/waitroom/waitroom/fairness"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/ids"
@@ -82,6 +84,8 @@ type App struct {
 	DBGate, Handshakes *overload.Gate
 	// Instance names this instance: its admission lock owner and its line in the control room.
 	Instance string
+	// Fairness is the public admission log (nil: fairness.enabled is off or no fairness.key is set).
+	Fairness *fairness.Log
 }
 
 // New wires an instance configured by cfg over b. cfg.Pass must set keys or a secret (Main draws a key for
@@ -99,6 +103,16 @@ func New(cfg config.Config, b Backends) (*App, error) {
 			overload.Arrival: o.ArrivalWait, overload.Background: cfg.Booking.DBTimeout}}, work)
 	a.Store.SetGate(a.DBGate)
 	a.Queue = queue.New(b.Redis, cfg.Redis.Prefix)
+	if cfg.Fairness.Enabled && cfg.Fairness.Key != "" {
+		key, err := fairlog.ParseKey(cfg.Fairness.Key)
+		if err != nil {
+			return nil, fmt.Errorf("app: fairness.key: %w", err)
+		}
+		a.Queue.SetLog(true)
+		a.Fairness = fairness.New(b.DB, a.Queue, key, a.Instance, fairness.NewMetrics(a.Registry), b.Log)
+	} else if cfg.Fairness.Enabled {
+		b.Log.Warn("fairness.key not set: the admission log is not kept and places get no receipt (docs/admission-log.md)")
+	}
 	passes, err := newPasses(cfg.Pass, b.Log)
 	if err != nil {
 		return nil, err
@@ -123,6 +137,9 @@ func New(cfg config.Config, b Backends) (*App, error) {
 	}
 	a.Hub = hub.New(a.Queue, a.Passes, a.Queue, a.Registry, a.Log)
 	a.Hub.SetRankInterval(cfg.Hub.RankInterval)
+	if a.Fairness != nil {
+		a.Hub.SetReceipts(a.Fairness)
+	}
 	if o.Handshakes > 0 {
 		a.Handshakes = overload.NewGate("handshake", overload.Settings{Size: o.Handshakes,
 			Wait: map[overload.Class]time.Duration{overload.Arrival: o.HandshakeWait}}, work)
@@ -158,6 +175,7 @@ func New(cfg config.Config, b Backends) (*App, error) {
 		Gate:        gateLinks,
 		Entry:       a.Entry,
 		RetryAfter:  cfg.Overload.RetryAfter,
+		Fairness:    a.Fairness,
 	})
 	return a, nil
 }
@@ -184,6 +202,9 @@ func (a *App) Run(ctx context.Context) error {
 	bg.Go(func() error { return a.Booking.Run(ctx, a.Log) })
 	if a.Webhooks != nil {
 		bg.Go(func() error { return a.Webhooks.Run(ctx) })
+	}
+	if a.Fairness != nil {
+		bg.Go(func() error { return a.Fairness.Run(ctx, a.Store) })
 	}
 	return bg.Wait()
 }

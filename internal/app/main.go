@@ -74,6 +74,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err := drawPassKey(&cfg.Pass, log); err != nil {
 		return err
 	}
+	if err := drawLogKey(&cfg, log); err != nil {
+		return err
+	}
 	a, err := New(cfg, Backends{Redis: rdb, DB: db, Log: log})
 	if err != nil {
 		return err

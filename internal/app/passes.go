@@ -8,9 +8,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/fairlog"
 	"github.com/waitroom/waitroom/pass"
 )
 
@@ -62,5 +67,43 @@ func drawPassKey(cfg *config.Pass, log *slog.Logger) error {
 	}
 	cfg.Keys = []string{k.String()}
 	log.Warn("pass.keys not set: generated an Ed25519 key for this process; passes will not survive a restart (set WAITROOM_PASS_KEYS)", "kid", k.ID)
+	return nil
+}
+
+// drawLogKey gives the embedded default an admission log key when fairness.key is not set, so `make run`
+// keeps the log and gives receipts: the one kept in the data directory (data.dir/fairness.key), or one drawn
+// and kept there, so the log's checkpoints verify with the same key after a restart. A shared Redis needs
+// the same key on every instance: it is never drawn there (the log is then not kept, with a warning).
+func drawLogKey(cfg *config.Config, log *slog.Logger) error {
+	if !cfg.Fairness.Enabled || cfg.Fairness.Key != "" || !cfg.Embedded() {
+		return nil
+	}
+	path := filepath.Join(cfg.Data.Dir, "fairness.key")
+	if kept, err := os.ReadFile(path); err == nil {
+		entry := strings.TrimSpace(string(kept))
+		if _, err := fairlog.ParseKey(entry); err != nil {
+			return fmt.Errorf("app: %s: %w", path, err)
+		}
+		cfg.Fairness.Key = entry
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("app: the admission log's key: %w", err)
+	}
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Errorf("app: draw a log key id: %w", err)
+	}
+	entry, err := fairlog.GenerateKey("local-" + hex.EncodeToString(b[:]))
+	if err != nil {
+		return fmt.Errorf("app: %w", err)
+	}
+	if err := os.MkdirAll(cfg.Data.Dir, 0o755); err != nil {
+		return fmt.Errorf("app: the admission log's key: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(entry+"\n"), 0o600); err != nil {
+		return fmt.Errorf("app: the admission log's key: %w", err)
+	}
+	cfg.Fairness.Key = entry
+	log.Warn("fairness.key not set: drew an Ed25519 key for the admission log and kept it in the data directory (set WAITROOM_FAIRNESS_KEY)", "file", path)
 	return nil
 }
