@@ -71,11 +71,22 @@ func drawPassKey(cfg *config.Pass, log *slog.Logger) error {
 }
 
 // drawLogKey gives the embedded default an admission log key when fairness.key is not set, so `make run`
-// keeps the log and gives receipts: the one kept in the data directory (data.dir/fairness.key), or one drawn
-// and kept there, so the log's checkpoints verify with the same key after a restart. A shared Redis needs
+// keeps the log and gives receipts: with the database in the data directory, the key kept beside it
+// (data.dir/fairness.key), or one drawn and kept there, so the log's checkpoints verify with the same key
+// after a restart; with a database set elsewhere, a key for this process only. A shared Redis needs
 // the same key on every instance: it is never drawn there (the log is then not kept, with a warning).
 func drawLogKey(cfg *config.Config, log *slog.Logger) error {
 	if !cfg.Fairness.Enabled || cfg.Fairness.Key != "" || !cfg.Embedded() {
+		return nil
+	}
+	if cfg.Database.URL != "" {
+		// The log is kept in a database of its own choosing, not the data directory: a key for this process.
+		entry, err := localLogKey()
+		if err != nil {
+			return err
+		}
+		cfg.Fairness.Key = entry
+		log.Warn("fairness.key not set: drew an Ed25519 key for this process's admission log; its checkpoints will not verify after a restart (set WAITROOM_FAIRNESS_KEY)")
 		return nil
 	}
 	path := filepath.Join(cfg.Data.Dir, "fairness.key")
@@ -89,13 +100,9 @@ func drawLogKey(cfg *config.Config, log *slog.Logger) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("app: the admission log's key: %w", err)
 	}
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return fmt.Errorf("app: draw a log key id: %w", err)
-	}
-	entry, err := fairlog.GenerateKey("local-" + hex.EncodeToString(b[:]))
+	entry, err := localLogKey()
 	if err != nil {
-		return fmt.Errorf("app: %w", err)
+		return err
 	}
 	if err := os.MkdirAll(cfg.Data.Dir, 0o755); err != nil {
 		return fmt.Errorf("app: the admission log's key: %w", err)
@@ -106,4 +113,17 @@ func drawLogKey(cfg *config.Config, log *slog.Logger) error {
 	cfg.Fairness.Key = entry
 	log.Warn("fairness.key not set: drew an Ed25519 key for the admission log and kept it in the data directory (set WAITROOM_FAIRNESS_KEY)", "file", path)
 	return nil
+}
+
+// localLogKey draws a log key named local-<8 hex digits>.
+func localLogKey() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("app: draw a log key id: %w", err)
+	}
+	entry, err := fairlog.GenerateKey("local-" + hex.EncodeToString(b[:]))
+	if err != nil {
+		return "", fmt.Errorf("app: %w", err)
+	}
+	return entry, nil
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/base64"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/waitroom/waitroom/config"
+	"github.com/waitroom/waitroom/fairlog"
 	"github.com/waitroom/waitroom/pass"
 )
 
@@ -57,5 +60,40 @@ func TestAProcessWithoutKeyOrSecretDrawsAnEd25519Key(t *testing.T) {
 	kept := config.Pass{Secret: strings.Repeat("s", 32)}
 	if err := drawPassKey(&kept, log); err != nil || len(kept.Keys) != 0 {
 		t.Errorf("drawPassKey with a secret set = %v, %v; want nothing drawn", kept.Keys, err)
+	}
+}
+
+// The embedded default draws an admission log key once and keeps it in its data directory, so a restart
+// signs with the same key; with a database elsewhere the key is the process's own and nothing is written.
+func TestTheEmbeddedDefaultKeepsItsLogKey(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Data.Dir = dir
+	if err := drawLogKey(&cfg, log); err != nil {
+		t.Fatal(err)
+	}
+	first := cfg.Fairness.Key
+	if _, err := fairlog.ParseKey(first); err != nil {
+		t.Fatalf("drawn key %v", err)
+	}
+	again := config.Default()
+	again.Data.Dir = dir
+	if err := drawLogKey(&again, log); err != nil || again.Fairness.Key != first {
+		t.Errorf("after a restart the key = %v, want the one kept", err)
+	}
+	elsewhere := config.Default()
+	elsewhere.Data.Dir = filepath.Join(dir, "other")
+	elsewhere.Database.URL = "sqlite:" + filepath.Join(dir, "x.db")
+	if err := drawLogKey(&elsewhere, log); err != nil || elsewhere.Fairness.Key == "" || elsewhere.Fairness.Key == first {
+		t.Errorf("with a database elsewhere: key %q, %v; want a new one", elsewhere.Fairness.Key, err)
+	}
+	if _, err := os.Stat(elsewhere.Data.Dir); !os.IsNotExist(err) {
+		t.Errorf("with a database elsewhere the data directory was written: %v", err)
+	}
+	shared := config.Default()
+	shared.Redis.Addr = "127.0.0.1:6379"
+	if err := drawLogKey(&shared, log); err != nil || shared.Fairness.Key != "" {
+		t.Errorf("with a shared Redis: key %q, %v; want none drawn", shared.Fairness.Key, err)
 	}
 }
