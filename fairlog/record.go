@@ -267,13 +267,13 @@ func ParseSeqs(s string) ([]int64, error) {
 	var out []int64
 	var last int64
 	for _, part := range strings.Split(s, ",") {
-		lo, hi := part, part
-		if a, b, ok := strings.Cut(part, "-"); ok {
-			lo, hi = a, b
+		lo, hi, isRange := strings.Cut(part, "-")
+		if !isRange {
+			hi = lo
 		}
 		l, err1 := number(lo)
 		h, err2 := number(hi)
-		if err1 != nil || err2 != nil || l < 1 || h < l || (lo != hi && h == l) {
+		if err1 != nil || err2 != nil || l < 1 || h < l || (isRange && h == l) {
 			return nil, bad("seqs range %q", part)
 		}
 		if len(out) > 0 && l <= last+1 {
