@@ -21,6 +21,10 @@ var ErrNoLog = errors.New("no admission log yet")
 // ErrNotFound says a tile, a range or a place the log does not hold (yet).
 var ErrNotFound = errors.New("not in the admission log")
 
+// ErrPending says a place the log has not reached yet, or holds but its latest checkpoint does not cover
+// yet: a second or two at most.
+var ErrPending = errors.New("in the admission log, not yet in a signed checkpoint")
+
 // MaxRecords bounds the records one Records call returns.
 const MaxRecords = 1000
 
@@ -87,16 +91,28 @@ type Proof struct {
 
 // Proof returns the proof of place seq's record against the latest checkpoint.
 func (l *Log) Proof(ctx context.Context, screening string, seq int64) (Proof, error) {
-	_, size, err := l.Checkpoint(ctx, screening)
+	h, err := l.store.head(ctx, screening)
 	if err != nil {
 		return Proof{}, err
 	}
-	idx, text, ok, err := l.store.placeIndex(ctx, screening, seq, size)
+	idx, text, ok, err := l.store.placeIndex(ctx, screening, seq, h.Size)
 	if err != nil {
 		return Proof{}, err
 	}
 	if !ok {
+		last, err := l.store.lastPlace(ctx, screening)
+		if err != nil {
+			return Proof{}, err
+		}
+		if seq > last {
+			// Not reached yet: the writer appends a place within 100 ms, a new screening's within 2 s.
+			return Proof{}, fmt.Errorf("%w: place %d", ErrPending, seq)
+		}
 		return Proof{}, fmt.Errorf("%w: place %d", ErrNotFound, seq)
+	}
+	size := h.CheckpointSize
+	if idx >= size {
+		return Proof{}, fmt.Errorf("%w: place %d", ErrPending, seq)
 	}
 	hr := l.store.hashReader(ctx, screening)
 	p, err := tlog.ProveRecord(size, idx, hr)

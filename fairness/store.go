@@ -225,6 +225,15 @@ func (s store) placeIndex(ctx context.Context, screening string, seq, size int64
 	return row.Idx, row.Record, true, nil
 }
 
+// lastPlace is the highest place the screening's log holds (0: none).
+func (s store) lastPlace(ctx context.Context, screening string) (int64, error) {
+	var last sql.NullInt64
+	if err := s.db.GetContext(ctx, &last, s.db.Rebind(`SELECT MAX(seq) FROM admission_log WHERE screening = ?`), screening); err != nil {
+		return 0, fmt.Errorf("fairness: the last place of %s: %w", screening, err)
+	}
+	return last.Int64, nil
+}
+
 // placeSeq is the place a `place` record gives (0 for any other record).
 func placeSeq(text string) int64 {
 	if !strings.HasPrefix(text, "place ") {

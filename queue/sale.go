@@ -96,12 +96,16 @@ func (q *Queue) SellOut(ctx context.Context, screening string) (int64, error) {
 func (q *Queue) close(ctx context.Context, screening, reason string) (int64, error) {
 	k := q.keys(screening)
 	res, err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns, k.epoch, k.log, k.preinfo},
-		reason, q.now().UnixMilli(), q.logFlag()).Int64Slice()
+		reason, q.now().UnixMilli(), q.logFlag()).Slice()
 	if err != nil {
 		return 0, fmt.Errorf("queue: close %s: %w", screening, err)
 	}
-	ev := Event{Kind: EventSoldOut, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: res[1], Reason: reason}
-	return res[1], q.publish(ctx, screening, ev)
+	epoch, _ := res[1].(int64)
+	if why, ok := res[2].(string); ok && reason != ReasonReset {
+		reason = why // the reason the line has: an operator's close is not undone by a sell-out after it
+	}
+	ev := Event{Kind: EventSoldOut, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: epoch, Reason: reason}
+	return epoch, q.publish(ctx, screening, ev)
 }
 
 // Closed reports whether the screening is sold out.

@@ -124,6 +124,11 @@ func (s *Server) logProof(c echo.Context) error {
 		return &logQueryError{Message: "seq is a place's number, from 1"}
 	}
 	p, err := s.Fairness.Proof(c.Request().Context(), id, seq)
+	if errors.Is(err, fairness.ErrPending) {
+		// Not an error: the place is logged and the next checkpoint (within a second) covers it.
+		publicLog(c, "no-cache")
+		return c.JSON(http.StatusAccepted, map[string]any{"pending": true, "message": "logged; the next checkpoint, within a second, covers it"})
+	}
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,8 @@
 -- ARGV[2] now, Unix ms
 -- ARGV[3] '1' when the admission log is kept: a closing that changes the line is logged
 --
--- Returns {the number of tokens that were waiting (in line or in the pre-queue), the closing's epoch}.
+-- Returns {the number of tokens that were waiting (in line or in the pre-queue), the closing's epoch, why the
+-- line is closed now}: a sell-out told after the operator's close is still a close.
 local n = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[3])
 local epoch
 if redis.call('EXISTS', KEYS[2]) == 0 then
@@ -32,4 +33,4 @@ if ARGV[3] == '1' and was ~= why then
   redis.call('XADD', KEYS[7], '*', 'r', 'close t=' .. ARGV[2] .. ' why=' .. why)
 end
 redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[8])
-return {n, epoch}
+return {n, epoch, why}

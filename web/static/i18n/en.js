@@ -168,6 +168,18 @@ export const en = {
   seatsGone: (v) => v.n === 1
     ? `Sorry: seat ${v.seats} is no longer available (someone else took it first), so it was taken out of your choice.`
     : `Sorry: seats ${v.seats} are no longer available (someone else took them first), so they were taken out of your choice.`,
+  receiptTitle: 'Your receipt',
+  receiptLead: 'Signed by the waiting room: your place, a hash of your token (not the token) and the time. Anyone can check it against the public admission log.',
+  receiptCopy: 'Copy',
+  receiptCopied: 'Copied.',
+  receiptDownload: 'Download',
+  'receipt.checking': 'Checking your place in the public log…',
+  'receipt.included': (v) => `Checked: your place is record ${v.index} of the public log's ${v.size}.`,
+  'receipt.entry': 'You are in the pre-queue: the log records your entry, and your place once the sale opens.',
+  'receipt.notYet': 'Your place is not in the public log yet; it is checked again in a moment.',
+  'receipt.mismatch': 'Your receipt does not match the public log. Keep it and tell the organiser.',
+  'receipt.unavailable': 'The public log cannot be reached right now.',
+  'receipt.unreadable': 'This receipt cannot be read.',
   notEnoughHeld: (v) => `The seats left are held by people paying for them. We will ask for ${v.n === 1 ? 'a seat' : v.n + ' seats'} again for you as soon as seats come back; keep this page open.`,
   notEnoughSeats: (v) => `Fewer than ${v.n} seats are free right now. Choose fewer seats, or pick them on the map.`,
   bestOr: 'Or let us choose the best seats for you',

@@ -85,4 +85,9 @@ export const el = {
   siteInText: $('#site-in-text'),
   siteContinue: $('#site-continue'),
   live: $('#announcer'),
+  receipt: $('#receipt'),
+  receiptText: $('#receipt-text'),
+  receiptCopy: $('#receipt-copy'),
+  receiptDownload: $('#receipt-download'),
+  receiptStatus: $('[data-testid="receipt-status"]'),
 };

@@ -16,6 +16,7 @@ import { el } from './dom.js';
 import { refused, welcomed } from './entry.js';
 import { backToSite } from './gate.js';
 import { finish, focusHeading, setPhase } from './phases.js';
+import { showReceipt } from './receipt.js';
 import { render } from './render.js';
 import { siteName, siteWide } from './site.js';
 import { busyFor, dropSocket, isStopped, retryLater, sendIfOpen } from './socket.js';
@@ -59,6 +60,7 @@ function onQueued(m) {
   st.etaSeconds = null;
   setPhase('waiting');
   setRank(m.rank, m.total);
+  showReceipt(m.receipt, el);
   if (opened) onOpened();
 }
 
@@ -82,6 +84,7 @@ function onPrequeue(m) {
   st.etaSeconds = null;
   st.note = '';
   setPhase('prequeue');
+  showReceipt(m.receipt, el);
 }
 
 // onOpened: the line opened and this page left the pre-queue for its drawn place.
