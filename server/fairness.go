@@ -7,10 +7,10 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/waitroom/waitroom/fairlog"
 	"github.com/waitroom/waitroom/fairness"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -80,7 +80,7 @@ func (s *Server) logTile(c echo.Context) error {
 		if errors.Is(err, fairness.ErrNotFound) || errors.Is(err, fairness.ErrNoLog) {
 			return err
 		}
-		if strings.Contains(err.Error(), "malformed tile path") || strings.Contains(err.Error(), "invalid tile") {
+		if errors.Is(err, fairlog.ErrBadTile) {
 			return &logQueryError{Message: "a tile path is tile/8/L/NNN[.p/W], within the latest checkpoint"}
 		}
 		return err

@@ -7,6 +7,7 @@ package fairness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -573,4 +574,83 @@ func checkReceipts(t *testing.T, report *fairlog.Report, users []*user, records 
 	}
 	report.Receipt = nil
 	t.Logf("%d entries and %d places checked; %s", entries, places, strings.Join(report.Lines(), "; "))
+}
+
+// TestTheLogsRoutesRefuseBadInput: the public routes answer malformed or out-of-range queries with a
+// clear 4xx and do bounded work; a server that keeps no log says so.
+func TestTheLogsRoutesRefuseBadInput(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		servers, logURL := startSale(t, env, "routes")
+		srv := servers[0]
+		code := srv.Admin(t, http.MethodPost, "/screenings", map[string]any{
+			"id": "routes", "name": "Routes", "starts_at": time.Now().Add(time.Hour), "sale_opens_at": time.Now().Add(-time.Minute),
+			"rows": 1, "seats_per_row": 2,
+		}, nil)
+		if code != http.StatusCreated {
+			t.Fatalf("create = %d", code)
+		}
+		s := srv.Dial(t, "routes", "")
+		if m := s.Next(t, 5*time.Second); m.Receipt == "" {
+			t.Fatalf("first message %+v, want a receipt", m)
+		}
+		size := settled(t, logURL)
+		for _, c := range []struct {
+			path string
+			want int
+			code string
+		}{
+			{"records?start=0&end=" + strconv.FormatInt(size, 10), http.StatusOK, ""},
+			{"records?start=0&end=" + strconv.FormatInt(size+1, 10), http.StatusNotFound, "NOT_IN_LOG"},
+			{"records?start=0&end=1001", http.StatusBadRequest, "BAD_REQUEST"},
+			{"records?start=5&end=2", http.StatusBadRequest, "BAD_REQUEST"},
+			{"records?start=-1&end=2", http.StatusBadRequest, "BAD_REQUEST"},
+			{"records?start=x&end=2", http.StatusBadRequest, "BAD_REQUEST"},
+			{"records?start=0&end=99999999999999999999", http.StatusBadRequest, "BAD_REQUEST"},
+			{"records", http.StatusBadRequest, "BAD_REQUEST"},
+			{"proof?seq=1", http.StatusOK, ""},
+			{"proof?seq=0", http.StatusBadRequest, "BAD_REQUEST"},
+			{"proof?seq=abc", http.StatusBadRequest, "BAD_REQUEST"},
+			{"tile/8/data/000.p/" + strconv.FormatInt(size, 10), http.StatusOK, ""},
+			{"tile/8/data/000.p/" + strconv.FormatInt(size+1, 10), http.StatusNotFound, "NOT_IN_LOG"},
+			{"tile/8/data/999", http.StatusNotFound, "NOT_IN_LOG"},
+			{"tile/8/0/x123/456", http.StatusNotFound, "NOT_IN_LOG"},
+			{"tile/9/0/000", http.StatusBadRequest, "BAD_REQUEST"},
+			{"tile/8/0/abc", http.StatusBadRequest, "BAD_REQUEST"},
+			{"tile/" + strings.Repeat("8/", 40), http.StatusBadRequest, "BAD_REQUEST"},
+		} {
+			got, body := getMaybeJSON(t, srv.URL+"/api/screenings/routes/log/"+c.path)
+			if got != c.want || (c.code != "" && apptest.ErrorCode(body) != c.code) {
+				t.Errorf("GET %s = %d %v, want %d %s", c.path, got, body, c.want, c.code)
+			}
+		}
+		var body map[string]any
+		if got := srv.GetJSON(t, "/api/screenings/nosuch/log/checkpoint", &body); got != http.StatusNotFound || apptest.ErrorCode(body) != "NO_ADMISSION_LOG" {
+			t.Errorf("the checkpoint of a screening with no log = %d %v, want 404 NO_ADMISSION_LOG", got, body)
+		}
+		resp, err := http.Get(logURL + "checkpoint")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("the checkpoint's CORS header = %q, want *", resp.Header.Get("Access-Control-Allow-Origin"))
+		}
+	})
+}
+
+// getMaybeJSON GETs url and decodes its body when it is JSON.
+func getMaybeJSON(t *testing.T, url string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+	}
+	return resp.StatusCode, body
 }
