@@ -222,10 +222,11 @@ func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error
 	var rows []struct {
 		saleRow
 		Ended  bool `db:"ended"`
+		Closed bool `db:"closed"`
 		Paused bool `db:"paused"`
 	}
 	err := s.db.SelectContext(ctx, &rows, s.db.Rebind(`SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms, ended,
-		paused_at IS NOT NULL AS paused
+		closed_at IS NOT NULL AS closed, paused_at IS NOT NULL AS paused
 		FROM (SELECT s.*, (s.closed_at IS NOT NULL OR
 			((SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) > 0 AND
 			(SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
@@ -238,7 +239,7 @@ func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error
 	}
 	out := make([]queue.Sale, len(rows))
 	for i, r := range rows {
-		out[i] = queue.Sale{ID: r.ID, OpensAt: r.SaleOpensAt, Settings: r.settings(), Ended: r.Ended, Paused: r.Paused}
+		out[i] = queue.Sale{ID: r.ID, OpensAt: r.SaleOpensAt, Settings: r.settings(), Ended: r.Ended, Closed: r.Closed, Paused: r.Paused}
 	}
 	return out, nil
 }

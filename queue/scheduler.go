@@ -18,6 +18,9 @@ type Sale struct {
 	Settings Settings
 	// Ended is true once the sale sold out or was closed: no admission runs, and its line is kept closed.
 	Ended bool
+	// Closed is true when the operator closed the sale (not sold out): its line is kept closed for that
+	// reason, so a socket is told the sale is closed, not sold out.
+	Closed bool
 	// Paused is true while the operator has paused its admission: its line is kept paused.
 	Paused bool
 }
@@ -127,7 +130,7 @@ func (s *Scheduler) refreshLoops(ctx context.Context, r *running) {
 	listed := make(map[string]bool, len(sales))
 	for _, sale := range sales {
 		if sale.Ended {
-			s.keepClosed(ctx, sale.ID)
+			s.keepClosed(ctx, sale.ID, sale.Closed)
 			continue
 		}
 		listed[sale.ID] = true
@@ -210,7 +213,7 @@ func (s *Scheduler) keepPaused(ctx context.Context, screening string) {
 //
 // A line reopened a moment ago (a refund after the sell-out) is left open: the list that said the sale
 // ended may have been read before the refund.
-func (s *Scheduler) keepClosed(ctx context.Context, screening string) {
+func (s *Scheduler) keepClosed(ctx context.Context, screening string, byOperator bool) {
 	closed, err := s.q.Closed(ctx, screening)
 	if err == nil && closed {
 		return
@@ -218,7 +221,9 @@ func (s *Scheduler) keepClosed(ctx context.Context, screening string) {
 	if err == nil && s.q.reopenedLately(ctx, screening) {
 		return
 	}
-	if err == nil {
+	if err == nil && byOperator {
+		err = s.q.CloseSale(ctx, screening)
+	} else if err == nil {
 		err = s.q.Close(ctx, screening)
 	}
 	if err != nil && ctx.Err() == nil {
