@@ -157,6 +157,8 @@ func runSale(t *testing.T, servers []*apptest.Server, id string) []*user {
 	later := dial(later, "queued")
 	users = append(users, later...)
 	for _, u := range later[:leavers] {
+		// The hello's write deadline (testenv's dial) may have passed while the others dialled.
+		_ = u.sock.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		if err := u.sock.WriteMessage(1, []byte(`{"type":"leave"}`)); err != nil {
 			t.Fatal(err)
 		}
