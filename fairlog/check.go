@@ -192,11 +192,8 @@ func Check(screening string, records []Record) *Report {
 			}
 			nextSeq = max(nextSeq, r.Seq+1)
 		case KindAdmit:
-			switch {
-			case paused:
-				rep.violate(i, "an admission while paused")
-			case closed:
-				rep.violate(i, "an admission while closed")
+			if stopped := stoppedBy(paused, closed); stopped != "" {
+				rep.violate(i, "an admission while %s", stopped)
 			}
 			if r.Via == "tick" && int64(len(r.Seqs)) > r.Batch {
 				rep.violate(i, "a tick admitted %d, more than its batch of %d", len(r.Seqs), r.Batch)
@@ -228,12 +225,9 @@ func Check(screening string, records []Record) *Report {
 				rep.Admitted++
 			}
 		case KindDirect:
-			switch {
-			case paused:
-				rep.violate(i, "a direct admission while paused")
-			case closed:
-				rep.violate(i, "a direct admission while closed")
-			case lowest() < nextSeq:
+			if stopped := stoppedBy(paused, closed); stopped != "" {
+				rep.violate(i, "a direct admission while %s", stopped)
+			} else if lowest() < nextSeq {
 				rep.violate(i, "a direct admission while place %d waits", lowest())
 			}
 			if r.Active > r.Max {
@@ -273,6 +267,17 @@ func Check(screening string, records []Record) *Report {
 	}
 	endOpening(len(records))
 	return rep
+}
+
+// stoppedBy says what stops admission ("paused", "closed"), or "" when nothing does.
+func stoppedBy(paused, closed bool) string {
+	switch {
+	case paused:
+		return "paused"
+	case closed:
+		return "closed"
+	}
+	return ""
 }
 
 // checkOpeningPlace checks a place the opening gave entry r.N: the next in key order (or one of equal key).

@@ -130,14 +130,14 @@ func ParseRecord(line []byte) (Record, error) {
 func (r *Record) set(name, value string) error {
 	switch name {
 	case "t", "n", "seq", "batch", "max", "active", "interval":
-		n, err := number(value)
+		n, err := parseNumber(value)
 		if err != nil {
 			return bad("%s=%q: %v", name, value, err)
 		}
 		if (name == "n" || name == "seq") && n < 1 {
 			return bad("%s=%q: numbers start at 1", name, value)
 		}
-		*map[string]*int64{"t": &r.T, "n": &r.N, "seq": &r.Seq, "batch": &r.Batch, "max": &r.Max, "active": &r.Active, "interval": &r.Interval}[name] = n
+		*r.number(name) = n
 	case "seed":
 		if !hexHash(value) {
 			return bad("seed=%q: want 64 lowercase hex digits", value)
@@ -171,8 +171,27 @@ func (r *Record) set(name, value string) error {
 	return nil
 }
 
-// number reads a decimal number from 0, with no sign and no leading zero.
-func number(s string) (int64, error) {
+// number is the record's numeric field called name.
+func (r *Record) number(name string) *int64 {
+	switch name {
+	case "t":
+		return &r.T
+	case "n":
+		return &r.N
+	case "seq":
+		return &r.Seq
+	case "batch":
+		return &r.Batch
+	case "max":
+		return &r.Max
+	case "active":
+		return &r.Active
+	}
+	return &r.Interval
+}
+
+// parseNumber reads a decimal number from 0, with no sign and no leading zero.
+func parseNumber(s string) (int64, error) {
 	if s == "" || (len(s) > 1 && s[0] == '0') || s[0] == '+' || s[0] == '-' {
 		return 0, errors.New("not a plain decimal number")
 	}
@@ -204,20 +223,8 @@ func (r Record) Format() []byte {
 		}
 		b.WriteString(" " + name + "=")
 		switch name {
-		case "t":
-			b.WriteString(strconv.FormatInt(r.T, 10))
-		case "n":
-			b.WriteString(strconv.FormatInt(r.N, 10))
-		case "seq":
-			b.WriteString(strconv.FormatInt(r.Seq, 10))
-		case "batch":
-			b.WriteString(strconv.FormatInt(r.Batch, 10))
-		case "max":
-			b.WriteString(strconv.FormatInt(r.Max, 10))
-		case "active":
-			b.WriteString(strconv.FormatInt(r.Active, 10))
-		case "interval":
-			b.WriteString(strconv.FormatInt(r.Interval, 10))
+		case "t", "n", "seq", "batch", "max", "active", "interval":
+			b.WriteString(strconv.FormatInt(*r.number(name), 10))
 		case "seed":
 			b.WriteString(r.Seed)
 		case "h":
@@ -271,8 +278,8 @@ func ParseSeqs(s string) ([]int64, error) {
 		if !isRange {
 			hi = lo
 		}
-		l, err1 := number(lo)
-		h, err2 := number(hi)
+		l, err1 := parseNumber(lo)
+		h, err2 := parseNumber(hi)
 		if err1 != nil || err2 != nil || l < 1 || h < l || (isRange && h == l) {
 			return nil, bad("seqs range %q", part)
 		}

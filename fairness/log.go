@@ -42,9 +42,6 @@ const (
 	memoHashes = 1 << 20
 )
 
-// Sales lists the screenings whose logs the writer follows (queue.Screenings: the scheduler's list).
-type Sales = queue.Screenings
-
 // Log is one instance's part in the admission log.
 type Log struct {
 	store   store
@@ -62,14 +59,13 @@ type Log struct {
 // tree is the writer's view of one screening's log: how many records are stored, the last stream id, the
 // stored hashes it wrote or read (a cache of the database's), and the last checkpoint it signed.
 type tree struct {
-	mu        sync.Mutex // one append at a time
-	loaded    bool
-	size      int64
-	streamID  string
-	hashes    map[int64]tlog.Hash
-	signed    int64
-	signedAt  time.Time
-	malformed int
+	mu       sync.Mutex // one append at a time
+	loaded   bool
+	size     int64
+	streamID string
+	hashes   map[int64]tlog.Hash
+	signed   int64
+	signedAt time.Time
 }
 
 // New returns the log kept in db, read from q's streams, signed with key. m may be nil.
@@ -86,7 +82,7 @@ func (l *Log) Key() *fairlog.Key { return l.key }
 
 // Run appends every followed screening's new records every appendEvery while this instance holds the log's
 // lease, and signs their checkpoints, until ctx ends.
-func (l *Log) Run(ctx context.Context, sales Sales) error {
+func (l *Log) Run(ctx context.Context, sales queue.Screenings) error {
 	t := time.NewTicker(appendEvery)
 	defer t.Stop()
 	var followed []string
@@ -129,8 +125,8 @@ func (l *Log) forget() {
 }
 
 // Step appends the screening's records waiting in Redis (all of them, a batch at a time) and signs a
-// checkpoint when the last is older than checkpointEvery or nothing more waits. Run calls it; a test calls
-// it to move a log on at once.
+// checkpoint when the last is older than checkpointEvery, or when there is none yet. Run calls it; a test
+// calls it to move a log on at once.
 func (l *Log) Step(ctx context.Context, screening string) error {
 	l.mu.Lock()
 	t := l.trees[screening]
@@ -156,22 +152,6 @@ func (l *Log) Step(ctx context.Context, screening string) error {
 	return nil
 }
 
-// Flush appends the screening's waiting records and signs a checkpoint of the whole log now.
-func (l *Log) Flush(ctx context.Context, screening string) error {
-	if err := l.Step(ctx, screening); err != nil {
-		return err
-	}
-	l.mu.Lock()
-	t := l.trees[screening]
-	l.mu.Unlock()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.signed < t.size {
-		return l.checkpoint(ctx, screening, t)
-	}
-	return nil
-}
-
 // appendBatch moves up to readBatch records from Redis to the database and returns how many.
 func (l *Log) appendBatch(ctx context.Context, screening string, t *tree) (int, error) {
 	if !t.loaded {
@@ -191,9 +171,9 @@ func (l *Log) appendBatch(ctx context.Context, screening string, t *tree) (int, 
 	reader := l.memoReader(ctx, screening, t, b.hashes)
 	for i, r := range recs {
 		data := []byte(r.Text + "\n")
-		if _, err := fairlog.ParseRecord(data); err != nil {
+		rec, err := fairlog.ParseRecord(data)
+		if err != nil {
 			// Kept all the same: the log says what the line did; a verifier will say what is wrong with it.
-			t.malformed++
 			l.log.Error("fairness: a malformed record in the admission log", "screening", screening, "record", r.Text, "err", err)
 		}
 		n := t.size + int64(i)
@@ -206,7 +186,9 @@ func (l *Log) appendBatch(ctx context.Context, screening string, t *tree) (int, 
 			b.hashes[base+int64(j)] = h
 		}
 		b.records[i] = data
-		b.seqs[i] = placeSeq(r.Text)
+		if rec.Kind == fairlog.KindPlace {
+			b.seqs[i] = rec.Seq
+		}
 	}
 	if err := l.store.append(ctx, screening, b); err != nil {
 		if errors.Is(err, errMoved) {
@@ -233,40 +215,35 @@ func (l *Log) appendBatch(ctx context.Context, screening string, t *tree) (int, 
 	return len(recs), nil
 }
 
-// memoReader reads stored hashes from fresh (this batch's), then the tree's memo, then the database.
+// memoReader reads stored hashes from fresh (this batch's), then the tree's memo, then the database (and
+// keeps what it read there in the memo).
 func (l *Log) memoReader(ctx context.Context, screening string, t *tree, fresh map[int64]tlog.Hash) tlog.HashReaderFunc {
 	return func(ids []int64) ([]tlog.Hash, error) {
 		out := make([]tlog.Hash, len(ids))
-		var missing []int64
+		var missing []int64 // positions in ids
 		for i, id := range ids {
 			if h, ok := fresh[id]; ok {
 				out[i] = h
 			} else if h, ok := t.hashes[id]; ok {
 				out[i] = h
 			} else {
-				missing = append(missing, id)
+				missing = append(missing, int64(i))
 			}
 		}
 		if len(missing) == 0 {
 			return out, nil
 		}
-		found, err := l.store.hashes(ctx, screening, missing)
+		want := make([]int64, len(missing))
+		for j, i := range missing {
+			want[j] = ids[i]
+		}
+		read, err := l.store.hashReader(ctx, screening)(want)
 		if err != nil {
 			return nil, err
 		}
-		for i, id := range ids {
-			if _, ok := fresh[id]; ok {
-				continue
-			}
-			if _, ok := t.hashes[id]; ok {
-				continue
-			}
-			h, ok := found[id]
-			if !ok {
-				return nil, fmt.Errorf("fairness: hash %d of %s is not stored", id, screening)
-			}
-			t.hashes[id] = h
-			out[i] = h
+		for j, i := range missing {
+			t.hashes[ids[i]] = read[j]
+			out[i] = read[j]
 		}
 		return out, nil
 	}

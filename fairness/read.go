@@ -110,20 +110,19 @@ func (l *Log) Proof(ctx context.Context, screening string, seq int64) (Proof, er
 		}
 		return Proof{}, fmt.Errorf("%w: place %d", ErrNotFound, seq)
 	}
-	size := h.CheckpointSize
-	if idx >= size {
+	if h.Checkpoint == "" || idx >= h.CheckpointSize {
 		return Proof{}, fmt.Errorf("%w: place %d", ErrPending, seq)
 	}
-	hr := l.store.hashReader(ctx, screening)
-	p, err := tlog.ProveRecord(size, idx, hr)
+	// The root is the signed checkpoint's, not computed again.
+	cp, err := fairlog.OpenCheckpoint([]byte(h.Checkpoint), l.key.VerifierKey())
+	if err != nil {
+		return Proof{}, fmt.Errorf("fairness: the checkpoint of %s: %w", screening, err)
+	}
+	p, err := tlog.ProveRecord(cp.Size, idx, l.store.hashReader(ctx, screening))
 	if err != nil {
 		return Proof{}, fmt.Errorf("fairness: prove place %d of %s: %w", seq, screening, err)
 	}
-	root, err := tlog.TreeHash(size, hr)
-	if err != nil {
-		return Proof{}, fmt.Errorf("fairness: the tree of %s: %w", screening, err)
-	}
-	return Proof{Index: idx, Record: text, Size: size, Root: root, Proof: p}, nil
+	return Proof{Index: idx, Record: text, Size: cp.Size, Root: cp.Root, Proof: p}, nil
 }
 
 // Receipt signs the receipt of token's place p in the screening (docs/admission-log.md, "Receipts"): the

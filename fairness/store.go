@@ -9,7 +9,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -76,47 +75,23 @@ func (s store) append(ctx context.Context, screening string, b batch) error {
 	if size != b.from {
 		return errMoved
 	}
-	const rowsPerInsert = 200
-	for start := 0; start < len(b.records); start += rowsPerInsert {
-		end := min(start+rowsPerInsert, len(b.records))
-		var q strings.Builder
-		q.WriteString(`INSERT INTO admission_log (screening, idx, record, seq) VALUES `)
-		args := make([]any, 0, 4*(end-start))
-		for i := start; i < end; i++ {
-			if i > start {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?)")
-			var seq any
-			if b.seqs[i] > 0 {
-				seq = b.seqs[i]
-			}
-			args = append(args, screening, b.from+int64(i), strings.TrimSuffix(string(b.records[i]), "\n"), seq)
+	records := make([][]any, len(b.records))
+	for i, r := range b.records {
+		var seq any
+		if b.seqs[i] > 0 {
+			seq = b.seqs[i]
 		}
-		if _, err := tx.ExecContext(ctx, tx.Rebind(q.String()), args...); err != nil {
-			return fmt.Errorf("fairness: append to %s: records: %w", screening, err)
-		}
+		records[i] = []any{screening, b.from + int64(i), strings.TrimSuffix(string(r), "\n"), seq}
 	}
-	ids := make([]int64, 0, len(b.hashes))
-	for id := range b.hashes {
-		ids = append(ids, id)
+	if err := insertRows(ctx, tx, `admission_log (screening, idx, record, seq)`, records); err != nil {
+		return fmt.Errorf("fairness: append to %s: records: %w", screening, err)
 	}
-	for start := 0; start < len(ids); start += rowsPerInsert {
-		end := min(start+rowsPerInsert, len(ids))
-		var q strings.Builder
-		q.WriteString(`INSERT INTO admission_log_hashes (screening, id, hash) VALUES `)
-		args := make([]any, 0, 3*(end-start))
-		for i := start; i < end; i++ {
-			if i > start {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?)")
-			h := b.hashes[ids[i]]
-			args = append(args, screening, ids[i], h[:])
-		}
-		if _, err := tx.ExecContext(ctx, tx.Rebind(q.String()), args...); err != nil {
-			return fmt.Errorf("fairness: append to %s: hashes: %w", screening, err)
-		}
+	hashes := make([][]any, 0, len(b.hashes))
+	for id, h := range b.hashes {
+		hashes = append(hashes, []any{screening, id, h[:]})
+	}
+	if err := insertRows(ctx, tx, `admission_log_hashes (screening, id, hash)`, hashes); err != nil {
+		return fmt.Errorf("fairness: append to %s: hashes: %w", screening, err)
 	}
 	if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE admission_log_heads SET size = ?, stream_id = ? WHERE screening = ?`),
 		b.from+int64(len(b.records)), b.streamID, screening); err != nil {
@@ -124,6 +99,24 @@ func (s store) append(ctx context.Context, screening string, b batch) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fairness: append to %s: %w", screening, err)
+	}
+	return nil
+}
+
+// insertRows inserts rows into table ("name (columns)"), a few hundred to a statement.
+func insertRows(ctx context.Context, tx *sqlx.Tx, table string, rows [][]any) error {
+	const rowsPerInsert = 200
+	for start := 0; start < len(rows); start += rowsPerInsert {
+		chunk := rows[start:min(start+rowsPerInsert, len(rows))]
+		one := "(?" + strings.Repeat(", ?", len(chunk[0])-1) + ")"
+		q := "INSERT INTO " + table + " VALUES " + one + strings.Repeat(", "+one, len(chunk)-1)
+		args := make([]any, 0, len(chunk)*len(chunk[0]))
+		for _, r := range chunk {
+			args = append(args, r...)
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(q), args...); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -232,21 +225,4 @@ func (s store) lastPlace(ctx context.Context, screening string) (int64, error) {
 		return 0, fmt.Errorf("fairness: the last place of %s: %w", screening, err)
 	}
 	return last.Int64, nil
-}
-
-// placeSeq is the place a `place` record gives (0 for any other record).
-func placeSeq(text string) int64 {
-	if !strings.HasPrefix(text, "place ") {
-		return 0
-	}
-	_, rest, ok := strings.Cut(text, " seq=")
-	if !ok {
-		return 0
-	}
-	num, _, _ := strings.Cut(rest, " ")
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n
 }

@@ -79,8 +79,9 @@ func (q *Queue) logHash(token string) string {
 	return fairlog.TokenHash(token)
 }
 
-// seedMemo keeps each screening's seed as read from Redis, for a second: an early crowd's registrations
-// need it each, and a reset (which drops it) is seen within that second.
+// seedMemo keeps each screening's seed as read from Redis, for a second, and so its absence: an early
+// crowd's registrations need the seed each, and every registration of an open line would otherwise ask
+// Redis for a seed it will never have; a reset (which drops it) is seen within that second.
 type seedMemo struct {
 	mu   sync.Mutex
 	byID map[string]seedRead
@@ -112,22 +113,22 @@ func (q *Queue) seed(ctx context.Context, screening string, opensAt time.Time) (
 	q.seeds.mu.Lock()
 	r, ok := q.seeds.byID[screening]
 	q.seeds.mu.Unlock()
-	if ok && r.seed != nil && now.Sub(r.at) < seedMemoAge {
+	if ok && now.Sub(r.at) < seedMemoAge {
 		return r.seed, nil
 	}
 	fresh := fairlog.NewSeed()
 	k := q.keys(screening)
 	got, err := seedScript.Run(ctx, q.rdb, []string{k.seed, k.opened, k.log},
 		hex.EncodeToString(fresh), fairlog.SeedCommit(fresh), now.UnixMilli(), opensAt.UnixMilli()).Text()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
+	var seed []byte // nil: none, and none is drawn any more (the line is open, or its sale time came)
+	switch {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
 		return nil, fmt.Errorf("queue: the shuffle seed of %s: %w", screening, err)
-	}
-	seed, err := hex.DecodeString(got)
-	if err != nil {
-		return nil, fmt.Errorf("queue: the shuffle seed of %s: %w", screening, err)
+	default:
+		if seed, err = hex.DecodeString(got); err != nil {
+			return nil, fmt.Errorf("queue: the shuffle seed of %s: %w", screening, err)
+		}
 	}
 	q.seeds.mu.Lock()
 	if q.seeds.byID == nil {

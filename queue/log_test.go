@@ -157,3 +157,19 @@ func revealed(t *testing.T, texts []string) []byte {
 	t.Fatalf("no reveal in the log:\n%s", strings.Join(texts, "\n"))
 	return nil
 }
+
+// TestAnOpenLineDoesNotAskForASeedAtEveryRegistration: with the log kept, a registration may need the
+// pre-queue's seed, but a line already open has none and never will: the queue asks Redis once (a lone
+// script) and remembers the answer, so the registrations of a crowd go in their pipelines alone.
+func TestAnOpenLineDoesNotAskForASeedAtEveryRegistration(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		q.SetLog(true)
+		registerN(t, q, screening, 1) // opens the line
+		counted := testenv.CountCalls(env.Redis)
+		registerN(t, q, screening, 20)
+		if n := counted.LoneScripts.Load(); n > 1 {
+			t.Errorf("20 registrations in an open line sent %d lone scripts, want at most 1 (the seed asked once)", n)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -156,6 +157,11 @@ func runSale(t *testing.T, servers []*apptest.Server, id string) []*user {
 	}
 	later := dial(later, "queued")
 	users = append(users, later...)
+	// A reconnect with the token, while paused (still waiting), is given the same receipt, byte for byte.
+	again := servers[len(servers)-1].Dial(t, id, later[leavers].token)
+	if m := again.Next(t, 10*time.Second); m.Type != "queued" || m.Receipt != later[leavers].receipt {
+		t.Fatalf("a reconnect's first message %+v, want queued with the receipt it was given first:\n%s", m, later[leavers].receipt)
+	}
 	for _, u := range later[:leavers] {
 		// The hello's write deadline (testenv's dial) may have passed while the others dialled.
 		_ = u.sock.SetWriteDeadline(time.Now().Add(10 * time.Second))
@@ -227,25 +233,17 @@ func settled(t *testing.T, logURL string) int64 {
 // checkpointSize is the size the latest checkpoint states (0: none yet).
 func checkpointSize(t *testing.T, logURL string) int64 {
 	t.Helper()
-	resp, err := http.Get(logURL + "checkpoint")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
+	code, body := getText(t, logURL+"checkpoint")
+	if code == http.StatusNotFound {
 		return 0
 	}
-	var body strings.Builder
-	buf := make([]byte, 4096)
-	n, _ := resp.Body.Read(buf)
-	body.Write(buf[:n])
-	lines := strings.Split(body.String(), "\n")
-	if resp.StatusCode != http.StatusOK || len(lines) < 3 {
-		t.Fatalf("GET checkpoint = %d %q", resp.StatusCode, body.String())
+	lines := strings.Split(body, "\n")
+	if code != http.StatusOK || len(lines) < 3 {
+		t.Fatalf("GET checkpoint = %d %q", code, body)
 	}
 	size, err := strconv.ParseInt(lines[1], 10, 64)
 	if err != nil {
-		t.Fatalf("checkpoint %q: %v", body.String(), err)
+		t.Fatalf("checkpoint %q: %v", body, err)
 	}
 	return size
 }
@@ -253,17 +251,11 @@ func checkpointSize(t *testing.T, logURL string) int64 {
 // logKey is the log's verifier key, as the server publishes it.
 func logKey(t *testing.T, srv *apptest.Server) string {
 	t.Helper()
-	resp, err := http.Get(srv.URL + "/.well-known/waitroom-log-key")
-	if err != nil {
-		t.Fatal(err)
+	code, body := getText(t, srv.URL+"/.well-known/waitroom-log-key")
+	if code != http.StatusOK {
+		t.Fatalf("GET /.well-known/waitroom-log-key = %d", code)
 	}
-	defer resp.Body.Close()
-	buf := make([]byte, 1024)
-	n, _ := resp.Body.Read(buf)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /.well-known/waitroom-log-key = %d", resp.StatusCode)
-	}
-	return strings.TrimSpace(string(buf[:n]))
+	return strings.TrimSpace(body)
 }
 
 // readRecords reads the whole log through the records route.
@@ -647,4 +639,19 @@ func getMaybeJSON(t *testing.T, url string) (int, map[string]any) {
 		}
 	}
 	return resp.StatusCode, body
+}
+
+// getText GETs url and returns its status and body.
+func getText(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode, string(b)
 }

@@ -57,11 +57,11 @@ func drawPassKey(cfg *config.Pass, log *slog.Logger) error {
 	if cfg.Secret != "" || len(cfg.Keys) > 0 || cfg.KeysFile != "" {
 		return nil
 	}
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return fmt.Errorf("app: draw a pass key id: %w", err)
+	kid, err := localKeyID()
+	if err != nil {
+		return err
 	}
-	k, err := pass.GenerateKey("local-" + hex.EncodeToString(b[:]))
+	k, err := pass.GenerateKey(kid)
 	if err != nil {
 		return fmt.Errorf("app: %w", err)
 	}
@@ -115,15 +115,24 @@ func drawLogKey(cfg *config.Config, log *slog.Logger) error {
 	return nil
 }
 
-// localLogKey draws a log key named local-<8 hex digits>.
+// localLogKey draws a log key named as localKeyID names it.
 func localLogKey() (string, error) {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("app: draw a log key id: %w", err)
+	kid, err := localKeyID()
+	if err != nil {
+		return "", err
 	}
-	entry, err := fairlog.GenerateKey("local-" + hex.EncodeToString(b[:]))
+	entry, err := fairlog.GenerateKey(kid)
 	if err != nil {
 		return "", fmt.Errorf("app: %w", err)
 	}
 	return entry, nil
+}
+
+// localKeyID names a key drawn for this process: local-<8 hex digits>, new each start.
+func localKeyID() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("app: draw a key id: %w", err)
+	}
+	return "local-" + hex.EncodeToString(b[:]), nil
 }
