@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -130,4 +131,70 @@ func (l *Log) Proof(ctx context.Context, screening string, seq int64) (Proof, er
 func (l *Log) Receipt(screening, token string, p queue.Placed) ([]byte, error) {
 	return l.key.SignReceipt(fairlog.Receipt{Screening: screening, Seq: p.Seq, Entry: p.Entry, TokenHash: fairlog.TokenHash(token),
 		Time: p.At.UnixMilli()})
+}
+
+// Status is what the operator sees of a screening's log (the control room): the records stored, the latest
+// checkpoint's size and when it was signed (zero: none yet, or signed before that was recorded), and the
+// records still waiting in Redis to be stored.
+type Status struct {
+	Size           int64
+	CheckpointSize int64
+	CheckpointAt   time.Time
+	Backlog        int64
+}
+
+// Status reads the screening's log as the writer left it: a screening with no record has the zero Status.
+func (l *Log) Status(ctx context.Context, screening string) (Status, error) {
+	h, err := l.store.head(ctx, screening)
+	if err != nil {
+		return Status{}, err
+	}
+	backlog, err := l.q.LogBacklog(ctx, screening, h.StreamID)
+	if err != nil {
+		return Status{}, err
+	}
+	st := Status{Size: h.Size, CheckpointSize: h.CheckpointSize, Backlog: backlog}
+	if h.Checkpoint != "" && h.CheckpointAtMs > 0 {
+		st.CheckpointAt = time.UnixMilli(h.CheckpointAtMs)
+	}
+	return st, nil
+}
+
+// Snapshot is a screening's log as of its latest checkpoint when the snapshot was taken: its reads serve
+// that tree, as the public routes served it then, whatever the log has become since (it only grows).
+type Snapshot struct {
+	// Checkpoint is the signed checkpoint, of Size records.
+	Checkpoint []byte
+	Size       int64
+	l          *Log
+	screening  string
+}
+
+// Snapshot takes the screening's log as of its latest checkpoint (ErrNoLog: none yet).
+func (l *Log) Snapshot(ctx context.Context, screening string) (*Snapshot, error) {
+	signed, size, err := l.Checkpoint(ctx, screening)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{Checkpoint: signed, Size: size, l: l, screening: screening}, nil
+}
+
+// Tile returns the tile at path (tlog's layout, "tile/8/…") of the snapshot's tree: the bytes the public
+// tile route served for it.
+func (s *Snapshot) Tile(ctx context.Context, path string) ([]byte, error) {
+	data, _, err := fairlog.ReadTile(path, s.Size, s.l.store.hashReader(ctx, s.screening), func(start, end int64) ([][]byte, error) {
+		return s.l.store.records(ctx, s.screening, start, end)
+	})
+	if errors.Is(err, fairlog.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return data, err
+}
+
+// Records returns records start to end−1 of the snapshot, each with its final newline.
+func (s *Snapshot) Records(ctx context.Context, start, end int64) ([][]byte, error) {
+	if start < 0 || end < start || end > s.Size {
+		return nil, fmt.Errorf("%w: records %d to %d of a log of %d", ErrNotFound, start, end, s.Size)
+	}
+	return s.l.store.records(ctx, s.screening, start, end)
 }

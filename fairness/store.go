@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"golang.org/x/mod/sumdb/tlog"
@@ -21,6 +22,8 @@ type head struct {
 	StreamID       string `db:"stream_id"`
 	Checkpoint     string `db:"checkpoint"`
 	CheckpointSize int64  `db:"checkpoint_size"`
+	// CheckpointAtMs is when the checkpoint was kept, Unix milliseconds (0: before that was recorded).
+	CheckpointAtMs int64 `db:"checkpoint_at"`
 }
 
 // store is the log's tables in db.
@@ -31,7 +34,7 @@ func (s store) postgres() bool { return s.db.DriverName() == "postgres" }
 // head reads the screening's head; a screening with no record has the zero head.
 func (s store) head(ctx context.Context, screening string) (head, error) {
 	var h head
-	err := s.db.GetContext(ctx, &h, s.db.Rebind(`SELECT size, stream_id, checkpoint, checkpoint_size FROM admission_log_heads WHERE screening = ?`), screening)
+	err := s.db.GetContext(ctx, &h, s.db.Rebind(`SELECT size, stream_id, checkpoint, checkpoint_size, checkpoint_at FROM admission_log_heads WHERE screening = ?`), screening)
 	if errors.Is(err, sql.ErrNoRows) {
 		return head{}, nil
 	}
@@ -121,10 +124,11 @@ func insertRows(ctx context.Context, tx *sqlx.Tx, table string, rows [][]any) er
 	return nil
 }
 
-// setCheckpoint keeps a signed checkpoint of size records, unless a larger one is already kept.
+// setCheckpoint keeps a signed checkpoint of size records, and when (now: it was signed a moment ago),
+// unless a larger one is already kept.
 func (s store) setCheckpoint(ctx context.Context, screening string, size int64, signed []byte) error {
-	_, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE admission_log_heads SET checkpoint = ?, checkpoint_size = ? WHERE screening = ? AND checkpoint_size <= ?`),
-		string(signed), size, screening, size)
+	_, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE admission_log_heads SET checkpoint = ?, checkpoint_size = ?, checkpoint_at = ? WHERE screening = ? AND checkpoint_size <= ?`),
+		string(signed), size, time.Now().UnixMilli(), screening, size)
 	if err != nil {
 		return fmt.Errorf("fairness: the checkpoint of %s: %w", screening, err)
 	}
