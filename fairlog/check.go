@@ -19,8 +19,19 @@ type Report struct {
 	// place); GivenUp how many left, were abandoned or closed before admission; Entries and Shuffled the
 	// pre-queue's entries and the places the opening gave them.
 	Places, Admitted, Direct, GivenUp, Entries, Shuffled int
-	Violations                                           []string
-	Receipt                                              *Standing
+	// Beacon is the beacon the pre-queue's commitment names ("" none, NoBeacon: its server could not reach
+	// it), Round the round it names; Mixed says the opening mixed that round in, its signature checked
+	// against the chain's public key. Late is how many entries came after the round was due, placed after
+	// the shuffled ones in entry order.
+	Beacon string
+	Round  int64
+	Mixed  bool
+	Late   int
+	// Notes say what the log proves where it proves less than it could (a beacon not reached, not mixed
+	// in, a chain this package does not know): not violations of the rules.
+	Notes      []string
+	Violations []string
+	Receipt    *Standing
 
 	places  map[int64]*placed // by seq
 	entries map[int64]*entry  // by entry number
@@ -72,9 +83,12 @@ type placed struct {
 
 type entry struct {
 	h     string
+	t     int64
 	index int64
 	gone  bool
 	seq   int64
+	key   uint64 // its shuffle key at the opening
+	late  bool   // it came after the beacon's round was due: placed after the shuffled ones, by number
 }
 
 // maxViolations bounds the violations a report keeps: a broken log says so without a list without end.
@@ -90,11 +104,19 @@ func (rep *Report) violate(i int, format string, args ...any) {
 	rep.Violations = append(rep.Violations, fmt.Sprintf("record %d: ", i)+fmt.Sprintf(format, args...))
 }
 
-// Check checks the screening's records against the rules of the line.
+// Check checks the screening's records against the rules of the line, for a log whose pre-queue names no
+// beacon (CheckWith checks one that does).
 func Check(screening string, records []Record) *Report {
+	return CheckWith(screening, records, nil)
+}
+
+// CheckWith checks the screening's records against the rules of the line, with the chain info of the
+// beacons its commitments name (by URL; Beacon.Info fetches and checks one).
+func CheckWith(screening string, records []Record, chains map[string]ChainInfo) *Report {
 	rep := &Report{Screening: screening, Size: int64(len(records)), places: map[int64]*placed{}, entries: map[int64]*entry{}}
 	var (
 		commit           string
+		committed        Record // the commitment, with its beacon and round
 		seed             []byte
 		revealed         bool
 		opening          []int64 // the entries the opening must place, in key order
@@ -130,7 +152,11 @@ func Check(screening string, records []Record) *Report {
 			if commit != "" || nextEntry > 1 || nextSeq > 1 {
 				rep.violate(i, "a seed committed after the log began (a second commit, or after entries or places)")
 			}
-			commit = r.Seed
+			commit, committed = r.Seed, r
+			rep.Beacon, rep.Round = r.Beacon, r.Round
+			if r.Beacon == NoBeacon {
+				rep.note("the server had a beacon but could not reach it when it drew the seed (beacon=%s): the order follows from the server's seed alone, which the server knew from the start", NoBeacon)
+			}
 		case KindPre:
 			switch {
 			case commit == "":
@@ -142,7 +168,7 @@ func Check(screening string, records []Record) *Report {
 				rep.violate(i, "pre-queue entry %d, want %d (entries are numbered 1, 2, 3, …)", r.N, nextEntry)
 			}
 			nextEntry = max(nextEntry, r.N+1)
-			rep.entries[r.N] = &entry{h: r.H, index: int64(i)}
+			rep.entries[r.N] = &entry{h: r.H, t: r.T, index: int64(i)}
 			rep.Entries++
 		case KindPreGone:
 			e := rep.entries[r.N]
@@ -166,12 +192,24 @@ func Check(screening string, records []Record) *Report {
 					opening = append(opening, n)
 				}
 			}
+			keySeed, dueMs := rep.beaconSeed(i, r, committed, seed, len(opening), chains)
+			for _, n := range opening {
+				e := rep.entries[n]
+				e.key, e.late = ShuffleKey(keySeed, e.h), dueMs > 0 && e.t >= dueMs
+				if e.late {
+					rep.Late++
+				}
+			}
 			slices.SortFunc(opening, func(a, b int64) int {
-				ka, kb := ShuffleKey(seed, rep.entries[a].h), ShuffleKey(seed, rep.entries[b].h)
+				ea, eb := rep.entries[a], rep.entries[b]
 				switch {
-				case ka < kb:
+				case ea.late != eb.late && ea.late:
+					return 1
+				case ea.late != eb.late:
 					return -1
-				case ka > kb:
+				case !ea.late && ea.key < eb.key:
+					return -1
+				case !ea.late && ea.key > eb.key:
 					return 1
 				}
 				return int(a - b)
@@ -182,7 +220,7 @@ func Check(screening string, records []Record) *Report {
 				rep.violate(i, "place %d, want %d (places are numbered 1, 2, 3, …, none twice)", r.Seq, nextSeq)
 			}
 			if r.N > 0 {
-				rep.checkOpeningPlace(i, r, seed, opening, &openingAt)
+				rep.checkOpeningPlace(i, r, opening, &openingAt)
 			} else if commit != "" && !revealed {
 				rep.violate(i, "a place before the opening of a pre-queue")
 			}
@@ -280,8 +318,56 @@ func stoppedBy(paused, closed bool) string {
 	return ""
 }
 
-// checkOpeningPlace checks a place the opening gave entry r.N: the next in key order (or one of equal key).
-func (rep *Report) checkOpeningPlace(i int, r Record, seed []byte, opening []int64, at *int) {
+// beaconSeed checks a reveal's beacon fields against the commitment's and returns the seed the opening's
+// keys come from (the revealed seed, or it mixed with the beacon's round) and when the round was due (Unix
+// ms; 0: no round mixed in, every entry is shuffled). waiting is how many entries the opening places.
+func (rep *Report) beaconSeed(i int, r, committed Record, seed []byte, waiting int, chains map[string]ChainInfo) ([]byte, int64) {
+	named := committed.Beacon != "" && committed.Beacon != NoBeacon
+	switch {
+	case !named && r.Round != 0:
+		rep.violate(i, "the reveal mixes in beacon round %d, but the commitment named no beacon round", r.Round)
+		return seed, 0
+	case !named:
+		return seed, 0
+	case r.Round == 0:
+		if waiting > 0 {
+			rep.violate(i, "the commitment named round %d of beacon %s, but the reveal mixes in no round and says none was fetched", committed.Round, committed.Beacon)
+		}
+		return seed, 0
+	case r.Round != committed.Round:
+		rep.violate(i, "the reveal mixes in beacon round %d, but the commitment named round %d", r.Round, committed.Round)
+		return seed, 0
+	case r.Randomness == NoBeacon:
+		rep.note("the server could not fetch round %d of its beacon %s at the opening (randomness=%s): the order follows from its seed alone, which the server knew from the start, so it proves no more than a log without a beacon", r.Round, committed.Beacon, NoBeacon)
+		return seed, 0
+	}
+	chain, ok := chains[committed.Beacon]
+	if !ok {
+		rep.violate(i, "the commitment names beacon %s, whose chain info this check was not given: its round cannot be checked", committed.Beacon)
+		return seed, 0
+	}
+	round := Round{Number: r.Round, Randomness: r.Randomness, Signature: r.Signature}
+	if err := round.Check(chain); err != nil {
+		rep.violate(i, "beacon round %d as the reveal states it is not the chain's: %v", r.Round, err)
+		return seed, 0
+	}
+	rep.Mixed = true
+	b, _ := ParseBeacon(committed.Beacon)
+	if name, ok := knownChains[b.ChainHash]; ok {
+		rep.note("beacon: round %d of %s (%s), mixed into the seed; its signature checks against the chain's public key", r.Round, committed.Beacon, name)
+	} else {
+		rep.note("beacon: round %d of %s, mixed into the seed; its signature checks against the chain's public key, but this verifier does not know chain %s: check it is a public beacon you trust, not one the operator runs", r.Round, committed.Beacon, b.ChainHash)
+	}
+	return MixSeed(seed, r.Randomness), chain.TimeOfRound(r.Round).UnixMilli()
+}
+
+func (rep *Report) note(format string, args ...any) {
+	rep.Notes = append(rep.Notes, fmt.Sprintf(format, args...))
+}
+
+// checkOpeningPlace checks a place the opening gave entry r.N: the next in the opening's order (or one of
+// equal key among the shuffled).
+func (rep *Report) checkOpeningPlace(i int, r Record, opening []int64, at *int) {
 	e := rep.entries[r.N]
 	switch {
 	case *at < 0:
@@ -297,7 +383,8 @@ func (rep *Report) checkOpeningPlace(i int, r Record, seed []byte, opening []int
 		rep.violate(i, "the opening placed entry %d with token hash %s, but it entered with %s", r.N, r.H, e.h)
 	}
 	want := opening[*at]
-	if r.N != want && ShuffleKey(seed, e.h) != ShuffleKey(seed, rep.entries[want].h) {
+	w := rep.entries[want]
+	if r.N != want && (e.late || w.late || e.key != w.key) {
 		rep.violate(i, "the opening placed entry %d where the shuffle puts entry %d", r.N, want)
 	}
 	if r.N != want {
@@ -374,6 +461,12 @@ func (rep *Report) Lines() []string {
 		rep.Screening, rep.Size, rep.Places, rep.Shuffled, rep.Entries, rep.Admitted, rep.Direct, rep.GivenUp)}
 	if rep.Root != "" {
 		out = append(out, "checkpoint: "+rep.Root+", signed by the log's key, consistent with every checkpoint seen before")
+	}
+	if rep.Late > 0 {
+		out = append(out, fmt.Sprintf("beacon: %d pre-queue entries came after round %d was due: placed after the shuffled ones, in the order they came", rep.Late, rep.Round))
+	}
+	for _, n := range rep.Notes {
+		out = append(out, "note: "+n)
 	}
 	if rep.Receipt != nil {
 		out = append(out, "receipt: "+rep.Receipt.String())

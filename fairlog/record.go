@@ -30,12 +30,14 @@ const (
 	KindReopen  = "reopen"
 )
 
-// layouts is each kind's fields in order; a trailing "?" marks the one optional field (place's n).
+// layouts is each kind's fields in order; a trailing "?" marks an optional field. Optional fields come
+// last, and a record may leave off any run of them at its end (place's n; a commitment's beacon and round;
+// a reveal's round, randomness and signature), as far as consistent (Record.consistent) allows.
 var layouts = map[string][]string{
-	KindCommit:  {"t", "seed"},
+	KindCommit:  {"t", "seed", "beacon?", "round?"},
 	KindPre:     {"t", "n", "h"},
 	KindPreGone: {"t", "n", "why"},
-	KindReveal:  {"t", "seed"},
+	KindReveal:  {"t", "seed", "round?", "randomness?", "signature?"},
 	KindPlace:   {"t", "seq", "h", "n?"},
 	KindAdmit:   {"t", "via", "seqs", "batch", "max", "active"},
 	KindDirect:  {"t", "h", "max", "active"},
@@ -77,6 +79,13 @@ type Record struct {
 	Batch, Max, Active int64
 	// Interval is a pace's interval between ticks, ms.
 	Interval int64
+	// Beacon is the beacon a commitment names (its URL, or NoBeacon when its server could not reach it);
+	// Round the beacon's round (commit: the one that will be mixed in; reveal: the one that was).
+	Beacon string
+	Round  int64
+	// Randomness and Signature are the round a reveal mixed in (lowercase hex); Randomness is NoBeacon when
+	// the server could not fetch it, and the order follows from the seed alone.
+	Randomness, Signature string
 }
 
 // ErrBadRecord is every record ParseRecord refuses.
@@ -109,8 +118,11 @@ func ParseRecord(line []byte) (Record, error) {
 	}
 	values := fields[1:]
 	want := len(layout)
-	optional := strings.HasSuffix(layout[len(layout)-1], "?")
-	if len(values) != want && !(optional && len(values) == want-1) {
+	required := want
+	for required > 0 && strings.HasSuffix(layout[required-1], "?") {
+		required--
+	}
+	if len(values) < required || len(values) > want {
 		return Record{}, bad("%s has %d fields, want %d", r.Kind, len(values), want)
 	}
 	for i, v := range values {
@@ -123,18 +135,39 @@ func ParseRecord(line []byte) (Record, error) {
 			return Record{}, err
 		}
 	}
+	if err := r.consistent(); err != nil {
+		return Record{}, err
+	}
 	return r, nil
+}
+
+// consistent checks the optional fields that go together: a commitment's beacon has a round unless it is
+// NoBeacon; a reveal's round has randomness, and randomness a signature unless it is NoBeacon.
+func (r *Record) consistent() error {
+	switch {
+	case r.Kind == KindCommit && r.Beacon != "" && r.Beacon != NoBeacon && r.Round == 0:
+		return bad("commit beacon=%s without the round it will mix in", r.Beacon)
+	case r.Kind == KindCommit && r.Beacon == NoBeacon && r.Round != 0:
+		return bad("commit beacon=%s with a round", NoBeacon)
+	case r.Kind == KindReveal && r.Round != 0 && r.Randomness == "":
+		return bad("reveal round=%d without its randomness", r.Round)
+	case r.Kind == KindReveal && r.Randomness != "" && r.Randomness != NoBeacon && r.Signature == "":
+		return bad("reveal randomness=%s without its signature", r.Randomness)
+	case r.Kind == KindReveal && r.Randomness == NoBeacon && r.Signature != "":
+		return bad("reveal randomness=%s with a signature", NoBeacon)
+	}
+	return nil
 }
 
 // set reads one field.
 func (r *Record) set(name, value string) error {
 	switch name {
-	case "t", "n", "seq", "batch", "max", "active", "interval":
+	case "t", "n", "seq", "batch", "max", "active", "interval", "round":
 		n, err := parseNumber(value)
 		if err != nil {
 			return bad("%s=%q: %v", name, value, err)
 		}
-		if (name == "n" || name == "seq") && n < 1 {
+		if (name == "n" || name == "seq" || name == "round") && n < 1 {
 			return bad("%s=%q: numbers start at 1", name, value)
 		}
 		*r.number(name) = n
@@ -148,6 +181,21 @@ func (r *Record) set(name, value string) error {
 			return bad("h=%q: want 64 lowercase hex digits", value)
 		}
 		r.H = value
+	case "beacon":
+		if b, err := ParseBeacon(value); value != NoBeacon && (err != nil || b.URL != value) {
+			return bad("beacon=%q: want %s or http(s)://host/…/<chain hash>, with no trailing slash", value, NoBeacon)
+		}
+		r.Beacon = value
+	case "randomness":
+		if value != NoBeacon && !hexHash(value) {
+			return bad("randomness=%q: want 64 lowercase hex digits or %s", value, NoBeacon)
+		}
+		r.Randomness = value
+	case "signature":
+		if len(value) == 0 || len(value) > maxSignature || len(value)%2 != 0 || strings.Trim(value, "0123456789abcdef") != "" {
+			return bad("signature=%q: want lowercase hex, at most %d digits", value, maxSignature)
+		}
+		r.Signature = value
 	case "why":
 		for _, w := range whys[r.Kind] {
 			if value == w {
@@ -186,9 +234,14 @@ func (r *Record) number(name string) *int64 {
 		return &r.Max
 	case "active":
 		return &r.Active
+	case "round":
+		return &r.Round
 	}
 	return &r.Interval
 }
+
+// maxSignature bounds a beacon signature's hex digits: a BLS12-381 signature is 48 or 96 bytes.
+const maxSignature = 2 * 96
 
 // parseNumber reads a decimal number from 0, with no sign and no leading zero.
 func parseNumber(s string) (int64, error) {
@@ -218,12 +271,12 @@ func (r Record) Format() []byte {
 	b.WriteString(r.Kind)
 	for _, f := range layouts[r.Kind] {
 		name := strings.TrimSuffix(f, "?")
-		if f == "n?" && r.N == 0 {
+		if name != f && r.absent(name) {
 			continue
 		}
 		b.WriteString(" " + name + "=")
 		switch name {
-		case "t", "n", "seq", "batch", "max", "active", "interval":
+		case "t", "n", "seq", "batch", "max", "active", "interval", "round":
 			b.WriteString(strconv.FormatInt(*r.number(name), 10))
 		case "seed":
 			b.WriteString(r.Seed)
@@ -235,10 +288,31 @@ func (r Record) Format() []byte {
 			b.WriteString(r.Via)
 		case "seqs":
 			b.WriteString(FormatSeqs(r.Seqs))
+		case "beacon":
+			b.WriteString(r.Beacon)
+		case "randomness":
+			b.WriteString(r.Randomness)
+		case "signature":
+			b.WriteString(r.Signature)
 		}
 	}
 	b.WriteByte('\n')
 	return []byte(b.String())
+}
+
+// absent reports whether the optional field called name is left off.
+func (r Record) absent(name string) bool {
+	switch name {
+	case "n":
+		return r.N == 0
+	case "beacon":
+		return r.Beacon == ""
+	case "round":
+		return r.Round == 0
+	case "randomness":
+		return r.Randomness == ""
+	}
+	return r.Signature == ""
 }
 
 // FormatSeqs writes increasing sequence numbers as ranges: "1-300,302,305-310".

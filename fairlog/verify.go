@@ -115,7 +115,10 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 			bad = append(bad, fmt.Sprintf("record %d: %v", i, err))
 		}
 	}
-	rep := Check(cp.Screening, parsed)
+	rep, err := checkWithBeacons(f, cp.Screening, parsed) // with the chain info of the beacon its seed names
+	if err != nil {
+		return nil, err
+	}
 	rep.Root = base64.StdEncoding.EncodeToString(cp.Root[:])
 	rep.Violations = append(bad, rep.Violations...)
 	if cfg.Receipt != nil {
