@@ -1,4 +1,5 @@
-// The command: waitroom verify-log URL [--receipt FILE] [--key VKEY] [--state FILE].
+// The command: waitroom verify-log URL [--receipt FILE] [--key VKEY] [--state FILE]; URL may be an archive
+// of the log (a directory or a .tar.gz).
 
 package fairlog
 
@@ -18,11 +19,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify-log", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	receipt := fs.String("receipt", "", "a receipt file to find in the log")
-	key := fs.String("key", "", "the log's verifier key (default: /.well-known/waitroom-log-key of the log's host)")
+	key := fs.String("key", "", "the log's verifier key (default: /.well-known/waitroom-log-key of the log's host, or an archive's key file)")
 	state := fs.String("state", "waitroom-log-state.json", "the file that keeps the checkpoints seen before (\"\": none)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: waitroom verify-log URL [--receipt FILE] [--key VKEY] [--state FILE]")
-		fmt.Fprintln(stderr, "  URL: a screening's admission log, http(s)://host/api/screenings/{id}/log/")
+		fmt.Fprintln(stderr, "  URL: a screening's admission log, http(s)://host/api/screenings/{id}/log/, or an archive of it:")
+		fmt.Fprintln(stderr, "       the .tar.gz of /api/admin/screenings/{id}/log/export, or the directory it unpacks to")
 		fs.PrintDefaults()
 	}
 	// The URL may come before the flags or after them.
