@@ -30,7 +30,7 @@ func (s *Server) routes() {
 		}))
 	}
 
-	// The operator's API (admin.go, codes.go, csv.go, webhooks.go), behind the bearer key. Without a key
+	// The operator's API (admin.go, adminlog.go, codes.go, csv.go, webhooks.go), behind the bearer key. Without a key
 	// configured the routes do not exist (404): the admin API is off, never open.
 	if s.AdminKey != "" {
 		admin := api.Group("/admin", s.requireAdmin)
@@ -48,6 +48,8 @@ func (s *Server) routes() {
 		admin.POST("/screenings/:id/codes", s.adminIssueCodes)
 		admin.GET("/screenings/:id/codes", s.adminCodes, workOf(overload.Background))
 		admin.DELETE("/screenings/:id/codes/:code", s.adminRevokeCode)
+		admin.GET("/screenings/:id/log", s.adminLog, workOf(overload.Background))
+		admin.GET("/screenings/:id/log/export", s.adminLogExport, workOf(overload.Background))
 		admin.POST("/orders/:code/cancel", s.adminCancelOrder, workOf(overload.Payment))
 		admin.GET("/instances", s.adminInstances)
 		admin.GET("/webhooks", s.adminWebhooks, workOf(overload.Background))
