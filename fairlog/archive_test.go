@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,13 +85,7 @@ func writeTar(t *testing.T, files map[string][]byte, prefix string, zipped bool)
 	if err := tw.WriteHeader(&tar.Header{Name: prefix + "tile/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
 		t.Fatal(err)
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range files {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(files))
 	for _, n := range names {
 		if err := tw.WriteHeader(&tar.Header{Name: prefix + n, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(files[n]))}); err != nil {
 			t.Fatal(err)
