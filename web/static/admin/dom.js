@@ -112,6 +112,18 @@ export const el = {
   orderDialogText: $('#order-dialog-text'),
   orderDialogKeep: $('#order-dialog-keep'),
   orderDialogConfirm: $('#order-dialog-confirm'),
+  log: $('#log'),
+  logState: $('#log-state'),
+  logBody: $('#log-body'),
+  logSize: $('[data-testid="log-size"]'),
+  logCheckpoint: $('[data-testid="log-checkpoint"]'),
+  logSigned: $('[data-testid="log-signed"]'),
+  logBacklog: $('[data-testid="log-backlog"]'),
+  logLink: $('#log-checkpoint-link'),
+  logCommand: $('#log-command'),
+  logCopy: $('#log-copy'),
+  logExport: $('#log-export'),
+  logMessage: $('#log-message'),
 };
 
 // setText writes text into node only when it differs, so a redraw every second leaves unchanged text

@@ -9,6 +9,7 @@
 //   create.js    the form for a new screening
 //   orders.js    the box office: the selected screening's orders, their CSV export, an operator's cancel
 //   codes.js     the access codes: one-time codes made, a shared code, their CSV, and no code again
+//   log.js       the admission log: its size, latest checkpoint and backlog, verify-log's command, its export
 //   render.js    drawing the page from the state; charts.js and draw.js the live charts, from the last two
 //                minutes of frames that history.js keeps
 //   state.js     what the page knows; format.js how it writes figures; dom.js the page's elements
@@ -20,6 +21,7 @@ import { drawCharts } from './charts.js';
 import { exportCSV as exportCodes, follow as followCodes, make as makeCodes, off as codesOff, renderCodes, share as shareCode } from './codes.js';
 import { create, defaultTimes, showLayoutFields } from './create.js';
 import { el } from './dom.js';
+import { copyCommand, exportLog, follow as followLog, renderLog } from './log.js';
 import { askCancel, cancelAsked, dialogClosed, exportCSV, follow, load as loadOrders, renderOrders, setFilter } from './orders.js';
 import { forgetSelectLabels, onConsoleRender, render, renderStream } from './render.js';
 import { apiOff, check, signIn, signOut, wrongKey } from './session.js';
@@ -83,6 +85,9 @@ el.unarchive.addEventListener('click', async () => {
 
 onConsoleRender(follow);
 onConsoleRender(followCodes);
+onConsoleRender(followLog);
+el.logCopy.addEventListener('click', copyCommand);
+el.logExport.addEventListener('click', exportLog);
 el.codesForm.addEventListener('submit', makeCodes);
 el.sharedForm.addEventListener('submit', shareCode);
 el.codesExport.addEventListener('click', exportCodes);
@@ -129,6 +134,7 @@ onChange(() => {
   render();
   renderOrders();
   renderCodes();
+  renderLog();
 });
 
 setInterval(() => {

@@ -131,8 +131,8 @@ export async function downloadCSV(url, file) {
   }
 }
 
-// save hands blob to the browser as a download named file.
-function save(blob, file) {
+// save hands blob to the browser as a download named file (the log's export too).
+export function save(blob, file) {
   const url = URL.createObjectURL(blob);
   const a = document.createElement('a');
   a.href = url;
