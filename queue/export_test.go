@@ -83,3 +83,7 @@ func (q *Queue) Ranks(ctx context.Context, screening string, tokens []string) ([
 	}
 	return ranks, total.Val(), nil
 }
+
+// SetBeaconPatience bounds how long after its round is due an opening waits for the beacon (SetBeacon
+// first), so a test of a beacon that is down need not wait beaconPatience.
+func SetBeaconPatience(q *Queue, d time.Duration) { q.beacon.patience = d }

@@ -25,21 +25,30 @@ import (
 )
 
 // seedLua draws the screening's shuffle seed once, while its line has not opened and its sale time has not
-// come, and logs its commitment as the first record of the pre-queue.
+// come, and logs its commitment as the first record of the pre-queue, with the beacon round it names.
 //
 // KEYS[1] seed    STRING the seed (hex)
 // KEYS[2] opened  STRING present once the line is open
 // KEYS[3] log     STREAM the admission log
-// ARGV[1] a fresh seed (hex), ARGV[2] its commitment (hex SHA-256), ARGV[3] now (Unix ms), ARGV[4] the
-// sale time (Unix ms)
+// KEYS[4] beacon  STRING "URL round": the beacon round the commitment names (beacon.go), if it names one
+// ARGV[1] a fresh seed (hex), or "" to ask only whether one would be drawn; ARGV[2] its commitment (hex
+// SHA-256), ARGV[3] now (Unix ms), ARGV[4] the sale time (Unix ms), ARGV[5] "URL round" or "", ARGV[6]
+// the commitment's beacon fields (" beacon=URL round=R", " beacon=none" or "")
 //
-// Returns the seed, or nil when there is none and none is drawn (the line is open, or its sale time came).
+// Returns the seed, or nil when there is none and none is drawn (the line is open, or its sale time came),
+// or "" when ARGV[1] is "" and one would be drawn.
 var seedScript = redis.NewScript(`local seed = redis.call('GET', KEYS[1])
 if seed or redis.call('EXISTS', KEYS[2]) == 1 or tonumber(ARGV[3]) >= tonumber(ARGV[4]) then
   return seed
 end
+if ARGV[1] == '' then
+  return ''
+end
 redis.call('SET', KEYS[1], ARGV[1])
-redis.call('XADD', KEYS[3], '*', 'r', 'commit t=' .. ARGV[3] .. ' seed=' .. ARGV[2])
+if ARGV[5] ~= '' then
+  redis.call('SET', KEYS[4], ARGV[5])
+end
+redis.call('XADD', KEYS[3], '*', 'r', 'commit t=' .. ARGV[3] .. ' seed=' .. ARGV[2] .. ARGV[6])
 return ARGV[1]`)
 
 // pauseScript and resumeScript pause and resume a line, logging the change when there is one (KEYS[2] the
@@ -107,7 +116,9 @@ func (q *Queue) preKey(ctx context.Context, screening, hash string, opensAt time
 	return int64(fairlog.ShuffleKey(seed, hash)), nil
 }
 
-// seed returns the screening's shuffle seed, drawing it if its pre-queue has none yet (seedScript).
+// seed returns the screening's shuffle seed, drawing it if its pre-queue has none yet (seedScript). With a
+// beacon, it first asks whether one would be drawn, and only then fetches the beacon's chain info (once
+// per process) to name the round the seed will be mixed with.
 func (q *Queue) seed(ctx context.Context, screening string, opensAt time.Time) ([]byte, error) {
 	now := q.now()
 	q.seeds.mu.Lock()
@@ -118,8 +129,22 @@ func (q *Queue) seed(ctx context.Context, screening string, opensAt time.Time) (
 	}
 	fresh := fairlog.NewSeed()
 	k := q.keys(screening)
-	got, err := seedScript.Run(ctx, q.rdb, []string{k.seed, k.opened, k.log},
-		hex.EncodeToString(fresh), fairlog.SeedCommit(fresh), now.UnixMilli(), opensAt.UnixMilli()).Text()
+	run := func(seed []byte, named, fields string) *redis.Cmd {
+		drawn := ""
+		if seed != nil {
+			drawn = hex.EncodeToString(seed)
+		}
+		return seedScript.Run(ctx, q.rdb, []string{k.seed, k.opened, k.log, k.beacon},
+			drawn, fairlog.SeedCommit(fresh), now.UnixMilli(), opensAt.UnixMilli(), named, fields)
+	}
+	var got string
+	var err error
+	if q.beacon == nil {
+		got, err = run(fresh, "", "").Text()
+	} else if got, err = run(nil, "", "").Text(); err == nil && got == "" {
+		named, fields := q.beaconRound(ctx, screening, opensAt)
+		got, err = run(fresh, named, fields).Text()
+	}
 	var seed []byte // nil: none, and none is drawn any more (the line is open, or its sale time came)
 	switch {
 	case errors.Is(err, redis.Nil):

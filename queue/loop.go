@@ -63,7 +63,7 @@ func (s *Scheduler) open(ctx context.Context, screening string, now time.Time, s
 		s.metrics.Opens.WithLabelValues(screening).Inc()
 		s.metrics.Shuffled.WithLabelValues(screening).Add(float64(o.Shuffled))
 		s.metrics.Abandoned.WithLabelValues(screening).Add(float64(o.Abandoned))
-		s.log.Info("admission: line opened", "screening", screening, "shuffled", o.Shuffled, "abandoned", o.Abandoned)
+		s.log.Info("admission: line opened", "screening", screening, "shuffled", o.Shuffled, "abandoned", o.Abandoned, "beacon_round", o.Round, "beacon_mixed", o.Mixed)
 	}
 	if err != nil {
 		if ctx.Err() == nil {

@@ -26,6 +26,10 @@ type Metrics struct {
 	// counts them once SetMetrics gave it these metrics.
 	CountOffResends prometheus.Counter
 	CountOffsLost   prometheus.Counter
+	// BeaconMisses counts the times the beacon named by fairness.beacon could not be used: when a
+	// pre-queue's seed was drawn (stage "commit": the commitment says beacon=none) or at the opening (stage
+	// "open": the round was not fetched in time, and the seed alone ordered the pre-queue).
+	BeaconMisses *prometheus.CounterVec
 }
 
 // NewMetrics makes the scheduler's metrics and registers them with reg.
@@ -62,6 +66,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Count-offs of closed sockets sent to Redis again because their pipeline got no answer (each runs once: its mark)."})
 	m.CountOffsLost = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "queue", Name: "count_offs_lost_total",
 		Help: "Count-offs given up without an answer after every resend: their tokens stay counted as connected."})
+	m.BeaconMisses = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "waitroom", Subsystem: "queue", Name: "beacon_misses_total",
+		Help: "Times the randomness beacon could not be used for a pre-queue's seed: at its commitment or at its opening (stage)."}, []string{"screening", "stage"})
+	reg.MustRegister(m.BeaconMisses)
 	reg.MustRegister(m.Runs, m.Refills, m.Admitted, m.Failures, m.LockMisses, m.CapacityHits, m.Skips, m.Abandoned, m.Shuffled, m.Opens, m.Waiting, m.Active, m.Paused, m.TickSeconds,
 		m.CountOffResends, m.CountOffsLost)
 	return m

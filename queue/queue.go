@@ -42,6 +42,8 @@
 //   - keys.go: the Ed25519 keys that sign passes (PassKey, ParsePassKey, GeneratePassKey)
 //   - log.go: the admission log's records in Redis, on their way to the database (SetLog, LogRecords,
 //     TrimLog); the scripts that change the line append them (docs/admission-log.md)
+//   - beacon.go: a public randomness beacon's round named when a pre-queue's seed is drawn and mixed in at
+//     its opening (SetBeacon)
 package queue
 
 import (
@@ -100,7 +102,7 @@ type keys struct {
 	head, left, leftNew, epoch                                                  string
 	pre, opened, paused, gone, conns, stats, hold, restored, admitAt            string
 	allHeld, released, reopened, resumed                                        string
-	log, pren, preinfo, placed, seed, pace                                      string // the admission log's (log.go)
+	log, pren, preinfo, placed, seed, pace, beacon                              string // the admission log's (log.go)
 }
 
 // Queue is the waiting line of every screening, in one Redis.
@@ -120,8 +122,9 @@ type Queue struct {
 	wakersMu sync.Mutex
 	wakers   map[*Scheduler]struct{} // the schedulers whose Run runs on this queue: woken when a slot is freed (wake.go)
 
-	logged bool     // the admission log is kept (SetLog, log.go)
-	seeds  seedMemo // the pre-queues' shuffle seeds, read a second ago at most (log.go)
+	logged bool          // the admission log is kept (SetLog, log.go)
+	seeds  seedMemo      // the pre-queues' shuffle seeds, read a second ago at most (log.go)
+	beacon *beaconSource // the randomness beacon mixed into the seeds (SetBeacon, beacon.go); nil: none
 }
 
 // New returns the queue kept in rdb under prefix.
@@ -145,6 +148,7 @@ func (q *Queue) keys(screening string) keys {
 		pre: k("pre"), opened: k("opened"), paused: k("paused"), gone: k("gone"), conns: k("conns"), stats: k("stats"), hold: k("hold"), restored: k("restored"),
 		admitAt: k("admitat"), allHeld: k("allheld"), released: ReleasedKey(q.prefix, screening), reopened: k("reopened"), resumed: k("resumed"),
 		log: k("log"), pren: k("pren"), preinfo: k("preinfo"), placed: k("placed"), seed: k("seed"), pace: k("pace"),
+		beacon: k("beacon"),
 	}
 }
 

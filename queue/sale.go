@@ -30,20 +30,59 @@ type Opening struct {
 	// Shuffled is how many pre-queue tokens took a place; Abandoned how many were dropped as gone.
 	Shuffled, Abandoned int64
 	Line                Line
+	// Round is the beacon round the pre-queue's commitment named (0: none); Mixed says it was fetched and
+	// mixed in, not left out because the beacon could not be reached in time.
+	Round int64
+	Mixed bool
 }
 
 // Open opens the screening's line at its sale time, once across instances: the pre-queue takes its places
 // in a uniformly shuffled order (see register.lua and open.lua), and every instance is told (EventOpened),
 // so the sockets that waited for the opening learn their rank. Later arrivals queue first come, first served.
+//
+// When the pre-queue's commitment named a beacon round (beacon.go), Open first waits for that round (the
+// line stays unopened meanwhile, arrivals joining the pre-queue as before the sale time), at most the
+// beacon's patience after it is due; then it opens, with the round mixed in or, not fetched, without.
 func (q *Queue) Open(ctx context.Context, screening string, now time.Time, s Settings) (Opening, error) {
 	k := q.keys(screening)
-	res, err := openScript.Run(ctx, q.rdb, []string{k.waiting, k.seq, k.epoch, k.pre, k.opened, k.gone, k.head, k.left, k.closed, k.stats,
-		k.log, k.preinfo, k.placed, k.seed},
-		now.UnixMilli(), s.goneCutoff(now), q.logFlag()).Int64Slice()
-	if err != nil {
-		return Opening{}, fmt.Errorf("queue: open %s: %w", screening, err)
+	var mix *mixing
+	if q.logged {
+		var err error
+		if mix, err = q.mixFor(ctx, screening); err != nil {
+			return Opening{}, err
+		}
+		if mix != nil && q.now().After(now) {
+			now = q.now() // it waited for the round
+		}
+	}
+	var res []int64
+	for try := 1; ; try++ {
+		args := []any{now.UnixMilli(), s.goneCutoff(now), q.logFlag(), 0, mix.revealFields()}
+		if mix != nil && mix.fetched != nil {
+			order, err := q.mixedOrder(ctx, screening, mix)
+			if err != nil {
+				return Opening{}, err
+			}
+			args[3] = mix.dueMs
+			args = append(args, order...)
+		}
+		var err error
+		res, err = openScript.Run(ctx, q.rdb, []string{k.waiting, k.seq, k.epoch, k.pre, k.opened, k.gone, k.head, k.left, k.closed, k.stats,
+			k.log, k.preinfo, k.placed, k.seed}, args...).Int64Slice()
+		if err != nil {
+			return Opening{}, fmt.Errorf("queue: open %s: %w", screening, err)
+		}
+		if res[0] != -1 {
+			break
+		}
+		if try == openTries {
+			return Opening{}, fmt.Errorf("queue: open %s: the pre-queue changed under %d readings in a row", screening, openTries)
+		}
 	}
 	o := Opening{Opened: res[0] == 1, Shuffled: res[1], Abandoned: res[2]}
+	if mix != nil {
+		o.Round, o.Mixed = mix.round, mix.fetched != nil
+	}
 	if !o.Opened {
 		return o, nil
 	}

@@ -4,6 +4,12 @@
 -- than the grace are dropped instead (abandoned). Numbers the change as an event, like admit.lua, and returns
 -- the whole line so every instance can rebase on it.
 --
+-- With a beacon's round mixed in (queue/beacon.go), the keys are not the scores: the caller computed them
+-- (Lua has no HMAC) and passes the tokens that came before the round was due, in key order; every other
+-- token came after it and is placed after them, by entry number. A token that came before the round was due
+-- but is not among those passed (it came in after the caller read the pre-queue) makes the script refuse,
+-- changing nothing: the caller reads again.
+--
 -- KEYS[1] waiting  ZSET token -> sequence number
 -- KEYS[2] seq      STRING the last sequence number handed out
 -- KEYS[3] epoch    STRING the number of the last event
@@ -22,16 +28,48 @@
 -- ARGV[2] gone before this (Unix ms: now - grace) counts as abandoned
 -- ARGV[3] '1' when the admission log is kept: the entries dropped, the seed and the shuffled places are
 --         logged, in that order
+-- ARGV[4] when the beacon's round was due (Unix ms), or '0' when none is mixed in: the order is the scores'
+-- ARGV[5] the reveal's beacon fields (' round=R randomness=X signature=Y', ' round=R randomness=none'), or ''
+-- ARGV[6..] with a round mixed in: the tokens that came before it was due, in their mixed keys' order
 --
--- Returns {opened (0: already open or closed), shuffled, abandoned, epoch, head, lastSeq, total, left...}
+-- Returns {opened (0: already open or closed), shuffled, abandoned, epoch, head, lastSeq, total, left...},
+-- or {-1} when a token that came before the round was due is not among ARGV[6..].
 if redis.call('EXISTS', KEYS[5]) == 1 or redis.call('EXISTS', KEYS[9]) == 1 then
   return {0, 0, 0}
 end
-redis.call('SET', KEYS[5], '1')
 local now = ARGV[1]
 local cutoff = tonumber(ARGV[2])
 local logged = ARGV[3] == '1'
-local members = redis.call('ZRANGE', KEYS[4], 0, -1)
+local dueMs = tonumber(ARGV[4])
+local members
+if dueMs > 0 then
+  members = {}
+  local given = {}
+  for i = 6, #ARGV do
+    local t = ARGV[i]
+    given[t] = true
+    if redis.call('ZSCORE', KEYS[4], t) then
+      members[#members + 1] = t
+    end
+  end
+  local late = {}
+  for _, t in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+    if not given[t] then
+      local n, at = string.match(redis.call('HGET', KEYS[12], t) or '', '^(%d+) (%d+)')
+      if n and tonumber(at) < dueMs then
+        return {-1}
+      end
+      late[#late + 1] = {tonumber(n or '9007199254740992'), t}
+    end
+  end
+  table.sort(late, function(a, b) return a[1] < b[1] end)
+  for _, l in ipairs(late) do
+    members[#members + 1] = l[2]
+  end
+else
+  members = redis.call('ZRANGE', KEYS[4], 0, -1)
+end
+redis.call('SET', KEYS[5], '1')
 local shuffled, abandoned = 0, 0
 local stays = {}
 for i = 1, #members do
@@ -50,7 +88,7 @@ for i = 1, #members do
 end
 local seed = logged and redis.call('GET', KEYS[14])
 if seed then
-  redis.call('XADD', KEYS[11], '*', 'r', 'reveal t=' .. now .. ' seed=' .. seed)
+  redis.call('XADD', KEYS[11], '*', 'r', 'reveal t=' .. now .. ' seed=' .. seed .. ARGV[5])
 end
 for i = 1, #stays do
   local t = stays[i]
