@@ -61,6 +61,9 @@ type Fairness struct {
 	// Key signs the log's checkpoints and the receipts: "kid:base64 of the 32-byte Ed25519 seed", the
 	// same on every instance behind one Redis.
 	Key string `koanf:"key"`
+	// Beacon is a drand beacon's HTTP base URL ending in its chain hash ("https://api.drand.sh/<chain
+	// hash>"), whose round due at the sale time is mixed into each pre-queue's seed; empty: none.
+	Beacon string `koanf:"beacon"`
 }
 
 // Gate puts the waiting room in front of an existing site: a listener of its own that proxies to the
@@ -459,6 +462,11 @@ func (c Config) Validate() error {
 	if c.Fairness.Key != "" {
 		if _, err := fairlog.ParseKey(c.Fairness.Key); err != nil {
 			errs = append(errs, fmt.Errorf("fairness.key: %w", err))
+		}
+	}
+	if c.Fairness.Beacon != "" {
+		if _, err := fairlog.ParseBeacon(c.Fairness.Beacon); err != nil {
+			errs = append(errs, fmt.Errorf("fairness.beacon: %w", err))
 		}
 	}
 	errs = append(errs, c.HTTP.validate()...)

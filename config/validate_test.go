@@ -142,3 +142,19 @@ func TestWebhookSecretIsDecodedAsTheSignerDecodesIt(t *testing.T) {
 		}
 	}
 }
+
+func TestAFairnessBeaconIsAURLEndingInItsChainHash(t *testing.T) {
+	const hash = "52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971"
+	for _, bad := range []string{"https://api.drand.sh", "api.drand.sh/" + hash, "https://api.drand.sh/" + hash + "?x=1"} {
+		if _, err := Load("", false, env(map[string]string{"WAITROOM_FAIRNESS_BEACON": bad})); err == nil || !strings.Contains(err.Error(), "fairness.beacon") {
+			t.Errorf("Load(fairness.beacon=%q) = %v, want an error naming fairness.beacon", bad, err)
+		}
+	}
+	c, err := Load("", false, env(map[string]string{"WAITROOM_FAIRNESS_BEACON": "https://api.drand.sh/" + hash}))
+	if err != nil || c.Fairness.Beacon != "https://api.drand.sh/"+hash {
+		t.Errorf("Load(a quicknet beacon) = %q, %v", c.Fairness.Beacon, err)
+	}
+	if c, err := Load("", false, env(nil)); err != nil || c.Fairness.Beacon != "" {
+		t.Errorf("fairness.beacon defaults to %q (%v), want off", c.Fairness.Beacon, err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
@@ -37,6 +38,9 @@ import (
 	"github.com/waitroom/waitroom/server"
 	"github.com/waitroom/waitroom/webhook"
 )
+
+// beaconTimeout bounds one request to the randomness beacon (fairness.beacon).
+const beaconTimeout = 5 * time.Second
 
 // Interfaces the wiring relies on, checked where things meet.
 var (
@@ -109,9 +113,19 @@ func New(cfg config.Config, b Backends) (*App, error) {
 			return nil, fmt.Errorf("app: fairness.key: %w", err)
 		}
 		a.Queue.SetLog(true)
+		if cfg.Fairness.Beacon != "" {
+			beacon, err := fairlog.ParseBeacon(cfg.Fairness.Beacon)
+			if err != nil {
+				return nil, fmt.Errorf("app: fairness.beacon: %w", err)
+			}
+			a.Queue.SetBeacon(beacon, &http.Client{Timeout: beaconTimeout}, b.Log)
+		}
 		a.Fairness = fairness.New(b.DB, a.Queue, key, a.Instance, fairness.NewMetrics(a.Registry), b.Log)
 	} else if cfg.Fairness.Enabled {
 		b.Log.Warn("fairness.key not set: the admission log is not kept and places get no receipt (docs/admission-log.md)")
+	}
+	if cfg.Fairness.Beacon != "" && a.Fairness == nil {
+		b.Log.Warn("fairness.beacon is set but the admission log is not kept: no seed to mix it into")
 	}
 	passes, err := newPasses(cfg.Pass, b.Log)
 	if err != nil {
