@@ -26,6 +26,7 @@ type history struct {
 	faults     *faultCount
 	hooks      *webhookSink
 	began      time.Time
+	logKey     string // the admission log's key (kid:seed), for the users' receipts
 }
 
 // lostPlaceMargin is how long before a place was acknowledged a Redis restart may still lose it.
@@ -106,9 +107,11 @@ func check(tt *testing.T, env *testenv.Env, h *history) {
 	}
 	// 1 and 4: the seats and the orders, as PostgreSQL has them.
 	f := checkOrders(t, env, h.users, h.hooks)
+	l := checkLog(t, env, h)
 	t.Logf("history: %d users, %s, %d admissions told (%d in %d events heard), %d with an order, %d sold out, %d queued again after a lapse, %d places lost to a Redis restart, %d sockets refused BUSY, peak active %d",
 		len(h.users), h.faults.String(), admissions, heardAdmissions, len(heard), withOrder, soldOut, requeued, lost, busy, h.peakActive)
 	t.Logf("orders: %s", f)
+	t.Logf("admission log: %s", l)
 	t.Logf("webhooks: %d deliveries received; run took %v; violations found: %d",
 		h.hooks.n.Load(), time.Since(h.began).Round(time.Second), t.violations)
 }

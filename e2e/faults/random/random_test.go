@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/waitroom/waitroom/fairlog"
 	"github.com/waitroom/waitroom/internal/app/apptest"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
@@ -84,9 +85,13 @@ type user struct {
 	token    string
 	ackedAt  time.Time // its first queued/prequeue arrived
 	dialedAt time.Time
-	// admissions are the expiries (Unix ms) of the admissions it was told of, in order.
+	// admissions are the expiries (Unix ms) of the admissions it was told of, in order, and admittedAs the
+	// token each was told to.
 	admissions []int64
-	requeued   bool // its admission lapsed or was refused, and it queued again
+	admittedAs []string
+	// receipts are the receipts of its places, as its first messages carried them (each once).
+	receipts []string
+	requeued bool // its admission lapsed or was refused, and it queued again
 	// lost are the places it lost on a reconnect (told a new token, or its own inserted again at the end):
 	// only a Redis restart may lose a place, for a socket no instance held when the line was rebuilt.
 	lost []lostPlace
@@ -117,7 +122,8 @@ func TestMain(m *testing.M) {
 // against the guarantees of docs/reliability.md: no seat sold twice (1); every user who got a place ends
 // with an order it knows the end of, or sold out, nobody lost (2); admissions in queue order, never more
 // than batch_size at once nor max_active at a time (3); and, read from PostgreSQL once the holds have
-// lapsed, every order's history (4).
+// lapsed, every order's history (4) and the admission log: every receipt and admission the users were told
+// in it, in order, nothing else admitted, its rules kept (judgeLog).
 func TestRandomFaultScheduleKeepsTheGuarantees(t *testing.T) {
 	runSchedule(t, quick)
 }
@@ -152,7 +158,13 @@ func runSchedule(t *testing.T, p plan) {
 	viaProxies.RedisAddr, viaProxies.DatabaseURL = rp.Addr(), pgURL.String()
 	env.Demo(t, "rnd", p.seatRows, p.seatsInRow)
 	hooks := receiveWebhooks(t)
+	// The admission log is kept, so the run is checked against it (log_test.go).
+	logKey, err := fairlog.GenerateKey("faults-log")
+	if err != nil {
+		t.Fatal(err)
+	}
 	settings := map[string]string{
+		"WAITROOM_FAIRNESS_KEY":         logKey,
 		"WAITROOM_ADMISSION_INTERVAL":   p.interval.String(),
 		"WAITROOM_ADMISSION_BATCH_SIZE": strconv.Itoa(p.batchSize),
 		"WAITROOM_ADMISSION_MAX_ACTIVE": strconv.Itoa(p.maxActive),
@@ -256,7 +268,7 @@ func runSchedule(t *testing.T, p plan) {
 	drained := waitDelivered(env, 40*time.Second)
 	t.Logf("outbox drained %v after the run settled", drained.Round(100*time.Millisecond))
 
-	h := history{plan: p, users: users, peakActive: maxSeen, events: events, faults: &faults, hooks: hooks, began: began}
+	h := history{plan: p, users: users, peakActive: maxSeen, events: events, faults: &faults, hooks: hooks, began: began, logKey: logKey}
 	check(t, env, &h)
 }
 

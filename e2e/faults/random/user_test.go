@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -84,6 +85,9 @@ func readSocket(conn *websocket.Conn, servers *fleet, p plan, at int, u *user, a
 				u.busy++ // its close 1013 follows: reconnect with the token
 			}
 		case "queued", "prequeue":
+			if m.Receipt != "" && !slices.Contains(u.receipts, m.Receipt) {
+				u.receipts = append(u.receipts, m.Receipt)
+			}
 			switch {
 			case u.token == "":
 				u.token, u.ackedAt = m.Token, time.Now()
@@ -108,6 +112,7 @@ func readSocket(conn *websocket.Conn, servers *fleet, p plan, at int, u *user, a
 				continue // the same admission told again (a reconnect, a rebuild)
 			}
 			u.admissions = append(u.admissions, exp.UnixMilli())
+			u.admittedAs = append(u.admittedAs, u.token)
 			time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond) // choosing a seat
 			switch o, outcome := reserve(servers, p, at, u, m.Pass, rng, exp); outcome {
 			case "held":
