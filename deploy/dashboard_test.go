@@ -1,6 +1,7 @@
 // Tests of the Grafana dashboard (grafana/waitroom-dashboard.json): its panels are laid out without
 // overlapping, each queries the data source the operator picks, and every waitroom metric it plots is one
-// docs/operations.md describes, so a renamed or misspelt metric shows here rather than as an empty panel.
+// docs/operations.md describes, so a renamed or misspelt metric shows here rather than as an empty panel;
+// the admission log's are checked against the metrics package fairness registers.
 
 package deploy
 
@@ -10,6 +11,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom/fairness"
 )
 
 type dashboardPanel struct {
@@ -116,5 +121,50 @@ func TestDashboardPlotsDocumentedMetrics(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Fatal("no waitroom metric found in the dashboard's queries")
+	}
+}
+
+// TestDashboardPlotsTheAdmissionLog checks the Admission log row: its panels plot the records appended, the
+// checkpoints signed and the append latency, and every admission log metric the dashboard names is one
+// package fairness registers, under that name.
+func TestDashboardPlotsTheAdmissionLog(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := fairness.NewMetrics(reg)
+	m.AppendSeconds.Observe(0.01) // a histogram is gathered once it has a sample
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]bool{}
+	for _, f := range families {
+		registered[f.GetName()] = true
+	}
+	plotted := map[string]bool{}
+	inRow := false
+	for _, p := range readDashboard(t) {
+		if p.Type == "row" {
+			inRow = p.Title == "Admission log"
+			continue
+		}
+		for _, q := range p.Targets {
+			for _, name := range metricName.FindAllString(q.Expr, -1) {
+				if !strings.HasPrefix(name, "waitroom_admission_log_") {
+					continue
+				}
+				base := strings.TrimSuffix(name, "_bucket")
+				if !registered[base] {
+					t.Errorf("panel %q plots %s, which package fairness does not register", p.Title, name)
+				}
+				if inRow {
+					plotted[base] = true
+				}
+			}
+		}
+	}
+	for _, want := range []string{"waitroom_admission_log_records_total", "waitroom_admission_log_checkpoints_total",
+		"waitroom_admission_log_append_seconds"} {
+		if !plotted[want] {
+			t.Errorf("the Admission log row plots no %s", want)
+		}
 	}
 }
