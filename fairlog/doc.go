@@ -9,6 +9,7 @@
 // they do not trust.
 //
 // Files: keys.go (the log key, checkpoints, receipts), record.go (the records), shuffle.go (token hashes,
-// the seed and the shuffle keys), tile.go (serving tiles), check.go (the rules), verify.go (fetching and
+// the seed and the shuffle keys), beacon.go (a drand beacon's chain, rounds and signatures, and the seed
+// mixed with a round), tile.go (serving tiles), check.go (the rules), verify.go (fetching and
 // checking a log over HTTP), main.go (the command).
 package fairlog
