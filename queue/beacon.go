@@ -53,6 +53,9 @@ type beaconSource struct {
 	log      *slog.Logger
 	patience time.Duration
 
+	// beforeOpen, when set (a test's), runs between the read of the pre-queue and open.lua, each try.
+	beforeOpen func(try int)
+
 	mu      sync.Mutex // held while fetching, so a crowd's first arrivals fetch once
 	info    *fairlog.ChainInfo
 	failed  time.Time // when the last fetch failed

@@ -206,3 +206,38 @@ func revealedSeed(t *testing.T, rs []fairlog.Record) []byte {
 	seed, _ := hex.DecodeString(rs[i].Seed)
 	return seed
 }
+
+// TestAnEntryBetweenTheReadAndTheOpeningIsNotLeftOut: an arrival that came before the round was due but
+// reached Redis after the opening read the pre-queue makes open.lua refuse; the opening reads again, and
+// the arrival takes its place among the shuffled, where the mixed keys put it.
+func TestAnEntryBetweenTheReadAndTheOpeningIsNotLeftOut(t *testing.T) {
+	srv := beacontest.New(t, fairlog.SchemeG1Sigs, time.Second)
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q, _ := beaconQueue(t, env, srv)
+		clk := newClock(q, time.Now())
+		opensAt := time.Now().Add(500 * time.Millisecond)
+		early := enterN(t, q, screening, opensAt, 30)
+		var slipped string
+		tries := 0
+		queue.BeforeOpen(q, func(try int) {
+			tries = try
+			if try == 1 {
+				clk.Set(opensAt.Add(-time.Millisecond)) // before the round was due
+				slipped = enterN(t, q, screening, opensAt, 1)[0]
+				clk.Set(time.Now())
+			}
+		})
+		o, err := q.Open(t.Context(), screening, opensAt, settings(10, 100))
+		if err != nil || !o.Opened || !o.Mixed || o.Shuffled != 31 || tries != 2 {
+			t.Fatalf("Open = %+v, %v after %d tries; want 31 placed, the round mixed in, at the second try", o, err, tries)
+		}
+		rs := logRecords(t, q, screening)
+		want := sortedBy(fairlog.MixSeed(revealedSeed(t, rs), srv.Round(o.Round).Randomness), append(early, slipped))
+		if got := openedOrder(rs); !slices.Equal(got, want) {
+			t.Error("the opening is not the 31 entries in the order of their mixed keys")
+		}
+		if rep := fairlog.CheckWith(screening, rs, map[string]fairlog.ChainInfo{srv.Beacon.URL: srv.Chain}); len(rep.Violations) > 0 || rep.Late != 0 {
+			t.Errorf("the check of the log: %s", rep)
+		}
+	})
+}

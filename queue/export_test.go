@@ -87,3 +87,7 @@ func (q *Queue) Ranks(ctx context.Context, screening string, tokens []string) ([
 // SetBeaconPatience bounds how long after its round is due an opening waits for the beacon (SetBeacon
 // first), so a test of a beacon that is down need not wait beaconPatience.
 func SetBeaconPatience(q *Queue, d time.Duration) { q.beacon.patience = d }
+
+// BeforeOpen makes fn run between an opening's read of the pre-queue and its script, at each try (SetBeacon
+// first), so a test can slip an arrival in between.
+func BeforeOpen(q *Queue, fn func(try int)) { q.beacon.beforeOpen = fn }

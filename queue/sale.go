@@ -65,6 +65,9 @@ func (q *Queue) Open(ctx context.Context, screening string, now time.Time, s Set
 			}
 			args[3] = mix.dueMs
 			args = append(args, order...)
+			if q.beacon != nil && q.beacon.beforeOpen != nil {
+				q.beacon.beforeOpen(try)
+			}
 		}
 		var err error
 		res, err = openScript.Run(ctx, q.rdb, []string{k.waiting, k.seq, k.epoch, k.pre, k.opened, k.gone, k.head, k.left, k.closed, k.stats,
