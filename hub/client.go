@@ -32,6 +32,9 @@ type client struct {
 	seq atomic.Int64
 
 	pingSlice uint8 // which of the pinger's pingSlices pings it (pinger)
+	// numbering is the queue.Numbering seq is of (0: not known), so that a rebuild after Redis lost the line
+	// tells a number of the lost line from one handed out since (hub/recover.go). Stored with seq.
+	numbering atomic.Uint32
 
 	mu sync.Mutex
 	outbox
@@ -61,10 +64,11 @@ type told struct {
 	toldPaused bool   // whether the client was last told admission is paused
 }
 
-func newClient(h *Hub, conn *websocket.Conn, screening, token string, seq int64, paused bool) *client {
+func newClient(h *Hub, conn *websocket.Conn, screening, token string, seq int64, numbering queue.Numbering, paused bool) *client {
 	c := &client{hub: h, conn: conn, screening: screening, token: token}
 	c.pendingPos, c.toldPaused = -1, paused
 	c.seq.Store(seq)
+	c.numbering.Store(uint32(numbering))
 	return c
 }
 
@@ -115,7 +119,11 @@ func (c *client) sendUnlessTicked(mark uint64, msg []byte) bool {
 
 // place gives a client that joined in the pre-queue its sequence number in the opened line, unless the
 // hub placed it already.
-func (c *client) place(seq int64) { c.seq.CompareAndSwap(0, seq) }
+func (c *client) place(seq int64, numbering queue.Numbering) {
+	if c.seq.CompareAndSwap(0, seq) {
+		c.numbering.Store(uint32(numbering))
+	}
+}
 
 // outMsg is one message queued for a socket: the bytes of the message, or, for a position, the tick's
 // ranks and the socket's rank in them, from which the writer renders it (so a tick allocates nothing per

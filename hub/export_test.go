@@ -65,7 +65,7 @@ func PingSliceSizes(h *Hub) []int {
 
 // Join adds conn to h as Welcome does once the token is registered (join); nil when h is draining.
 func Join(h *Hub, conn *websocket.Conn, screening, token string, seq int64, paused bool, first []byte) *Client {
-	return h.join(conn, screening, token, seq, paused, first)
+	return h.join(conn, screening, token, seq, 0, paused, first)
 }
 
 // Serve reads c until its socket closes, on the caller's goroutine (Welcome serves on one of its own).

@@ -234,14 +234,15 @@ func (h *Hub) placePre(ctx context.Context, screening string, clients []*client)
 // renumber reads again the number of every waiting socket after a rebuild, since the rebuild moves a token
 // that registered after the loss to the end of the line.
 func (h *Hub) renumber(ctx context.Context, screening string, clients []*client) {
-	h.place(ctx, screening, clients, func(c *client) bool { return c.seq.Load() > 0 }, func(c *client, seq int64) {
+	h.place(ctx, screening, clients, func(c *client) bool { return c.seq.Load() > 0 }, func(c *client, seq int64, numbering queue.Numbering) {
 		c.seq.Store(seq)
+		c.numbering.Store(uint32(numbering))
 	})
 }
 
 // place reads the sequence numbers of the clients that want it (and are not admitted) in one round trip per
-// thousand, and hands each number found to set.
-func (h *Hub) place(ctx context.Context, screening string, clients []*client, want func(*client) bool, set func(*client, int64)) {
+// thousand, and hands each number found to set, with the numbering it is of.
+func (h *Hub) place(ctx context.Context, screening string, clients []*client, want func(*client) bool, set func(*client, int64, queue.Numbering)) {
 	var picked []*client
 	var tokens []string
 	for _, c := range clients {
@@ -255,14 +256,14 @@ func (h *Hub) place(ctx context.Context, screening string, clients []*client, wa
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
-	seqs, err := h.lines.Seqs(ctx, screening, tokens)
+	seqs, numbering, err := h.lines.Seqs(ctx, screening, tokens)
 	if err != nil {
 		h.log.Error("hub: read the places of the sockets", "screening", screening, "err", err)
 		return
 	}
 	for i, c := range picked {
 		if seqs[i] > 0 {
-			set(c, seqs[i])
+			set(c, seqs[i], numbering)
 		}
 	}
 }

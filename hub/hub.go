@@ -65,7 +65,7 @@ type Lines interface {
 	Status(ctx context.Context, screening, token string) (queue.Entry, error)
 	// Seqs returns each token's sequence number in the line (0 for one not in it): once per opening, for
 	// the sockets that waited in the pre-queue.
-	Seqs(ctx context.Context, screening string, tokens []string) ([]int64, error)
+	Seqs(ctx context.Context, screening string, tokens []string) ([]int64, queue.Numbering, error)
 	// Disconnected counts off a socket of the token, so a waiting token whose sockets are all gone past the
 	// grace is dropped as abandoned.
 	Disconnected(ctx context.Context, screening, token string) error
@@ -235,10 +235,11 @@ func (h *Hub) followLocked(screening string) *followed {
 }
 
 // join adds a socket to the hub; seq is the token's sequence number when it is waiting (0 in the pre-queue
-// or admitted), paused whether its first message (may be nil) says admission is paused. It returns nil (and
-// rejects the socket with 1012) when the hub is draining. The caller then serves it (serve).
-func (h *Hub) join(conn *websocket.Conn, screening, token string, seq int64, paused bool, first []byte) *client {
-	c := newClient(h, conn, screening, token, seq, paused)
+// or admitted) and numbering the numbering it is of, paused whether its first message (may be nil) says
+// admission is paused. It returns nil (and rejects the socket with 1012) when the hub is draining. The
+// caller then serves it (serve).
+func (h *Hub) join(conn *websocket.Conn, screening, token string, seq int64, numbering queue.Numbering, paused bool, first []byte) *client {
+	c := newClient(h, conn, screening, token, seq, numbering, paused)
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()

@@ -133,7 +133,7 @@ func (h *Hub) rebuild(ctx context.Context, screening string, fresh queue.Line) q
 	clients := h.clients(screening)
 	standings := make([]queue.Standing, 0, len(clients))
 	for _, c := range clients {
-		st := queue.Standing{Token: c.token, Seq: c.seq.Load()}
+		st := queue.Standing{Token: c.token, Seq: c.seq.Load(), Numbering: queue.Numbering(c.numbering.Load())}
 		c.mu.Lock()
 		if c.admittedMs != 0 {
 			st.ExpiresAt, st.Seq = time.UnixMilli(c.admittedMs), 0

@@ -263,7 +263,7 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival, hello Hello) (*client
 		Reject(a.Conn, ErrorMessage("UNAVAILABLE", "the waiting room is unavailable; retry shortly"), CloseTryAgainLater, "UNAVAILABLE")
 		return nil, e
 	}
-	c := h.join(a.Conn, a.Screening, e.Token, e.Seq, e.Paused, firstMessage(e, a.OpensAt, h.receipt(a.Screening, e)))
+	c := h.join(a.Conn, a.Screening, e.Token, e.Seq, e.Numbering, e.Paused, firstMessage(e, a.OpensAt, h.receipt(a.Screening, e)))
 	if c != nil && e.AllHeld && e.State != queue.Admitted {
 		c.send(AllHeldMessage()) // it missed the all_held the waiting before it heard
 	}
@@ -353,7 +353,7 @@ func (h *Hub) catchUp(ctx context.Context, c *client, e queue.Entry) {
 			c.admit(now.ExpiresAt)
 		case now.State == queue.Waiting && e.State == queue.Pre:
 			// The line opened between registering and joining: this socket missed its shuffled place.
-			c.place(now.Seq)
+			c.place(now.Seq, now.Numbering)
 			if h.missed(c, now.Epoch) {
 				e = queue.Entry{Token: e.Token, State: queue.Waiting, ZeroBasedRank: -1}
 				continue

@@ -922,9 +922,12 @@ func TestSeqsAreTheSequenceNumbersOfTheWaiting(t *testing.T) {
 		} {
 			ask[c.at], want[c.at] = c.token, c.seq
 		}
-		got, err := q.Seqs(t.Context(), screening, ask)
+		got, numbering, err := q.Seqs(t.Context(), screening, ask)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if e := status(t, q, screening, tokens[1]); numbering == 0 {
+			t.Errorf("Seqs' numbering = 0, want the line's (token 1 waits at %d)", e.Seq)
 		}
 		if !slices.Equal(got, want) {
 			for i := range want {
@@ -936,7 +939,7 @@ func TestSeqsAreTheSequenceNumbersOfTheWaiting(t *testing.T) {
 				t.Errorf("Seqs returned %d numbers, want %d", len(got), len(want))
 			}
 		}
-		if got, err := q.Seqs(t.Context(), screening, nil); err != nil || len(got) != 0 {
+		if got, _, err := q.Seqs(t.Context(), screening, nil); err != nil || len(got) != 0 {
 			t.Errorf("Seqs(none) = %v, %v; want [], nil", got, err)
 		}
 	})

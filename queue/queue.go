@@ -100,7 +100,7 @@ func ReleasedKey(prefix, screening string) string { return Key(prefix, screening
 type keys struct {
 	waiting, active, seq, closed, changed, freed, spent, lock, lastTick, events string
 	head, left, leftNew, epoch                                                  string
-	pre, opened, paused, gone, conns, stats, hold, restored, admitAt            string
+	pre, opened, paused, gone, conns, stats, hold, restored, admitAt, numbering string
 	allHeld, released, reopened, resumed                                        string
 	log, pren, preinfo, placed, seed, pace, beacon                              string // the admission log's (log.go)
 }
@@ -145,7 +145,7 @@ func (q *Queue) keys(screening string) keys {
 		waiting: k("waiting"), active: k("active"), seq: k("seq"), closed: ClosedKey(q.prefix, screening), changed: k("changed"), freed: k("freed"), spent: k("spent"),
 		lock: k("lock"), lastTick: k("tick"), events: k("events"),
 		head: k("head"), left: k("left"), leftNew: k("leftnew"), epoch: k("epoch"),
-		pre: k("pre"), opened: k("opened"), paused: k("paused"), gone: k("gone"), conns: k("conns"), stats: k("stats"), hold: k("hold"), restored: k("restored"),
+		pre: k("pre"), opened: k("opened"), paused: k("paused"), gone: k("gone"), conns: k("conns"), stats: k("stats"), hold: k("hold"), restored: k("restored"), numbering: k("numbering"),
 		admitAt: k("admitat"), allHeld: k("allheld"), released: ReleasedKey(q.prefix, screening), reopened: k("reopened"), resumed: k("resumed"),
 		log: k("log"), pren: k("pren"), preinfo: k("preinfo"), placed: k("placed"), seed: k("seed"), pace: k("pace"),
 		beacon: k("beacon"),

@@ -63,8 +63,8 @@ func (q *Queue) enter(ctx context.Context, screening, token string, opensAt time
 	}
 	res, err := q.register(ctx,
 		[]string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch, k.pre, k.opened, k.paused, k.gone, k.conns, q.regMark(screening, mark), k.allHeld,
-			k.log, k.pren, k.preinfo, k.placed, k.seed},
-		token, q.now().UnixMilli(), opensAt.UnixMilli(), key, countOffMark.Milliseconds(), hash)
+			k.log, k.pren, k.preinfo, k.placed, k.seed, k.numbering},
+		token, q.now().UnixMilli(), opensAt.UnixMilli(), key, countOffMark.Milliseconds(), hash, int64(newNumbering()))
 	if err != nil {
 		var e Entry
 		if errors.Is(err, ErrQueued) || unanswered(err) {
@@ -102,6 +102,9 @@ func (q *Queue) enter(ctx context.Context, screening, token string, opensAt time
 			} else {
 				e.Receipt.Seq = res[8].(int64)
 			}
+		}
+		if len(res) >= 11 {
+			e.Numbering = Numbering(res[10].(int64))
 		}
 		if e.State == Pre {
 			e.ZeroBasedRank = 0 // a place in the pre-queue means nothing until the shuffle

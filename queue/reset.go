@@ -71,7 +71,7 @@ func (q *Queue) Reset(ctx context.Context, screening string, between func(contex
 // one tag live on one node, so on a Redis Cluster the scan runs on the master that holds the tag's slot.
 func (q *Queue) dropKeysOf(ctx context.Context, screening string, k keys) error {
 	keep := map[string]bool{
-		k.epoch: true, k.seq: true, k.head: true, k.lock: true, k.paused: true, k.opened: true,
+		k.epoch: true, k.seq: true, k.numbering: true, k.head: true, k.lock: true, k.paused: true, k.opened: true,
 		k.closed: true, k.released: true, // reset.lua's to drop or move, last
 		k.log: true, // the admission log goes on: the reset is a closing and a reopening in it
 	}

@@ -62,7 +62,7 @@ func TestResetDropsTheScreeningsKeysButItsNumbering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kept := []string{"epoch", "seq", "head", "released", "reopened", "opened", "lock", "paused", "tick"}
+		kept := []string{"epoch", "seq", "numbering", "head", "released", "reopened", "opened", "lock", "paused", "tick"}
 		for _, key := range left {
 			name := key[len(queue.Key(env.Prefix, "s1", "")):]
 			if !slices.Contains(kept, name) {

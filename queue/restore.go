@@ -5,7 +5,9 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -25,30 +27,32 @@ var (
 // within 5 s of Redis's return (docs/reliability.md).
 const rebuildHold = 3 * time.Second
 
-// Standing is what an instance knows of one of its sockets' tokens: its sequence number while waiting, or
-// the expiry of its admission.
+// Standing is what an instance knows of one of its sockets' tokens: its sequence number while waiting, and
+// the numbering it is of (0: not known), or the expiry of its admission.
 type Standing struct {
 	Token     string
 	Seq       int64
+	Numbering Numbering
 	ExpiresAt time.Time
 }
 
 // Restore rebuilds the screening's line after Redis lost it (restore.lua): the waiting tokens of standings
-// take back their numbers, in their order, and the admitted their slots until their expiry. It tells every
+// take back their numbers, in their order, and the admitted their slots until their expiry; a number of the
+// numbering Redis has now was handed out after the loss, and its token moves behind those put back. It tells every
 // instance (EventRebuilt, with the whole line) and returns the line; restored counts the tokens put back
 // (-1 when the screening is closed).
 func (q *Queue) Restore(ctx context.Context, screening string, standings []Standing) (Line, int64, error) {
 	k := q.keys(screening)
-	args := make([]any, 0, 2+3*len(standings))
-	args = append(args, q.now().UnixMilli(), rebuildHold.Milliseconds())
+	args := make([]any, 0, 3+4*len(standings))
+	args = append(args, q.now().UnixMilli(), rebuildHold.Milliseconds(), int64(newNumbering()))
 	for _, s := range standings {
 		exp := int64(0)
 		if !s.ExpiresAt.IsZero() {
 			exp = s.ExpiresAt.UnixMilli()
 		}
-		args = append(args, s.Token, s.Seq, exp)
+		args = append(args, s.Token, s.Seq, exp, int64(s.Numbering))
 	}
-	res, err := restoreScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.seq, k.opened, k.epoch, k.head, k.left, k.leftNew, k.closed, k.hold, k.restored}, args...).Int64Slice()
+	res, err := restoreScript.Run(ctx, q.rdb, []string{k.waiting, k.active, k.seq, k.opened, k.epoch, k.head, k.left, k.leftNew, k.closed, k.hold, k.restored, k.numbering}, args...).Int64Slice()
 	if err != nil {
 		return Line{}, 0, fmt.Errorf("queue: restore %s: %w", screening, err)
 	}
@@ -62,4 +66,17 @@ func (q *Queue) Restore(ctx context.Context, screening string, standings []Stand
 		return l, res[0], fmt.Errorf("queue: rebuilt %s but could not tell the instances: %w", screening, err)
 	}
 	return l, res[0], nil
+}
+
+// Numbering names one numbering of a screening's line: drawn at random by the first place the line hands
+// out (register.lua) and kept with its sequence counter, so that a line Redis lost, which numbers again
+// from 1, draws another. A rebuild tells by it a number of the lost line, which a socket still holds, from
+// one the empty Redis handed out after the loss (restore.lua). 0: not known.
+type Numbering uint32
+
+// newNumbering draws a numbering, never 0.
+func newNumbering() Numbering {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return Numbering(binary.BigEndian.Uint32(b[:])%(1<<32-1) + 1)
 }

@@ -95,3 +95,53 @@ func TestRestoreRebuildsALostLine(t *testing.T) {
 		}
 	})
 }
+
+// A socket here that registered after the loss holds a number the empty Redis handed out, of another
+// numbering: the rebuild does not take it for a number of the lost line (which would put its token ahead of
+// those who waited before it), and its token goes behind everyone put back. A standing whose numbering is
+// not known is taken as the lost line's.
+func TestRestoreDoesNotTakeANumberGivenAfterTheLossForALostOne(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		q := queue.New(env.Redis, env.Prefix)
+		tokens := registerN(t, q, screening, 3) // seqs 1..3
+		lost := status(t, q, screening, tokens[0]).Numbering
+		if lost == 0 {
+			t.Fatalf("the line's numbering before the loss = 0, want one drawn")
+		}
+		keys, err := env.Redis.Keys(ctx, queue.Key(env.Prefix, screening, "*")).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Redis.Del(ctx, keys...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		newcomer, err := q.Register(ctx, screening, "")
+		if err != nil || newcomer.Seq != 1 || newcomer.Numbering == 0 || newcomer.Numbering == lost {
+			t.Fatalf("Register after the loss = seq %d of numbering %d, %v; want 1 of a numbering other than %d", newcomer.Seq, newcomer.Numbering, err, lost)
+		}
+
+		// The newcomer's socket is on this instance, beside the sockets of the lost line.
+		_, restored, err := q.Restore(ctx, screening, []queue.Standing{
+			{Token: newcomer.Token, Seq: newcomer.Seq, Numbering: newcomer.Numbering},
+			{Token: tokens[0], Seq: 1, Numbering: lost},
+			{Token: tokens[1], Seq: 2, Numbering: lost},
+			{Token: tokens[2], Seq: 3},
+		})
+		if err != nil || restored != 3 {
+			t.Fatalf("Restore = %d restored, %v; want 3 (the newcomer is not one)", restored, err)
+		}
+		want := []string{tokens[0], tokens[1], tokens[2], newcomer.Token}
+		var got []string
+		for _, z := range members(t, env, screening, "waiting") {
+			got = append(got, z.Member.(string))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("line after the rebuild = %v, want %v (the newcomer behind the lost line)", got, want)
+		}
+		seqs, numbering, err := q.Seqs(ctx, screening, []string{newcomer.Token})
+		if err != nil || !slices.Equal(seqs, []int64{4}) || numbering != newcomer.Numbering {
+			t.Errorf("Seqs(newcomer) after the rebuild = %v of numbering %d, %v; want [4] of %d, the numbering drawn after the loss", seqs, numbering, err, newcomer.Numbering)
+		}
+	})
+}

@@ -39,6 +39,8 @@ type Entry struct {
 	// Seq is a waiting token's sequence number: its place in the order of arrival, from which every instance
 	// computes its rank after each admission (see Line). 0 when not waiting.
 	Seq int64
+	// Numbering is the numbering Seq belongs to (see Numbering); 0 when not waiting.
+	Numbering Numbering
 	// Epoch is the number of the last admission event when Register or Status answered (see Line): read
 	// before the rest, so the standing is at least as new as that event.
 	Epoch int64
@@ -79,6 +81,7 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 	seq := pipe.ZScore(ctx, k.waiting, token)
 	total := pipe.ZCard(ctx, k.waiting)
 	active := pipe.ZScore(ctx, k.active, token)
+	numbering := pipe.Get(ctx, k.numbering)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Entry{}, fmt.Errorf("queue: status in %s: %w", screening, err)
 	}
@@ -95,6 +98,9 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 		e.State, e.ExpiresAt = Admitted, time.UnixMilli(int64(active.Val()))
 	case rank.Err() == nil:
 		e.State, e.ZeroBasedRank, e.Seq = Waiting, rank.Val(), int64(seq.Val())
+		if n, err := numbering.Uint64(); err == nil {
+			e.Numbering = Numbering(n)
+		}
 	case pre.Err() == nil:
 		e.State, e.Total = Pre, preTotal.Val()
 	case closed.Val() == 1:
@@ -115,21 +121,35 @@ func (q *Queue) Counts(ctx context.Context, screening string) (waiting, active i
 	return w.Val(), a.Val(), nil
 }
 
-// Seqs returns each token's sequence number in the screening's line (0 for a token not in it), in one
-// round trip per thousand tokens: for an instance placing the sockets of its pre-queue once the line opens.
-func (q *Queue) Seqs(ctx context.Context, screening string, tokens []string) ([]int64, error) {
+// Seqs returns each token's sequence number in the screening's line (0 for a token not in it), and the
+// numbering they are of (read with the first thousand), in one round trip per thousand tokens: for an
+// instance placing the sockets of its pre-queue once the line opens, or renumbering them after a rebuild.
+func (q *Queue) Seqs(ctx context.Context, screening string, tokens []string) ([]int64, Numbering, error) {
 	const chunk = 1000
 	k := q.keys(screening)
 	out := make([]int64, len(tokens))
+	var numbering Numbering
 	for start := 0; start < len(tokens); start += chunk {
 		end := min(start+chunk, len(tokens))
-		scores, err := q.rdb.ZMScore(ctx, k.waiting, tokens[start:end]...).Result()
-		if err != nil {
-			return nil, fmt.Errorf("queue: places in %s: %w", screening, err)
+		pipe := q.rdb.Pipeline()
+		var n *redis.StringCmd
+		if start == 0 {
+			n = pipe.Get(ctx, k.numbering)
 		}
-		for i, sc := range scores {
+		scores := pipe.ZMScore(ctx, k.waiting, tokens[start:end]...)
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, 0, fmt.Errorf("queue: places in %s: %w", screening, err)
+		}
+		if n != nil && n.Err() == nil {
+			v, err := n.Uint64()
+			if err != nil {
+				return nil, 0, fmt.Errorf("queue: the numbering of %s: %w", screening, err)
+			}
+			numbering = Numbering(v)
+		}
+		for i, sc := range scores.Val() {
 			out[start+i] = int64(sc)
 		}
 	}
-	return out, nil
+	return out, numbering, nil
 }

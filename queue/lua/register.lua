@@ -29,12 +29,14 @@
 -- KEYS[16] preinfo HASH token -> "entry time hash": its pre-queue entry, for its receipt and the opening
 -- KEYS[17] placed  HASH token -> "seq time": when it took its place, for its receipt
 -- KEYS[18] seed    STRING the shuffle seed (hex), present once the pre-queue has one (seed.lua)
+-- KEYS[19] numbering STRING the id of the line's numbering (queue.Numbering), drawn at its first place
 -- ARGV[1] token
 -- ARGV[2] now, Unix ms
 -- ARGV[3] the sale time, Unix ms (the line opens then)
 -- ARGV[4] a random shuffle key in [0, 2^53), used if the token enters the pre-queue
 -- ARGV[5] how long the mark is kept, ms
 -- ARGV[6] the token's hash (hex SHA-256) when the admission log is kept, else empty: then nothing is logged
+-- ARGV[7] a fresh numbering id, 1 to 2^32-1: the line's, if it has none yet
 --
 -- A registration whose caller got no answer is undone (disconnect.lua with this mark): if it ran, its socket
 -- is counted off; if it had not, the undo sets the mark first, and the registration, arriving late, finds it
@@ -44,10 +46,12 @@
 --   {"undone"}
 --   {"closed", why}       (why: 'sold_out' or 'closed', as close.lua set it)
 --   {"admitted", expiresAtMs}
---   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch, paused (0|1), allheld (0|1), seq, placedAt}
+--   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch, paused (0|1), allheld (0|1), seq, placedAt, numbering}
 --   {"pre", zeroBasedPlace, preTotal, inserted (0|1), 0, epoch, paused (0|1), allheld (0|1), entry, enteredAt}
 -- where epoch lets the caller tell whether an event came between this answer and its socket joining the hub,
--- and the last two are what the token's receipt states (0, 0 when the log is not kept or has no record of it).
+-- the next two are what the token's receipt states (0, 0 when the log is not kept or has no record of it),
+-- and numbering is the numbering seq is of: a line Redis lost numbers again from 1 under another
+-- (restore.lua tells them apart).
 local token = ARGV[1]
 local now = tonumber(ARGV[2])
 local opensAt = tonumber(ARGV[3])
@@ -147,5 +151,10 @@ local receiptSeq = 0
 if at > 0 then
   receiptSeq = seq
 end
+local numbering = redis.call('GET', KEYS[19])
+if not numbering then
+  numbering = ARGV[7]
+  redis.call('SET', KEYS[19], numbering)
+end
 return {'waiting', redis.call('ZRANK', KEYS[1], token), redis.call('ZCARD', KEYS[1]), inserted,
-  seq, epoch, paused, allHeld, receiptSeq, at}
+  seq, epoch, paused, allHeld, receiptSeq, at, tonumber(numbering)}

@@ -1,7 +1,9 @@
 -- restore.lua: rebuild a screening's line after Redis lost it (a restart without persistence), from what an
 -- instance's connected sockets know: each waiting token's sequence number and each admitted token's expiry.
 -- Tokens already back (restored by another instance) are left alone; tokens that registered after the loss
--- (numbered from 1 again) move behind everyone restored, in their order. The sequence counter is
+-- (numbered from 1 again) move behind everyone restored, in their order, even when a socket here holds that
+-- new number: a standing of the numbering Redis has now (register.lua draws a new one after the loss) is
+-- not put back as if it were of the lost line. The sequence counter is
 -- kept above every number restored; the head becomes just below the lowest waiting number, and every number
 -- between it and the last one that is not waiting counts as left, so ranks computed from the line
 -- (queue.Line) are exact again: the restored keep their order, and those whose sockets are gone are not
@@ -18,10 +20,13 @@
 -- KEYS[9] closed   STRING present once the screening is sold out
 -- KEYS[10] hold    STRING present while admission waits for every instance to rebuild (admit.lua skips)
 -- KEYS[11] restored SET the tokens put back since the loss (kept for ten holds)
+-- KEYS[12] numbering STRING the id of the line's numbering (register.lua); drawn here if the loss left none
 -- ARGV[1] now, Unix ms
 -- ARGV[2] how long the first rebuild holds admission, ms: the other instances' sockets come back meanwhile,
 --         so nobody is admitted ahead of someone whose instance has not rebuilt yet
--- ARGV[3..] triples: token, sequence number (0: not waiting), admission expiry in Unix ms (0: not admitted)
+-- ARGV[3] a fresh numbering id, 1 to 2^32-1: the line's, if nobody registered since the loss
+-- ARGV[4..] quadruples: token, sequence number (0: not waiting), admission expiry in Unix ms (0: not
+--         admitted), the numbering the sequence number is of (0: not known: taken as the lost line's)
 --
 -- Returns {restored (-1: the screening is closed), epoch, head, lastSeq, total, left...}
 if redis.call('EXISTS', KEYS[9]) == 1 then
@@ -30,15 +35,20 @@ end
 local now = tonumber(ARGV[1])
 local restored = 0
 redis.call('SET', KEYS[10], '1', 'PX', ARGV[2], 'NX')
-for i = 3, #ARGV, 3 do
-  local token, seq, exp = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+-- The numbering of the places handed out since the loss, if any was.
+local current = redis.call('GET', KEYS[12])
+if not current then
+  redis.call('SET', KEYS[12], ARGV[3])
+end
+for i = 4, #ARGV, 4 do
+  local token, seq, exp, numbering = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3]
   if redis.call('SISMEMBER', KEYS[11], token) == 0 and not redis.call('ZSCORE', KEYS[2], token) then
     if exp > now then
       redis.call('ZADD', KEYS[2], exp, token)
       redis.call('ZREM', KEYS[1], token)
       redis.call('SADD', KEYS[11], token)
       restored = restored + 1
-    elseif seq > 0 then
+    elseif seq > 0 and numbering ~= current then
       redis.call('ZADD', KEYS[1], seq, token)
       redis.call('SADD', KEYS[11], token)
       restored = restored + 1
