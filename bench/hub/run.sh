@@ -86,8 +86,11 @@ busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }   # the whol
 # Every process's CPU (pid, command, ticks), to name what else ran in the window.
 allcpu() { for f in /proc/[0-9]*/stat; do awk '{sub(/^\(/, "", $2); sub(/\)$/, "", $2); print $1, $2, $14 + $15}' "$f" 2>/dev/null || true; done; }   # a process may end between the glob and the read
 swarm_ticks() { local t=0; for p in $(pgrep -x swarm); do t=$((t + $(ticks "$p"))); done; echo "$t"; }
+# PostgreSQL's CPU: every postgres process's, the backends of this run's pools among them (the admission
+# log's writer appends there during the burst); a backend that ends meanwhile takes its ticks with it.
+pg_ticks() { local t=0; for p in $(pgrep -x postgres); do t=$((t + $(ticks "$p"))); done; echo "$t"; }
 redis_pid=$(redis-cli -p "$REDIS_PORT" info server | tr -d '\r' | awk -F: '/^process_id:/ {print $2}')
-cpu0_server=$(ticks "${pids[0]}"); cpu0_redis=$(ticks "$redis_pid"); hz=$(getconf CLK_TCK)
+cpu0_server=$(ticks "${pids[0]}"); cpu0_redis=$(ticks "$redis_pid"); cpu0_pg=$(pg_ticks); hz=$(getconf CLK_TCK)
 
 # TRACE=true: a Go execution trace of the first server over 2 s of the held line (two ticks).
 # PPROF_BURST=true: a CPU profile of the first server over the registration burst (the first 5 s), and its
@@ -110,7 +113,7 @@ done
 if [ "${PPROF_BURST:-false}" = true ]; then
   curl -s "${ops[0]}/debug/pprof/allocs" -o "$OUT/allocs-burst-$USERS-$SERVERS.pprof" || true
 fi
-burst_cpu="server $(( ($(ticks "${pids[0]}") - cpu0_server) * 1000 / hz )) ms, swarms $(( $(swarm_ticks) * 1000 / hz )) ms, redis $(( ($(ticks "$redis_pid") - cpu0_redis) * 1000 / hz )) ms"
+burst_cpu="server $(( ($(ticks "${pids[0]}") - cpu0_server) * 1000 / hz )) ms, swarms $(( $(swarm_ticks) * 1000 / hz )) ms, redis $(( ($(ticks "$redis_pid") - cpu0_redis) * 1000 / hz )) ms, postgres $(( ($(pg_ticks) - cpu0_pg) * 1000 / hz )) ms"
 sleep 3
 stats() { redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_/ {sum += $3} END {print sum}'; }
 epoch() { redis-cli -p "$REDIS_PORT" get "bench:{demo}:epoch"; }
