@@ -24,7 +24,8 @@
 //   - lock.go: the per-screening admission lock, so each tick runs once across instances
 //   - events.go: what instances tell each other over pub/sub (Event, Subscribe, Epoch)
 //   - line.go: an instance's copy of a line, which computes ranks without Redis (Line, Queue.Line)
-//   - restore.go: rebuilding a line Redis lost (Standing, Restore)
+//   - restore.go: rebuilding a line Redis lost (Standing, Restore), and the numbering that tells a number
+//     of the lost line from one handed out since (Numbering)
 //   - spend.go: checking a pass's claims (pass.Claims) against its slot and spending it (CheckPass,
 //     CheckPassLine, Finish)
 //   - gate.go: the gate's direct admission of a visitor into a free slot while nobody waits (AdmitDirect)
@@ -42,6 +43,7 @@
 //   - keys.go: the Ed25519 keys that sign passes (PassKey, ParsePassKey, GeneratePassKey)
 //   - log.go: the admission log's records in Redis, on their way to the database (SetLog, LogRecords,
 //     TrimLog); the scripts that change the line append them (docs/admission-log.md)
+//   - logbacklog.go: the records still waiting in Redis for the log's writer (LogBacklog)
 //   - beacon.go: a public randomness beacon's round named when a pre-queue's seed is drawn and mixed in at
 //     its opening (SetBeacon)
 package queue

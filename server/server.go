@@ -11,7 +11,9 @@
 // (the proof of work's challenge route), entry.go (a socket's entry as the hub asks it, answered by package
 // entry), codes.go (the operator's access codes: issue, list as JSON or CSV, revoke), csv.go (the CSV
 // exports), orders.go (the box office's handlers: an order read, confirmed, cancelled, listed; the demo
-// checkout), jwks.go (the passes' public keys at /.well-known/jwks.json).
+// checkout), jwks.go (the passes' public keys at /.well-known/jwks.json), classes.go (each route's class of
+// work), fairness.go (the admission log's public routes and its key), adminlog.go (the operator's view of a
+// screening's admission log and its export).
 package server
 
 import (
