@@ -49,17 +49,24 @@ type Gate struct {
 	now         func() time.Time
 	wait        [numClasses]time.Duration
 
-	mu      sync.Mutex
-	inUse   [numClasses]int
-	total   int
-	waiting [numClasses][]*waiter // first come first served within a class
+	mu    sync.Mutex
+	inUse [numClasses]int
+	total int
+	// waiting is each class's queue, first come first served. A waiter whose wait ended unserved stays in
+	// it, marked gone, until it comes to the front (release skips it): taking it out of the middle would
+	// copy the queue, under mu, at every refusal, and a burst refuses thousands. live counts the waiters
+	// not gone.
+	waiting [numClasses][]*waiter
+	live    [numClasses]int
 	seen    [numClasses]time.Time // each class's last request
 }
 
-// waiter is a request waiting for a slot; ready is closed when it is given one.
+// waiter is a request waiting for a slot; ready is closed when it is given one. gone: its wait ended
+// unserved (it is still in its queue until the front).
 type waiter struct {
 	ready   chan struct{}
 	granted bool
+	gone    bool
 	since   time.Time
 }
 
@@ -102,7 +109,7 @@ func (g *Gate) limitLocked(c Class, now time.Time) int {
 
 // aboutLocked says whether class k came within RoomIdle, or waits now. g.mu is held.
 func (g *Gate) aboutLocked(k Class, now time.Time) bool {
-	return len(g.waiting[k]) > 0 || (!g.seen[k].IsZero() && now.Sub(g.seen[k]) < g.roomIdle)
+	return g.live[k] > 0 || (!g.seen[k].IsZero() && now.Sub(g.seen[k]) < g.roomIdle)
 }
 
 func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
@@ -126,6 +133,7 @@ func (g *Gate) Take(ctx context.Context) (done func(), err error) {
 	}
 	w := &waiter{ready: make(chan struct{}), since: time.Now()}
 	g.waiting[c] = append(g.waiting[c], w)
+	g.live[c]++
 	g.mu.Unlock()
 
 	var expired <-chan time.Time
@@ -162,7 +170,7 @@ func (g *Gate) mayTakeLocked(c Class, now time.Time) bool {
 		return false
 	}
 	for k := Payment; k <= c; k++ {
-		if len(g.waiting[k]) > 0 {
+		if g.live[k] > 0 {
 			return false
 		}
 	}
@@ -192,29 +200,43 @@ func (g *Gate) release(c Class) {
 	g.counted[c].inUse(g.inUse[c])
 	now := g.now()
 	for k := Payment; k <= Background; k++ {
-		for len(g.waiting[k]) > 0 {
+		for g.live[k] > 0 {
 			if g.total >= g.limitLocked(k, now) {
 				return
 			}
-			w := g.waiting[k][0]
-			g.waiting[k][0] = nil
-			g.waiting[k] = g.waiting[k][1:]
+			w := g.popLocked(k)
 			w.granted = true
+			g.live[k]--
 			g.grantLocked(k)
 			close(w.ready)
 		}
 	}
 }
 
-// dropLocked takes w, whose wait ended unserved, off the class's queue. g.mu is held.
-func (g *Gate) dropLocked(c Class, w *waiter) {
-	q := g.waiting[c]
-	for i, x := range q {
-		if x == w {
-			g.waiting[c] = append(q[:i:i], q[i+1:]...)
-			return
+// popLocked takes the first waiter of class k that is not gone off its queue (there is one: live[k] > 0),
+// and the gone ones before it. g.mu is held.
+func (g *Gate) popLocked(k Class) *waiter {
+	for {
+		w := g.waiting[k][0]
+		g.waiting[k][0] = nil
+		g.waiting[k] = g.waiting[k][1:]
+		if !w.gone {
+			return w
 		}
 	}
+}
+
+// dropLocked marks w, whose wait ended unserved, gone: release skips it when it comes to the front. The
+// gone at the front go at once, so a queue of refusals does not outlive its burst. g.mu is held.
+func (g *Gate) dropLocked(c Class, w *waiter) {
+	w.gone = true
+	g.live[c]--
+	q := g.waiting[c]
+	for len(q) > 0 && q[0].gone {
+		q[0] = nil
+		q = q[1:]
+	}
+	g.waiting[c] = q
 }
 
 // Size is how many slots the gate hands out at once.
@@ -239,5 +261,5 @@ func (g *Gate) InUse(c Class) int {
 func (g *Gate) Waiting(c Class) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.waiting[c])
+	return g.live[c]
 }

@@ -244,3 +244,67 @@ func TestARoomNobodyUsesIsLentAndTakenBackWhenItsClassComes(t *testing.T) {
 		t.Errorf("limits a RoomIdle after the last payment and buyer = buyer %d, arrival %d; want both lent, 4, 4", b, a)
 	}
 }
+
+// Waiters that give up anywhere in the queue (the front, the middle, the back) hold nothing and are passed
+// over: the freed slots go to those still waiting, in the order they came, and Waiting counts only them.
+func TestWaitersWhoGaveUpAnywhereInTheQueueArePassedOver(t *testing.T) {
+	g := NewGate("test", Settings{Size: 1}, nil)
+	hold := take(t, g, Arrival)
+	const n = 7
+	giveUp := map[int]bool{0: true, 3: true, 4: true, 6: true} // the front, two in the middle, the back
+	cancels := make([]context.CancelFunc, n)
+	results := make([]chan error, n)
+	var (
+		mu    sync.Mutex
+		order []int
+	)
+	for i := range n {
+		ctx, cancel := context.WithCancel(With(context.Background(), Arrival))
+		cancels[i], results[i] = cancel, make(chan error, 1)
+		go func() {
+			done, err := g.Take(ctx)
+			if err == nil {
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				done()
+			}
+			results[i] <- err
+		}()
+		waitFor(t, g, Arrival, i+1)
+	}
+	for i := range n {
+		if giveUp[i] {
+			cancels[i]()
+			if err := <-results[i]; !errors.Is(err, context.Canceled) {
+				t.Fatalf("waiter %d's Take after it gave up = %v, want context.Canceled", i, err)
+			}
+		}
+	}
+	if got := g.Waiting(Arrival); got != n-len(giveUp) {
+		t.Errorf("Waiting after %d gave up = %d, want %d", len(giveUp), got, n-len(giveUp))
+	}
+	hold()
+	for i := range n {
+		if !giveUp[i] {
+			select {
+			case err := <-results[i]:
+				if err != nil {
+					t.Errorf("waiter %d's Take = %v, want a slot", i, err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("waiter %d got no slot within 5 s of the last one freed (one went to a waiter who gave up?)", i)
+			}
+		}
+		cancels[i]()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int{1, 2, 5}; len(order) != len(want) || order[0] != 1 || order[1] != 2 || order[2] != 5 {
+		t.Errorf("served %v, want %v", order, want)
+	}
+	if g.InUse(Arrival) != 0 || g.Waiting(Arrival) != 0 {
+		t.Errorf("at the end: in use %d, waiting %d; want 0, 0", g.InUse(Arrival), g.Waiting(Arrival))
+	}
+	take(t, g, Arrival)()
+}
