@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/waitroom/waitroom/fairlog"
 )
@@ -94,6 +95,10 @@ func (q *Queue) logHash(token string) string {
 type seedMemo struct {
 	mu   sync.Mutex
 	byID map[string]seedRead
+	// reads shares one read of a screening's seed among the registrations that find the memo stale
+	// together: a burst's hundreds of handshakes would otherwise each send Redis a script of their own,
+	// once a second, and wait for a connection behind each other.
+	reads singleflight.Group
 }
 
 type seedRead struct {
@@ -120,13 +125,26 @@ func (q *Queue) preKey(ctx context.Context, screening, hash string, opensAt time
 // beacon, it first asks whether one would be drawn, and only then fetches the beacon's chain info (once
 // per process) to name the round the seed will be mixed with.
 func (q *Queue) seed(ctx context.Context, screening string, opensAt time.Time) ([]byte, error) {
-	now := q.now()
 	q.seeds.mu.Lock()
 	r, ok := q.seeds.byID[screening]
 	q.seeds.mu.Unlock()
-	if ok && now.Sub(r.at) < seedMemoAge {
+	if ok && q.now().Sub(r.at) < seedMemoAge {
 		return r.seed, nil
 	}
+	// One read for all who wait on it; one caller's end (its socket gone) does not end the others'.
+	v, err, _ := q.seeds.reads.Do(screening, func() (any, error) {
+		return q.readSeed(context.WithoutCancel(ctx), screening, opensAt)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+// readSeed reads the screening's seed from Redis, drawing it if its pre-queue has none yet (seedScript),
+// and remembers the answer for seedMemoAge.
+func (q *Queue) readSeed(ctx context.Context, screening string, opensAt time.Time) ([]byte, error) {
+	now := q.now()
 	fresh := fairlog.NewSeed()
 	k := q.keys(screening)
 	run := func(seed []byte, named, fields string) *redis.Cmd {

@@ -1,13 +1,19 @@
 package queue_test
 
 import (
+	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/fairlog"
 	"github.com/waitroom/waitroom/queue"
@@ -170,6 +176,73 @@ func TestAnOpenLineDoesNotAskForASeedAtEveryRegistration(t *testing.T) {
 		registerN(t, q, screening, 20)
 		if n := counted.LoneScripts.Load(); n > 1 {
 			t.Errorf("20 registrations in an open line sent %d lone scripts, want at most 1 (the seed asked once)", n)
+		}
+	})
+}
+
+// seedReads counts the reads of one screening's seed (seed.lua's runs, whatever they answer), and holds the
+// first until hold is closed.
+type seedReads struct {
+	key  string
+	n    atomic.Int64
+	held atomic.Bool
+	hold chan struct{}
+}
+
+func (h *seedReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *seedReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *seedReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !strings.HasPrefix(cmd.Name(), "eval") || !slices.Contains(cmd.Args(), any(h.key)) {
+			return next(ctx, cmd)
+		}
+		if h.held.CompareAndSwap(false, true) {
+			<-h.hold
+		}
+		err := next(ctx, cmd)
+		if err == nil || errors.Is(err, redis.Nil) { // not a NOSCRIPT answer, which EVAL follows
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+
+// TestACrowdSharesOneReadOfTheSeed: once the remembered seed (or its absence) is a second old, the
+// registrations that come together share one read of it from Redis, instead of one script each: a burst's
+// hundreds of handshakes would otherwise queue for Redis connections behind their own reads, once a second.
+func TestACrowdSharesOneReadOfTheSeed(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		q.SetLog(true)
+		var clock atomic.Int64
+		clock.Store(time.Now().UnixMilli())
+		queue.SetNow(q, func() time.Time { return time.UnixMilli(clock.Load()) })
+		registerN(t, q, screening, 1) // opens the line; the seed's absence is remembered
+		clock.Add(2 * time.Second.Milliseconds())
+
+		reads := &seedReads{key: queue.Key(env.Prefix, screening, "seed"), hold: make(chan struct{})}
+		env.Redis.AddHook(reads)
+		const crowd = 50
+		var wg sync.WaitGroup
+		for range crowd {
+			wg.Go(func() {
+				if _, err := q.Register(t.Context(), screening, ""); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		// While the first read's answer is held, the others wait for it, or send reads of their own.
+		for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline) && reads.n.Load() == 0; {
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(reads.hold)
+		wg.Wait()
+		if n := reads.n.Load(); n != 1 {
+			t.Errorf("%d registrations together, the seed's memory stale, read it %d times; want once", crowd, n)
 		}
 	})
 }
