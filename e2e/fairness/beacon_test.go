@@ -8,10 +8,12 @@ package fairness
 
 import (
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,7 +49,9 @@ func beaconSale(t *testing.T, env *testenv.Env, srv *beacontest.Server, id strin
 	if env.Kind == testenv.Real {
 		servers = append(servers, apptest.Start(t, env, settings))
 	}
-	opens := time.Now().Add(5 * time.Second).UTC().Truncate(time.Millisecond)
+	// The pre-queue fills before the sale time: the sockets dial a few dozen at a time, and 10 s leave room
+	// for a loaded machine under the race detector (300 one after the other took more than 5 s in CI).
+	opens := time.Now().Add(10 * time.Second).UTC().Truncate(time.Millisecond)
 	code := servers[0].Admin(t, http.MethodPost, "/screenings", map[string]any{
 		"id": id, "name": "Beacon", "starts_at": opens.Add(time.Hour), "sale_opens_at": opens,
 		"rows": 10, "seats_per_row": 10,
@@ -58,18 +62,33 @@ func beaconSale(t *testing.T, env *testenv.Env, srv *beacontest.Server, id strin
 	}
 	tokens := make([]string, beaconEarly)
 	var first *testenv.Socket
+	var wg sync.WaitGroup
+	errs := make(chan error, beaconEarly)
+	sem := make(chan struct{}, 32)
 	for i := range tokens {
-		s := servers[i%len(servers)].Dial(t, id, "")
-		m, err := s.Read(10 * time.Second)
-		if err != nil || m.Type != "prequeue" {
-			t.Fatalf("socket %d's first message %+v, %v; want prequeue", i, m, err)
-		}
-		tokens[i] = m.Token
-		if i == 0 {
-			first = s
-		} else {
-			_ = s.Close()
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s := servers[i%len(servers)].Dial(t, id, "")
+			m, err := s.Read(10 * time.Second)
+			if err != nil || m.Type != "prequeue" {
+				errs <- fmt.Errorf("socket %d's first message %+v, %v; want prequeue", i, m, err)
+				return
+			}
+			tokens[i] = m.Token
+			if i == 0 {
+				first = s
+			} else {
+				_ = s.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 	if time.Now().After(opens) {
 		t.Fatalf("the pre-queue took past the opening to fill")
