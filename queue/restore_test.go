@@ -12,6 +12,19 @@ import (
 	"github.com/waitroom/waitroom/testenv"
 )
 
+// forgetLine makes Redis forget everything of the screening, as a restart without persistence does.
+func forgetLine(t *testing.T, env *testenv.Env, screening string) {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := env.Redis.Keys(ctx, queue.Key(env.Prefix, screening, "*")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Redis.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // After Redis lost a line, Restore puts back what an instance's sockets know: the waiting keep their order
 // with ranks exact from the returned line, the admitted keep their slot, a newcomer who registered after the
 // loss and took a restored token's number moves to the end, and admission holds while the other instances
@@ -26,14 +39,7 @@ func TestRestoreRebuildsALostLine(t *testing.T) {
 		if err != nil || !slices.Equal(res.Admitted, tokens[:1]) {
 			t.Fatalf("Admit = %v, %v; want the first", res.Admitted, err)
 		}
-		// Redis forgets everything of the screening.
-		keys, err := env.Redis.Keys(ctx, queue.Key(env.Prefix, screening, "*")).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := env.Redis.Del(ctx, keys...).Err(); err != nil {
-			t.Fatal(err)
-		}
+		forgetLine(t, env, screening)
 		newcomer, err := q.Register(ctx, screening, "")
 		if err != nil || newcomer.Seq != 1 {
 			t.Fatalf("Register after the loss = seq %d, %v; want 1 (the counter is gone too)", newcomer.Seq, err)
@@ -109,13 +115,7 @@ func TestRestoreDoesNotTakeANumberGivenAfterTheLossForALostOne(t *testing.T) {
 		if lost == 0 {
 			t.Fatalf("the line's numbering before the loss = 0, want one drawn")
 		}
-		keys, err := env.Redis.Keys(ctx, queue.Key(env.Prefix, screening, "*")).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := env.Redis.Del(ctx, keys...).Err(); err != nil {
-			t.Fatal(err)
-		}
+		forgetLine(t, env, screening)
 		newcomer, err := q.Register(ctx, screening, "")
 		if err != nil || newcomer.Seq != 1 || newcomer.Numbering == 0 || newcomer.Numbering == lost {
 			t.Fatalf("Register after the loss = seq %d of numbering %d, %v; want 1 of a numbering other than %d", newcomer.Seq, newcomer.Numbering, err, lost)

@@ -8,12 +8,10 @@ package fairness
 
 import (
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,25 +30,9 @@ const beaconEarly = 300
 // opened.
 func beaconSale(t *testing.T, env *testenv.Env, srv *beacontest.Server, id string, between func()) (string, []string, time.Duration) {
 	t.Helper()
-	key, err := fairlog.GenerateKey("test-log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	settings := map[string]string{
-		"WAITROOM_ADMIN_KEY":                       apptest.AdminKey,
-		"WAITROOM_DEMO_ENABLED":                    "false",
-		"WAITROOM_FAIRNESS_KEY":                    key,
-		"WAITROOM_FAIRNESS_BEACON":                 srv.Beacon.URL,
-		"WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND": "100000",
-		"WAITROOM_LIMITS_REGISTRATION_BURST":       "100000",
-		"WAITROOM_LIMITS_SOCKETS_PER_ADDRESS":      "10000",
-	}
-	servers := []*apptest.Server{apptest.Start(t, env, settings)}
-	if env.Kind == testenv.Real {
-		servers = append(servers, apptest.Start(t, env, settings))
-	}
-	// The pre-queue fills before the sale time: the sockets dial a few dozen at a time, and 10 s leave room
-	// for a loaded machine under the race detector (300 one after the other took more than 5 s in CI).
+	servers, logURL, _ := startSaleWithKey(t, env, id, map[string]string{"WAITROOM_FAIRNESS_BEACON": srv.Beacon.URL})
+	// The pre-queue fills before the sale time: the sockets dial a few dozen at a time (dialUsers), and 10 s
+	// leave room for a loaded machine under the race detector (300 one after the other took more than 5 s in CI).
 	opens := time.Now().Add(10 * time.Second).UTC().Truncate(time.Millisecond)
 	code := servers[0].Admin(t, http.MethodPost, "/screenings", map[string]any{
 		"id": id, "name": "Beacon", "starts_at": opens.Add(time.Hour), "sale_opens_at": opens,
@@ -60,36 +42,15 @@ func beaconSale(t *testing.T, env *testenv.Env, srv *beacontest.Server, id strin
 	if code != http.StatusCreated {
 		t.Fatalf("POST /api/admin/screenings = %d, want 201", code)
 	}
-	tokens := make([]string, beaconEarly)
-	var first *testenv.Socket
-	var wg sync.WaitGroup
-	errs := make(chan error, beaconEarly)
-	sem := make(chan struct{}, 32)
-	for i := range tokens {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			s := servers[i%len(servers)].Dial(t, id, "")
-			m, err := s.Read(10 * time.Second)
-			if err != nil || m.Type != "prequeue" {
-				errs <- fmt.Errorf("socket %d's first message %+v, %v; want prequeue", i, m, err)
-				return
-			}
-			tokens[i] = m.Token
-			if i == 0 {
-				first = s
-			} else {
-				_ = s.Close()
-			}
-		}()
+	early := dialUsers(t, servers, id, beaconEarly, "prequeue")
+	tokens := make([]string, len(early))
+	for i, u := range early {
+		tokens[i] = u.token
+		if i > 0 {
+			_ = u.sock.Close()
+		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	first := early[0].sock
 	if time.Now().After(opens) {
 		t.Fatalf("the pre-queue took past the opening to fill")
 	}
@@ -99,7 +60,7 @@ func beaconSale(t *testing.T, env *testenv.Env, srv *beacontest.Server, id strin
 	if _, err := first.ReadUntil(func(m testenv.Message) bool { return m.Type == "position" || m.Type == "admitted" }, time.Until(opens)+30*time.Second); err != nil {
 		t.Fatalf("the line did not open within 30 s of its sale time: %v", err)
 	}
-	return servers[0].URL + "/api/screenings/" + id + "/log/", tokens, time.Since(opens)
+	return logURL, tokens, time.Since(opens)
 }
 
 // TestABeaconSaleVerifiesInTheMixedOrder: the verifier passes the log, the beacon's round mixed in, and the

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -68,13 +69,13 @@ func TestAdmissionLogOfASaleVerifies(t *testing.T) {
 // startSale starts the instances; see startSaleWithKey.
 func startSale(t *testing.T, env *testenv.Env, id string) ([]*apptest.Server, string) {
 	t.Helper()
-	servers, url, _ := startSaleWithKey(t, env, id)
+	servers, url, _ := startSaleWithKey(t, env, id, nil)
 	return servers, url
 }
 
 // startSaleWithKey starts the instances (two on real backends, one on the embedded, which has no shared Redis)
-// and creates the screening, its sale opening in a few seconds.
-func startSaleWithKey(t *testing.T, env *testenv.Env, id string) ([]*apptest.Server, string, string) {
+// with the settings extra too, and returns them, the screening's log URL and the log's key.
+func startSaleWithKey(t *testing.T, env *testenv.Env, id string, extra map[string]string) ([]*apptest.Server, string, string) {
 	t.Helper()
 	key, err := fairlog.GenerateKey("test-log")
 	if err != nil {
@@ -88,6 +89,7 @@ func startSaleWithKey(t *testing.T, env *testenv.Env, id string) ([]*apptest.Ser
 		"WAITROOM_LIMITS_REGISTRATION_BURST":       "100000",
 		"WAITROOM_LIMITS_SOCKETS_PER_ADDRESS":      "10000",
 	}
+	maps.Copy(settings, extra)
 	servers := []*apptest.Server{apptest.Start(t, env, settings)}
 	if env.Kind == testenv.Real {
 		servers = append(servers, apptest.Start(t, env, settings))
@@ -109,39 +111,7 @@ func runSale(t *testing.T, servers []*apptest.Server, id string) []*user {
 		t.Fatalf("POST /api/admin/screenings = %d, want 201", code)
 	}
 	users := make([]*user, 0, early+later)
-	dial := func(n int, want string) []*user {
-		out := make([]*user, n)
-		var wg sync.WaitGroup
-		errs := make(chan error, n)
-		sem := make(chan struct{}, 64)
-		for i := range out {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				srv := servers[i%len(servers)]
-				s := srv.Dial(t, id, "")
-				m, err := s.Read(10 * time.Second)
-				if err != nil || m.Type != want || m.Receipt == "" {
-					errs <- fmt.Errorf("socket %d's first message %+v, %v; want %s with a receipt", i, m, err, want)
-					return
-				}
-				u := &user{token: m.Token, receipt: m.Receipt, sock: s}
-				if want == "queued" {
-					u.firstRank = m.Rank
-				}
-				out[i] = u
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		return out
-	}
-	users = append(users, dial(early, "prequeue")...)
+	users = append(users, dialUsers(t, servers, id, early, "prequeue")...)
 	if time.Now().After(opens) {
 		t.Fatalf("the pre-queue took past the opening to fill")
 	}
@@ -155,7 +125,7 @@ func runSale(t *testing.T, servers []*apptest.Server, id string) []*user {
 	if code := servers[0].Admin(t, http.MethodPost, "/screenings/"+id+"/pause", nil, nil); code != http.StatusOK {
 		t.Fatalf("pause = %d", code)
 	}
-	later := dial(later, "queued")
+	later := dialUsers(t, servers, id, later, "queued")
 	users = append(users, later...)
 	// A reconnect with the token, while paused (still waiting), is given the same receipt, byte for byte.
 	again := servers[len(servers)-1].Dial(t, id, later[leavers].token)
@@ -290,7 +260,7 @@ func readRecords(t *testing.T, srv *apptest.Server, id string) []fairlog.Record 
 // admission out of order, a seed that does not match its commitment) fails the rules.
 func TestAdmissionLogTamperedWithIsCaught(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
-		servers, logURL, key := startSaleWithKey(t, env, "tamper")
+		servers, logURL, key := startSaleWithKey(t, env, "tamper", nil)
 		runSale(t, servers, "tamper")
 		state := filepath.Join(t.TempDir(), "state.json")
 		if rep := verify(t, logURL, state); len(rep.Violations) > 0 {
@@ -654,4 +624,40 @@ func getText(t *testing.T, url string) (int, string) {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// dialUsers connects n users to the screening, a few dozen at a time, spread over the servers, and reads
+// each one's first message, which must be want and carry a receipt.
+func dialUsers(t *testing.T, servers []*apptest.Server, id string, n int, want string) []*user {
+	t.Helper()
+	out := make([]*user, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 64)
+	for i := range out {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			srv := servers[i%len(servers)]
+			s := srv.Dial(t, id, "")
+			m, err := s.Read(10 * time.Second)
+			if err != nil || m.Type != want || m.Receipt == "" {
+				errs <- fmt.Errorf("socket %d's first message %+v, %v; want %s with a receipt", i, m, err, want)
+				return
+			}
+			u := &user{token: m.Token, receipt: m.Receipt, sock: s}
+			if want == "queued" {
+				u.firstRank = m.Rank
+			}
+			out[i] = u
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return out
 }
