@@ -67,8 +67,12 @@ func Open(ctx context.Context, url, dataDir string) (*sqlx.DB, error) {
 	}
 	if driver == "sqlite" {
 		// One writer at a time is SQLite's nature: a single connection serialises transactions in the pool
-		// instead of failing them with SQLITE_BUSY; WAL lets the file be read while it is written.
-		dsn = withParam(dsn, "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_time_format=sqlite")
+		// instead of failing them with SQLITE_BUSY; WAL lets the file be read while it is written. Another
+		// process on the file (reset-demo beside the embedded server, whose log's writer commits every
+		// 100 ms) is waited for: transactions begin IMMEDIATE, taking the write lock first under the busy
+		// timeout, since a deferred one that read before the other's commit cannot write after it and fails
+		// at once with SQLITE_BUSY_SNAPSHOT.
+		dsn = withParam(dsn, "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_time_format=sqlite&_txlock=immediate")
 	}
 	db, err := sqlx.Open(driver, dsn)
 	if err != nil {
