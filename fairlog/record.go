@@ -240,6 +240,25 @@ func (r *Record) number(name string) *int64 {
 	return &r.Interval
 }
 
+// text is the record's text field called name: seed, h, why, via, beacon, randomness or signature.
+func (r *Record) text(name string) *string {
+	switch name {
+	case "seed":
+		return &r.Seed
+	case "h":
+		return &r.H
+	case "why":
+		return &r.Why
+	case "via":
+		return &r.Via
+	case "beacon":
+		return &r.Beacon
+	case "randomness":
+		return &r.Randomness
+	}
+	return &r.Signature
+}
+
 // maxSignature bounds a beacon signature's hex digits: a BLS12-381 signature is 48 or 96 bytes.
 const maxSignature = 2 * 96
 
@@ -278,41 +297,23 @@ func (r Record) Format() []byte {
 		switch name {
 		case "t", "n", "seq", "batch", "max", "active", "interval", "round":
 			b.WriteString(strconv.FormatInt(*r.number(name), 10))
-		case "seed":
-			b.WriteString(r.Seed)
-		case "h":
-			b.WriteString(r.H)
-		case "why":
-			b.WriteString(r.Why)
-		case "via":
-			b.WriteString(r.Via)
 		case "seqs":
 			b.WriteString(FormatSeqs(r.Seqs))
-		case "beacon":
-			b.WriteString(r.Beacon)
-		case "randomness":
-			b.WriteString(r.Randomness)
-		case "signature":
-			b.WriteString(r.Signature)
+		default:
+			b.WriteString(*r.text(name))
 		}
 	}
 	b.WriteByte('\n')
 	return []byte(b.String())
 }
 
-// absent reports whether the optional field called name is left off.
+// absent reports whether the optional field called name (n, round, beacon, randomness, signature) is left
+// off.
 func (r Record) absent(name string) bool {
-	switch name {
-	case "n":
-		return r.N == 0
-	case "beacon":
-		return r.Beacon == ""
-	case "round":
-		return r.Round == 0
-	case "randomness":
-		return r.Randomness == ""
+	if name == "n" || name == "round" {
+		return *r.number(name) == 0
 	}
-	return r.Signature == ""
+	return *r.text(name) == ""
 }
 
 // FormatSeqs writes increasing sequence numbers as ranges: "1-300,302,305-310".
