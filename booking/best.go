@@ -33,6 +33,9 @@ func (b *Booking) ReserveBest(ctx context.Context, screening, pass, key string, 
 	if count < 1 || count > b.settings.MaxSeats {
 		return Reservation{}, badRequest("%d seats requested, 1 to %d per reservation", count, b.settings.MaxSeats)
 	}
+	if err := offerBounds(claims, count); err != nil {
+		return Reservation{}, err
+	}
 	hash := requestHash(screening, []string{fmt.Sprintf("#%d", count)})
 	r, err := b.reserveBest(ctx, claims, key, hash, count)
 	if key != "" && err != nil && !errors.As(err, new(*AfterCommitError)) && (mayBeRetry(err) || errors.Is(err, ErrNotEnoughSeats)) {

@@ -57,16 +57,20 @@ type Admissions interface {
 	// CheckPassLine checks the pass (CheckPass) and tells, from the same round trip, the state of the line:
 	// closed, and its count of released seats.
 	CheckPassLine(ctx context.Context, c pass.Claims) (queue.LineState, error)
-	Finish(ctx context.Context, c pass.Claims) error
-	// SellOut closes the line of a screening sold out, and returns the closing's epoch.
-	SellOut(ctx context.Context, screening string) (int64, error)
-	// KeepOrderSlot spends the pass of a held order and keeps its slot, the order slot, until the hold
-	// lapses; FreeOrderSlot frees it when the order ends.
-	KeepOrderSlot(ctx context.Context, c pass.Claims, until time.Time) error
+	// FinishSeats spends the pass of an order that took seats (a waitlist's offer gives back those it did
+	// not take) and frees its slot.
+	FinishSeats(ctx context.Context, c pass.Claims, seats int) error
+	// SellOut closes the line of a screening sold out (kept as its waitlist when waitlist), and returns the
+	// closing's epoch.
+	SellOut(ctx context.Context, screening string, waitlist bool) (int64, error)
+	// KeepOrderSlot spends the pass of a held order of seats and keeps its slot, the order slot, until the
+	// hold lapses; FreeOrderSlot frees it when the order ends.
+	KeepOrderSlot(ctx context.Context, c pass.Claims, until time.Time, seats int) error
 	FreeOrderSlot(ctx context.Context, screening, token string, until time.Time) error
-	// AllHeld tells the line every seat is held or sold; Reopen that seats came back.
-	AllHeld(ctx context.Context, screening string) error
-	Reopen(ctx context.Context, screening string, mayReopen bool) (int64, error)
+	// AllHeld tells the line every seat is held or sold (from then on a waitlist, when waitlist); Reopen
+	// that seats came back.
+	AllHeld(ctx context.Context, screening string, waitlist bool) error
+	Reopen(ctx context.Context, screening string, mayReopen bool, seats int) (int64, error)
 	// PublishSeats tells every instance's admitted sockets that seats changed state.
 	PublishSeats(ctx context.Context, screening string, seats []queue.SeatChange) error
 	// Reset empties the screening's line and its keys in Redis, running between once the line is closed.
@@ -109,6 +113,9 @@ type Settings struct {
 	HoldTTL  time.Duration
 	// Webhooks: write every order transition to the webhooks' outbox (webhooks.url is set).
 	Webhooks bool
+	// Waitlist: a screening without a setting of its own keeps its line as a waitlist when it sells out
+	// (booking.waitlist; docs/protocol.md 5.4).
+	Waitlist bool
 }
 
 // Booking reserves seats.
@@ -143,8 +150,14 @@ type Booking struct {
 
 // New returns the reservation service over store, with seat locks and sets in Redis kept by seats.
 func New(store *Store, seats SeatKeeper, a Admissions, p PassVerifier, s Settings) *Booking {
+	store.waitlistDefault = s.Waitlist
 	return &Booking{store: store, seats: seats, admissions: a, passes: p, settings: s,
 		catalogs: map[string]*catalog{}, instance: ids.New()[:12]}
+}
+
+// Waitlist reports whether the screening keeps its line as a waitlist when it sells out.
+func (b *Booking) Waitlist(ctx context.Context, screening string) (bool, error) {
+	return b.store.waitlist(ctx, screening, b.settings.Waitlist)
 }
 
 // MaxSeats is the most seats one reservation may take.

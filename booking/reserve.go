@@ -54,6 +54,9 @@ func (b *Booking) ReserveOnce(ctx context.Context, screening, pass, key string, 
 	if err != nil {
 		return Reservation{}, err
 	}
+	if err := offerBounds(claims, len(seats)); err != nil {
+		return Reservation{}, err
+	}
 	hash := requestHash(screening, seats)
 	r, err := b.reserve(ctx, claims, key, hash, seats)
 	if key != "" && err != nil && !errors.As(err, new(*AfterCommitError)) && mayBeRetry(err) {
@@ -225,10 +228,10 @@ func (b *Booking) settle(ctx context.Context, claims pass.Claims, sl *seatLocks,
 	spent := make(chan error, 1)
 	go func() {
 		if sl.held {
-			spent <- b.admissions.KeepOrderSlot(ctx, claims, *r.HoldExpiresAt)
+			spent <- b.admissions.KeepOrderSlot(ctx, claims, *r.HoldExpiresAt, len(r.Seats))
 			return
 		}
-		spent <- b.admissions.Finish(ctx, claims)
+		spent <- b.admissions.FinishSeats(ctx, claims, len(r.Seats))
 	}()
 	if err == nil {
 		after = append(after, b.noneLeft(ctx, sl, left))
@@ -253,7 +256,11 @@ func (b *Booking) noneLeft(ctx context.Context, sl *seatLocks, left counts) erro
 		b.sold.close(sl.screening, sl.released)
 		return b.sellOut(ctx, sl.screening)
 	}
-	return b.admissions.AllHeld(ctx, sl.screening)
+	waitlist, err := b.store.waitlist(ctx, sl.screening, b.settings.Waitlist)
+	if err != nil {
+		return err
+	}
+	return b.admissions.AllHeld(ctx, sl.screening, waitlist)
 }
 
 // counts are a screening's seats by state.
@@ -271,4 +278,12 @@ func (b *Booking) seatsLeft(ctx context.Context, sl *seatLocks) (counts, error) 
 		return counts{available: -1}, fmt.Errorf("booking: reserve: count after commit: %w", err)
 	}
 	return c, nil
+}
+
+// offerBounds refuses a request for more seats than a waitlist's offer gave the pass (claims.Seats).
+func offerBounds(claims pass.Claims, count int) error {
+	if claims.Seats > 0 && count > claims.Seats {
+		return badRequest("%d seats requested, but this offer is for %d", count, claims.Seats)
+	}
+	return nil
 }

@@ -196,7 +196,7 @@ func (s *Store) CloseSale(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
-const saleSQL = `SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms FROM screenings`
+const saleSQL = `SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms, waitlist FROM screenings`
 
 // saleRow is a screening as the scheduler and the operator see it.
 type saleRow struct {
@@ -206,13 +206,23 @@ type saleRow struct {
 	BatchSize   sql.NullInt64 `db:"batch_size"`
 	MaxActive   sql.NullInt64 `db:"max_active"`
 	ActiveTTLMs sql.NullInt64 `db:"active_ttl_ms"`
+	Waitlist    sql.NullBool  `db:"waitlist"`
 }
 
 func (r saleRow) settings() queue.Settings {
 	return queue.Settings{
 		Interval: time.Duration(r.IntervalMs.Int64) * time.Millisecond, BatchSize: int(r.BatchSize.Int64),
 		MaxActive: int(r.MaxActive.Int64), ActiveTTL: time.Duration(r.ActiveTTLMs.Int64) * time.Millisecond,
+		Waitlist: r.Waitlist.Valid && r.Waitlist.Bool,
 	}
+}
+
+// waitlistOr is the screening's waitlist setting, or def when it has none of its own.
+func (r saleRow) waitlistOr(def bool) bool {
+	if r.Waitlist.Valid {
+		return r.Waitlist.Bool
+	}
+	return def
 }
 
 // Sales returns the screenings whose sale opens at or before until, with their own admission settings:
@@ -225,7 +235,7 @@ func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error
 		Closed bool `db:"closed"`
 		Paused bool `db:"paused"`
 	}
-	err := s.db.SelectContext(ctx, &rows, s.db.Rebind(`SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms, ended,
+	err := s.db.SelectContext(ctx, &rows, s.db.Rebind(`SELECT id, sale_opens_at, interval_ms, batch_size, max_active, active_ttl_ms, waitlist, ended,
 		closed_at IS NOT NULL AS closed, paused_at IS NOT NULL AS paused
 		FROM (SELECT s.*, (s.closed_at IS NOT NULL OR
 			((SELECT COUNT(*) FROM seats t WHERE t.screening_id = s.id) > 0 AND
@@ -240,6 +250,7 @@ func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error
 	out := make([]queue.Sale, len(rows))
 	for i, r := range rows {
 		out[i] = queue.Sale{ID: r.ID, OpensAt: r.SaleOpensAt, Settings: r.settings(), Ended: r.Ended, Closed: r.Closed, Paused: r.Paused}
+		out[i].Settings.Waitlist = r.waitlistOr(s.waitlistDefault)
 	}
 	return out, nil
 }
@@ -320,6 +331,36 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool, at time.T
 }
 
 // closedByOperator reports whether the operator closed the screening's sale.
+// waitlist reports whether the screening keeps its line as a waitlist when it sells out: its own setting,
+// else def (the server's).
+func (s *Store) waitlist(ctx context.Context, id string, def bool) (bool, error) {
+	var on sql.NullBool
+	if err := s.db.GetContext(ctx, &on, s.db.Rebind(`SELECT waitlist FROM screenings WHERE id = ?`), id); err != nil {
+		return false, fmt.Errorf("booking: waitlist of %s: %w", id, err)
+	}
+	if on.Valid {
+		return on.Bool, nil
+	}
+	return def, nil
+}
+
+// SetWaitlist sets whether the screening keeps its line as a waitlist when it sells out (nil: follow the
+// server's booking.waitlist again).
+func (s *Store) SetWaitlist(ctx context.Context, id string, on *bool) error {
+	var v sql.NullBool
+	if on != nil {
+		v = sql.NullBool{Bool: *on, Valid: true}
+	}
+	res, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE screenings SET waitlist = ? WHERE id = ?`), v, id)
+	if err != nil {
+		return fmt.Errorf("booking: waitlist of %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("booking: waitlist of %q: %w", id, errors.Join(err, ErrUnknownScreening))
+	}
+	return nil
+}
+
 func (s *Store) closedByOperator(ctx context.Context, id string) (bool, error) {
 	var closed bool
 	if err := s.db.GetContext(ctx, &closed, s.db.Rebind(`SELECT closed_at IS NOT NULL FROM screenings WHERE id = ?`), id); err != nil {

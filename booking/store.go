@@ -19,6 +19,9 @@ type Store struct {
 	// now is the clock of an order's times: when it was made, hence when its hold lapses, and when a
 	// transition reads it and moves it (time.Now; a test sets its own, SetClock).
 	now func() time.Time
+	// waitlistDefault is the server's booking.waitlist, for the screenings without their own (the
+	// scheduler's list of sales: Sales).
+	waitlistDefault bool
 }
 
 // NewStore returns the store kept in db (migrated).

@@ -185,7 +185,7 @@ func (b *Booking) afterMove(ctx context.Context, o, done Order, t transition) er
 	if o.Status == StatusHeld && o.HoldExpiresAt != nil {
 		after = append(after, b.admissions.FreeOrderSlot(ctx, o.Screening, o.Holder, *o.HoldExpiresAt))
 	}
-	after = append(after, b.lineAfter(ctx, o.Screening, t))
+	after = append(after, b.lineAfter(ctx, o.Screening, t, len(o.Seats)))
 	if err := errors.Join(after...); err != nil {
 		return &AfterCommitError{Err: err}
 	}
@@ -194,13 +194,13 @@ func (b *Booking) afterMove(ctx context.Context, o, done Order, t transition) er
 
 // lineAfter moves the screening's line after transition t: a release reopens it (unless the operator closed
 // the sale); a confirmation that left no seat available nor held closes it.
-func (b *Booking) lineAfter(ctx context.Context, screening string, t transition) error {
+func (b *Booking) lineAfter(ctx context.Context, screening string, t transition, seats int) error {
 	if t.release {
 		closed, err := b.store.closedByOperator(ctx, screening)
 		if err != nil {
 			return err
 		}
-		epoch, err := b.admissions.Reopen(ctx, screening, !closed)
+		epoch, err := b.admissions.Reopen(ctx, screening, !closed, seats)
 		if err == nil && epoch > 0 {
 			err = b.screeningEvent(ctx, "screening.reopened", screening, epoch)
 		}
@@ -220,7 +220,11 @@ func (b *Booking) lineAfter(ctx context.Context, screening string, t transition)
 // sellOut closes the line of a screening whose every seat is sold, and writes its webhook once per closing
 // (however many instances close it, they read the same epoch).
 func (b *Booking) sellOut(ctx context.Context, screening string) error {
-	epoch, err := b.admissions.SellOut(ctx, screening)
+	waitlist, err := b.store.waitlist(ctx, screening, b.settings.Waitlist)
+	if err != nil {
+		return err
+	}
+	epoch, err := b.admissions.SellOut(ctx, screening, waitlist)
 	if err != nil {
 		return err
 	}

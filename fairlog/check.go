@@ -27,6 +27,9 @@ type Report struct {
 	Round  int64
 	Mixed  bool
 	Late   int
+	// OfferedPast counts the places a waitlist's offer admitted while a lower place still waited: a larger
+	// party passed over (docs/protocol.md 5.4), which the log cannot judge, as it holds no party sizes.
+	OfferedPast int
 	// Notes say what the log proves where it proves less than it could (a beacon not reached, not mixed
 	// in, a chain this package does not know): not violations of the rules.
 	Notes      []string
@@ -255,7 +258,11 @@ func CheckWith(screening string, records []Record, chains map[string]ChainInfo) 
 					rep.violate(i, "place %d admitted after it was given up", q)
 					continue
 				}
-				if l := lowest(); q != l {
+				if l := lowest(); q != l && r.Via == "offer" {
+					// A waitlist's offer may pass a larger party whose seats have not come back yet
+					// (docs/protocol.md 5.4); the log does not record party sizes, so it is counted, not judged.
+					rep.OfferedPast++
+				} else if q != l {
 					rep.violate(i, "place %d admitted while place %d, lower, still waits", q, l)
 				}
 				rep.order = append(rep.order, q)
@@ -287,6 +294,9 @@ func CheckWith(screening string, records []Record, chains map[string]ChainInfo) 
 			paused = false
 		case KindClose:
 			closed = true
+			if r.Why == "waitlist" {
+				break // sold out, the line kept as a waitlist: nobody is given up
+			}
 			// The line is dropped: every place still waiting and every pre-queue entry is given up.
 			for q := lowest(); q < nextSeq; q++ {
 				if waiting(q) {
@@ -459,6 +469,9 @@ func (rep *Report) CheckReceipt(r Receipt) {
 func (rep *Report) Lines() []string {
 	out := []string{fmt.Sprintf("screening %s: %d records, %d places (%d from a pre-queue of %d entries), %d admitted, %d straight away, %d given up",
 		rep.Screening, rep.Size, rep.Places, rep.Shuffled, rep.Entries, rep.Admitted, rep.Direct, rep.GivenUp)}
+	if rep.OfferedPast > 0 {
+		out = append(out, fmt.Sprintf("%d places were offered seats while a lower place still waited on the waitlist (a larger party whose seats had not come back: not judged, the log holds no party sizes)", rep.OfferedPast))
+	}
 	if rep.Root != "" {
 		out = append(out, "checkpoint: "+rep.Root+", signed by the log's key, consistent with every checkpoint seen before")
 	}

@@ -53,7 +53,7 @@ var layouts = map[string][]string{
 var whys = map[string][]string{
 	KindPreGone: {"left", "abandoned"},
 	KindGone:    {"left", "abandoned", "cleared"},
-	KindClose:   {"sold_out", "closed", "reset"},
+	KindClose:   {"sold_out", "closed", "reset", "waitlist"},
 }
 
 // Record is one record, its fields by name; those its kind does not have are zero.
@@ -205,8 +205,8 @@ func (r *Record) set(name, value string) error {
 		}
 		return bad("%s why=%q: want one of %v", r.Kind, value, whys[r.Kind])
 	case "via":
-		if value != "tick" && value != "refill" {
-			return bad("via=%q: want tick or refill", value)
+		if value != "tick" && value != "refill" && value != "offer" {
+			return bad("via=%q: want tick, refill or offer", value)
 		}
 		r.Via = value
 	case "seqs":

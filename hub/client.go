@@ -237,8 +237,9 @@ func (c *client) closeLocked(code int, reason string) {
 	c.scheduleLocked()
 }
 
-// admit sends the pass of the admission that lapses at expiresAt, unless this client already got it.
-func (c *client) admit(expiresAt time.Time) {
+// admit sends the pass of the admission that lapses at expiresAt, unless this client already got it: a
+// waitlist's offer of seats when seats > 0 (an offered message), else an admitted message.
+func (c *client) admit(expiresAt time.Time, seats int) {
 	c.mu.Lock()
 	sent := c.admittedMs == expiresAt.UnixMilli()
 	c.admittedMs = expiresAt.UnixMilli()
@@ -246,10 +247,14 @@ func (c *client) admit(expiresAt time.Time) {
 	if sent {
 		return
 	}
-	pass, err := c.hub.passes.Issue(c.screening, c.token, expiresAt)
+	pass, err := c.hub.passes.IssueOffer(c.screening, c.token, expiresAt, seats)
 	if err != nil {
 		c.hub.log.Error("hub: issue pass", "screening", c.screening, "err", err)
 		c.send(ErrorMessage("INTERNAL", "internal error"))
+		return
+	}
+	if seats > 0 {
+		c.sendTick(OfferedMessage(c.token, pass, expiresAt, seats))
 		return
 	}
 	c.sendTick(AdmittedMessage(c.token, pass, expiresAt))

@@ -103,6 +103,13 @@ func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 	clients := h.clients(ev.Screening)
 	switch ev.Kind {
 	case queue.EventSoldOut:
+		if ev.Waitlist {
+			msg := SoldOutWaitlistMessage()
+			for _, c := range clients {
+				c.send(msg) // they stay: the line goes on as the waitlist
+			}
+			break
+		}
 		soldOut(clients, ev.Reason)
 	case queue.EventAllHeld, queue.EventReopened, queue.EventSeats:
 		h.dispatchSale(ctx, line, ev, clients)
@@ -127,13 +134,20 @@ func (h *Hub) dispatchTick(ctx context.Context, f *followed, line *queue.Line, e
 	var admitted map[string]bool
 	if len(ev.Admitted) > 0 {
 		admitted = make(map[string]bool, len(ev.Admitted))
-		for _, t := range ev.Admitted {
+		var offers map[string]int
+		if len(ev.Offers) == len(ev.Admitted) {
+			offers = make(map[string]int, len(ev.Offers))
+		}
+		for i, t := range ev.Admitted {
 			admitted[t] = true
+			if offers != nil {
+				offers[t] = ev.Offers[i]
+			}
 		}
 		expiresAt := time.UnixMilli(ev.ExpiresAtMs)
 		for _, c := range clients {
 			if admitted[c.token] {
-				c.admit(expiresAt)
+				c.admit(expiresAt, offers[c.token])
 			}
 		}
 	}

@@ -78,6 +78,8 @@ type Lines interface {
 // Passes signs the pass of an admission.
 type Passes interface {
 	Issue(screening, token string, expiresAt time.Time) (string, error)
+	// IssueOffer signs the pass of a waitlist's offer of seats.
+	IssueOffer(screening, token string, expiresAt time.Time, seats int) (string, error)
 }
 
 // Leaver takes a token out of a screening when its client says {"type":"leave"}.

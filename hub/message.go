@@ -72,6 +72,18 @@ type Admitted struct {
 type SoldOut struct {
 	Type   string `json:"type"`
 	Reason string `json:"reason,omitempty"`
+	// Waitlist: the socket stays, waiting on the screening's waitlist for seats that come back.
+	Waitlist bool `json:"waitlist,omitempty"`
+}
+
+// Offered carries the pass of a waitlist's offer: seats came back, and the holder may reserve up to Seats
+// of them until ExpiresAt.
+type Offered struct {
+	Type      string `json:"type"`
+	Token     string `json:"token"`
+	Pass      string `json:"pass"`
+	Seats     int    `json:"seats"`
+	ExpiresAt string `json:"expires_at"`
 }
 
 // Seats tells an admitted socket that seats changed state, so its seat map follows.
@@ -288,6 +300,16 @@ const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 // AdmittedMessage hands over a pass.
 func AdmittedMessage(token, pass string, expiresAt time.Time) []byte {
 	return mustJSON(Admitted{Type: "admitted", Token: token, Pass: pass, ExpiresAt: expiresAt.UTC().Format(TimeFormat)})
+}
+
+// OfferedMessage hands over the pass of a waitlist's offer of seats.
+func OfferedMessage(token, pass string, expiresAt time.Time, seats int) []byte {
+	return mustJSON(Offered{Type: "offered", Token: token, Pass: pass, Seats: seats, ExpiresAt: expiresAt.UTC().Format(TimeFormat)})
+}
+
+// SoldOutWaitlistMessage tells a socket the screening sold out and it waits on the waitlist.
+func SoldOutWaitlistMessage() []byte {
+	return mustJSON(SoldOut{Type: "sold_out", Reason: queue.ReasonSoldOut, Waitlist: true})
 }
 
 // SoldOutMessage ends the wait, for reason (empty: not known).

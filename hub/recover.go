@@ -63,7 +63,7 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 func (h *Hub) recoverAdmissions(ctx context.Context, screening string, line *queue.Line, clients []*client, handled map[string]bool) bool {
 	for _, c := range clients {
 		seq := c.seq.Load()
-		if seq == 0 || seq > line.Head || handled[c.token] || c.admitted() {
+		if _, waits := line.Rank(seq); seq == 0 || waits || seq > line.LastSeq || handled[c.token] || c.admitted() {
 			continue
 		}
 		e, err := h.lines.Status(ctx, screening, c.token)
@@ -72,7 +72,7 @@ func (h *Hub) recoverAdmissions(ctx context.Context, screening string, line *que
 			return false
 		}
 		if e.State == queue.Admitted {
-			c.admit(e.ExpiresAt)
+			c.admit(e.ExpiresAt, e.Offer)
 		}
 	}
 	return true

@@ -267,6 +267,9 @@ func (h *Hub) admitArrival(ctx context.Context, a Arrival, hello Hello) (*client
 	if c != nil && e.AllHeld && e.State != queue.Admitted {
 		c.send(AllHeldMessage()) // it missed the all_held the waiting before it heard
 	}
+	if c != nil && e.Waitlisted && e.State != queue.Admitted {
+		c.send(SoldOutWaitlistMessage()) // sold out: it waits on the waitlist
+	}
 	if c == nil {
 		// Draining: the socket Enter counted is gone; the client reconnects elsewhere within the grace.
 		if err := h.lines.Disconnected(context.WithoutCancel(ctx), a.Screening, e.Token); err != nil {
@@ -332,7 +335,7 @@ func (h *Hub) receipt(screening string, e queue.Entry) string {
 // and from then on every event reaches the socket.
 func (h *Hub) catchUp(ctx context.Context, c *client, e queue.Entry) {
 	if e.State == queue.Admitted {
-		c.admit(e.ExpiresAt)
+		c.admit(e.ExpiresAt, e.Offer)
 		return
 	}
 	if !h.missed(c, e.Epoch) {
@@ -350,7 +353,7 @@ func (h *Hub) catchUp(ctx context.Context, c *client, e queue.Entry) {
 			c.send(SoldOutMessage(""))
 			c.close(websocket.CloseNormalClosure, "sold out")
 		case now.State == queue.Admitted:
-			c.admit(now.ExpiresAt)
+			c.admit(now.ExpiresAt, now.Offer)
 		case now.State == queue.Waiting && e.State == queue.Pre:
 			// The line opened between registering and joining: this socket missed its shuffled place.
 			c.place(now.Seq, now.Numbering)

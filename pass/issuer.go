@@ -110,7 +110,14 @@ func (p *Issuer) JWKS() []byte { return bytes.Clone(p.jwks) }
 
 // Issue signs the pass of token's admission to screening, valid until expiresAt.
 func (p *Issuer) Issue(screening, token string, expiresAt time.Time) (string, error) {
+	return p.IssueOffer(screening, token, expiresAt, 0)
+}
+
+// IssueOffer signs the pass of a waitlist's offer of seats to token (Issue when seats is 0): it may reserve
+// that many seats at most.
+func (p *Issuer) IssueOffer(screening, token string, expiresAt time.Time, seats int) (string, error) {
 	c := &claims{
+		Seats:       max(seats, 0),
 		Subject:     token,
 		Audience:    []string{screening},
 		ExpiresAt:   ceilSecond(expiresAt).Unix(),
@@ -143,5 +150,8 @@ func (p *Issuer) Verify(pass, screening string) (Claims, error) {
 	if !tokenPattern.MatchString(pc.Subject) || pc.ID != ID(screening, pc.Subject, adm) || pc.ExpiresAt != ceilSecond(adm).Unix() {
 		return Claims{}, fmt.Errorf("%w: malformed claims", ErrInvalid)
 	}
-	return Claims{ID: pc.ID, Token: pc.Subject, Screening: screening, ExpiresAt: adm}, nil
+	if pc.Seats < 0 {
+		return Claims{}, fmt.Errorf("%w: malformed claims", ErrInvalid)
+	}
+	return Claims{ID: pc.ID, Token: pc.Subject, Screening: screening, ExpiresAt: adm, Seats: pc.Seats}, nil
 }

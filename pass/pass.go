@@ -49,6 +49,9 @@ type Claims struct {
 	// IssuedAt is when this copy of the pass was signed (iat). Only a Verifier fills it: the room's own check
 	// (Issuer.Verify) has no use for it, and a claim that a slot check builds itself has none.
 	IssuedAt time.Time
+	// Seats is set on the pass of a waitlist's offer: the most seats it may reserve (0: not an offer, the
+	// screening's max_seats bound it).
+	Seats int
 }
 
 // ID names one admission of token to screening by its exact expiry: a reconnecting user gets the same pass
@@ -75,6 +78,8 @@ type claims struct {
 	ID        string   `json:"jti"`
 	// AdmissionMs is the admission's expiry in Unix ms, exactly as the active set holds it.
 	AdmissionMs int64 `json:"adm"`
+	// Seats is a waitlist offer's seats (Claims.Seats); absent on an admission.
+	Seats int `json:"seats,omitempty"`
 }
 
 // The jwt.Claims methods the parser's validator reads.

@@ -154,6 +154,6 @@ func (v *Verifier) Verify(pass, screening string) (Claims, error) {
 	}
 	return Claims{
 		Token: p.Subject, Screening: screening, ID: p.ID,
-		ExpiresAt: expiresAt, IssuedAt: time.Unix(p.IssuedAt, 0),
+		ExpiresAt: expiresAt, IssuedAt: time.Unix(p.IssuedAt, 0), Seats: max(p.Seats, 0),
 	}, nil
 }

@@ -42,6 +42,9 @@ const (
 	// AllHeld: every seat is held or sold, some only held: nobody is admitted until seats come back or
 	// the sale sells out.
 	AllHeld SkipReason = "ALL_HELD"
+	// NoSeatsBack: the line is a waitlist and no seat came back to offer (or none fits the parties
+	// waiting, the first of which the seats wait for one round: docs/protocol.md 5.4).
+	NoSeatsBack SkipReason = "NO_SEATS_BACK"
 )
 
 // TickResult is what one admission tick did.
@@ -64,6 +67,9 @@ type TickResult struct {
 	// Epoch, Head, LastSeq and Left are the line after the admission, when Moved (see Line).
 	Epoch, Head, LastSeq int64
 	Left                 []int64
+	// Offers is set when the admission was a waitlist's offer round: the seats offered to each admitted
+	// token, in Admitted's order (ExpiresAt is then the offers' expiry).
+	Offers []int
 }
 
 // Event is what every instance is told of the admission.
@@ -75,6 +81,7 @@ func (r TickResult) Event() Event {
 	if len(r.Admitted) > 0 {
 		ev.ExpiresAtMs = r.ExpiresAt.UnixMilli()
 	}
+	ev.Offers = r.Offers
 	return ev
 }
 
@@ -96,9 +103,9 @@ func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Se
 	k := q.keys(screening)
 	res, err := admitScript.Run(ctx, q.rdb,
 		[]string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq, k.opened, k.paused, k.gone, k.stats, k.hold, k.admitAt, k.allHeld,
-			k.log, k.pace},
+			k.log, k.pace, k.wl, k.offerable, k.offers, k.party, k.wlHeld, k.wlNews, k.keep},
 		now.UnixMilli(), s.BatchSize, s.MaxActive, expiryOf(now, s.ActiveTTL).UnixMilli(), mode, s.goneCutoff(now),
-		q.logFlag(), s.Interval.Milliseconds()).Slice()
+		q.logFlag(), s.Interval.Milliseconds(), expiryOf(now, s.offerTTL()).UnixMilli(), offerScan).Slice()
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: admit %s: %w", screening, err)
 	}
@@ -124,7 +131,13 @@ func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Se
 	r.ExpiresAt = time.UnixMilli(res[1].(int64))
 	tokens := res[10+nLeft:]
 	r.Admitted = make([]string, 0, len(tokens))
-	for _, t := range tokens {
+	for i, t := range tokens {
+		if t == "offers" {
+			for _, n := range tokens[i+1:] {
+				r.Offers = append(r.Offers, int(n.(int64)))
+			}
+			break
+		}
 		r.Admitted = append(r.Admitted, t.(string))
 	}
 	return r, nil

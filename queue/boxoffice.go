@@ -35,9 +35,12 @@ const reopenedMark = 5 * refreshEvery
 
 // KeepOrderSlot records that the pass made a held order: it is spent, and its slot (the order slot) stays
 // taken until the hold's expiry, not the admission's (a buyer paying is not replaced by the next in line).
-func (q *Queue) KeepOrderSlot(ctx context.Context, c pass.Claims, until time.Time) error {
+// seats is how many seats the order holds: a waitlist's offer is taken, and the seats it offered beyond
+// them go back to the next offer round.
+func (q *Queue) KeepOrderSlot(ctx context.Context, c pass.Claims, until time.Time, seats int) error {
 	k := q.keys(c.Screening)
-	err := keepSlotScript.Run(ctx, q.rdb, []string{k.active, k.spent}, c.Token, c.ExpiresAt.UnixMilli(), c.ID, until.UnixMilli()).Err()
+	err := keepSlotScript.Run(ctx, q.rdb, []string{k.active, k.spent, k.offers, k.offerable, k.wlNews, k.stats},
+		c.Token, c.ExpiresAt.UnixMilli(), c.ID, until.UnixMilli(), seats).Err()
 	if err != nil {
 		return fmt.Errorf("queue: hold %s: %w", c.Screening, err)
 	}
@@ -61,15 +64,24 @@ func (q *Queue) FreeOrderSlot(ctx context.Context, screening, token string, unti
 // CloseSale closes the screening's line for good, as the operator's closing: like Close, but the sockets
 // are told it closed, not that it sold out, and no released seat reopens it.
 func (q *Queue) CloseSale(ctx context.Context, screening string) error {
-	_, err := q.close(ctx, screening, ReasonClosed)
+	_, err := q.close(ctx, screening, ReasonClosed, false)
 	return err
 }
 
 // AllHeld records that every seat of the screening is held or sold and some only held: admission waits
 // (admit.lua skips with ALL_HELD) and the waiting sockets of every instance are told, while the line stays
 // open for newcomers.
-func (q *Queue) AllHeld(ctx context.Context, screening string) error {
-	if err := q.rdb.Set(ctx, q.keys(screening).allHeld, "1", 0).Err(); err != nil {
+//
+// With waitlist the line becomes the screening's waitlist from now on (waitlist.go): what comes back is
+// offered to the waiting in their order.
+func (q *Queue) AllHeld(ctx context.Context, screening string, waitlist bool) error {
+	k := q.keys(screening)
+	pipe := q.rdb.TxPipeline()
+	pipe.Set(ctx, k.allHeld, "1", 0)
+	if waitlist {
+		pipe.Set(ctx, k.wl, "1", 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("queue: all held %s: %w", screening, err)
 	}
 	return q.publish(ctx, screening, Event{Kind: EventAllHeld, Screening: screening, TickAtMs: q.now().UnixMilli()})
@@ -80,18 +92,23 @@ func (q *Queue) AllHeld(ctx context.Context, screening string) error {
 // sale). Either way the instances forget the seats they remembered sold (the released count moves). Every
 // instance is told (EventReopened, numbered: they read the line anew) when the line changed; the reopening's
 // epoch is returned then (0 when the line was open), which names it (a webhook's id).
-func (q *Queue) Reopen(ctx context.Context, screening string, mayReopen bool) (int64, error) {
+//
+// seats is how many seats came back: a waitlist offers them (admit.lua).
+func (q *Queue) Reopen(ctx context.Context, screening string, mayReopen bool, seats int) (int64, error) {
 	k := q.keys(screening)
 	flag := "0"
 	if mayReopen {
 		flag = "1"
 	}
-	res, err := reopenScript.Run(ctx, q.rdb, []string{k.closed, k.allHeld, k.epoch, k.released, k.reopened, k.log}, flag,
-		reopenedMark.Milliseconds(), q.now().UnixMilli(), q.logFlag()).Int64Slice()
+	res, err := reopenScript.Run(ctx, q.rdb, []string{k.closed, k.allHeld, k.epoch, k.released, k.reopened, k.log, k.wl, k.offerable}, flag,
+		reopenedMark.Milliseconds(), q.now().UnixMilli(), q.logFlag(), seats).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("queue: reopen %s: %w", screening, err)
 	}
 	if res[0] == 0 {
+		if res[2] == 1 {
+			q.slotFreed(screening) // seats to offer: the loops here run an offer round at once
+		}
 		return 0, nil
 	}
 	// Published before the loops are woken: the admission they run into the freed slot is published after

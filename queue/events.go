@@ -78,6 +78,11 @@ type Event struct {
 	Paused bool `json:"paused,omitempty"`
 	// Reason is set on EventSoldOut: ReasonSoldOut or ReasonClosed.
 	Reason string `json:"reason,omitempty"`
+	// Offers is set on an EventTick that was a waitlist's offer round: the seats offered to each admitted
+	// token, in Admitted's order.
+	Offers []int `json:"offers,omitempty"`
+	// Waitlist is set on an EventSoldOut whose line stays as a waitlist: the sockets stay.
+	Waitlist bool `json:"waitlist,omitempty"`
 	// Seats is set on EventSeats.
 	Seats []SeatChange `json:"seats,omitempty"`
 }

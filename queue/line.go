@@ -43,8 +43,10 @@ type Line struct {
 	// AdmittedAtMs is when the latest admission happened, Unix ms, 0 if none has (Queue.Line; events do not
 	// set it).
 	AdmittedAtMs int64
-	// Closed is whether the screening was sold out when the line was read (Queue.Line; events do not set it).
-	Closed bool
+	// Closed is whether the screening was sold out when the line was read (Queue.Line; events do not set it);
+	// Waitlist, instead of Closed, when it was sold out and its line kept as a waitlist (it goes on).
+	Closed   bool
+	Waitlist bool
 }
 
 // Apply moves the line to the event that follows it. It reports false, changing nothing, when ev is not the
@@ -88,11 +90,12 @@ func (l *Line) Rank(seq int64) (int64, bool) {
 // events, and again after it missed one.
 func (q *Queue) Line(ctx context.Context, screening string) (Line, error) {
 	k := q.keys(screening)
-	res, err := lineScript.Run(ctx, q.rdb, []string{k.waiting, k.head, k.left, k.epoch, k.seq, k.paused, k.admitAt, k.closed}).Int64Slice()
+	res, err := lineScript.Run(ctx, q.rdb, []string{k.waiting, k.head, k.left, k.epoch, k.seq, k.paused, k.admitAt, k.closed, k.wl}).Int64Slice()
 	if err != nil {
 		return Line{}, fmt.Errorf("queue: line of %s: %w", screening, err)
 	}
-	l := Line{Epoch: res[0], Head: res[1], LastSeq: res[2], Total: res[3], Paused: res[4] == 1, AdmittedAtMs: res[5], Closed: res[6] == 1}
+	l := Line{Epoch: res[0], Head: res[1], LastSeq: res[2], Total: res[3], Paused: res[4] == 1, AdmittedAtMs: res[5], Closed: res[6] == 1,
+		Waitlist: res[6] == 2}
 	if len(res) > 7 {
 		l.Left = res[7:]
 	}

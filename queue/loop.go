@@ -42,6 +42,7 @@ func (s *Scheduler) loop(ctx context.Context, screening string, l *loopState) {
 				if _, err := s.runTick(ctx, screening, now, settings); err != nil && ctx.Err() == nil {
 					s.log.Error("admission: tick failed", "screening", screening, "err", err)
 				}
+				s.offerNews(ctx, screening, settings)
 			}
 			timer.Reset(time.Until(nextTick(time.Now(), settings.Interval)))
 		case <-l.wake:
@@ -51,6 +52,7 @@ func (s *Scheduler) loop(ctx context.Context, screening string, l *loopState) {
 			if _, err := s.refill(ctx, screening, time.Now()); err != nil && ctx.Err() == nil {
 				s.log.Error("admission: refill failed", "screening", screening, "err", err)
 			}
+			s.offerNews(ctx, screening, *l.settings.Load())
 		}
 	}
 }

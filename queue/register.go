@@ -63,7 +63,7 @@ func (q *Queue) enter(ctx context.Context, screening, token string, opensAt time
 	}
 	res, err := q.register(ctx,
 		[]string{k.waiting, k.active, k.seq, k.closed, k.changed, k.epoch, k.pre, k.opened, k.paused, k.gone, k.conns, q.regMark(screening, mark), k.allHeld,
-			k.log, k.pren, k.preinfo, k.placed, k.seed, k.numbering},
+			k.log, k.pren, k.preinfo, k.placed, k.seed, k.numbering, k.wl, k.offers},
 		token, q.now().UnixMilli(), opensAt.UnixMilli(), key, countOffMark.Milliseconds(), hash, int64(newNumbering()))
 	if err != nil {
 		var e Entry
@@ -88,6 +88,10 @@ func (q *Queue) enter(ctx context.Context, screening, token string, opensAt time
 	case "admitted":
 		e.State = Admitted
 		e.ExpiresAt, err = unixMilli(res[1])
+		if len(res) > 2 {
+			n, _ := res[2].(int64)
+			e.Offer = int(n)
+		}
 	case "waiting", "pre":
 		e.State = State(res[0].(string))
 		e.ZeroBasedRank, e.Total = res[1].(int64), res[2].(int64)
@@ -105,6 +109,9 @@ func (q *Queue) enter(ctx context.Context, screening, token string, opensAt time
 		}
 		if len(res) >= 11 {
 			e.Numbering = Numbering(res[10].(int64))
+		}
+		if len(res) >= 12 {
+			e.Waitlisted = res[11].(int64) == 1
 		}
 		if e.State == Pre {
 			e.ZeroBasedRank = 0 // a place in the pre-queue means nothing until the shuffle

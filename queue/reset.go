@@ -39,7 +39,7 @@ const resetScanCount = 500
 //
 // It returns the reset's epoch. A socket's registration between steps 1 and 3 is refused as closed.
 func (q *Queue) Reset(ctx context.Context, screening string, between func(context.Context) error) (int64, error) {
-	if _, err := q.close(ctx, screening, ReasonReset); err != nil {
+	if _, err := q.close(ctx, screening, ReasonReset, false); err != nil {
 		return 0, err
 	}
 	if between != nil {

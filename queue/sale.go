@@ -123,22 +123,27 @@ func (q *Queue) Resume(ctx context.Context, screening string) error {
 // every instance is told (an EventSoldOut, numbered like the line's other events, so an instance that
 // missed it finds out from the epoch and reads the line closed) so it can tell its sockets at once.
 func (q *Queue) Close(ctx context.Context, screening string) error {
-	_, err := q.SellOut(ctx, screening)
+	_, err := q.SellOut(ctx, screening, false)
 	return err
 }
 
 // SellOut is Close, returning the closing's epoch: the same number however many times the line is closed
-// until it reopens, so it names this closing (a webhook's id).
-func (q *Queue) SellOut(ctx context.Context, screening string) (int64, error) {
-	return q.close(ctx, screening, ReasonSoldOut)
+// until it reopens, so it names this closing (a webhook's id). With waitlist the line is kept as the
+// screening's waitlist (waitlist.go): its sockets stay, told so, and newcomers join its end.
+func (q *Queue) SellOut(ctx context.Context, screening string, waitlist bool) (int64, error) {
+	return q.close(ctx, screening, ReasonSoldOut, waitlist)
 }
 
 // close closes the line for reason (ReasonSoldOut or ReasonClosed) and returns the closing's epoch; a line
 // the operator closed stays closed for that reason.
-func (q *Queue) close(ctx context.Context, screening, reason string) (int64, error) {
+func (q *Queue) close(ctx context.Context, screening, reason string, waitlist bool) (int64, error) {
 	k := q.keys(screening)
-	res, err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns, k.epoch, k.log, k.preinfo},
-		reason, q.now().UnixMilli(), q.logFlag()).Slice()
+	keep := "0"
+	if waitlist {
+		keep = "1"
+	}
+	res, err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns, k.epoch, k.log, k.preinfo, k.wl, k.offerable},
+		reason, q.now().UnixMilli(), q.logFlag(), keep).Slice()
 	if err != nil {
 		return 0, fmt.Errorf("queue: close %s: %w", screening, err)
 	}
@@ -146,7 +151,8 @@ func (q *Queue) close(ctx context.Context, screening, reason string) (int64, err
 	if why, ok := res[2].(string); ok && reason != ReasonReset {
 		reason = why // the reason the line has: an operator's close is not undone by a sell-out after it
 	}
-	ev := Event{Kind: EventSoldOut, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: epoch, Reason: reason}
+	kept, _ := res[3].(int64)
+	ev := Event{Kind: EventSoldOut, Screening: screening, TickAtMs: q.now().UnixMilli(), Epoch: epoch, Reason: reason, Waitlist: kept == 1}
 	return epoch, q.publish(ctx, screening, ev)
 }
 

@@ -52,6 +52,35 @@ type Scheduler struct {
 	loops map[string]*loopState // screening -> its loop, while it runs
 
 	refresh chan struct{} // Refresh's nudge to Run
+
+	offerHook func(ctx context.Context, screening string, news []OfferNews) // SetOfferHook; nil: none
+}
+
+// SetOfferHook has the admission loops of waitlisted screenings hand what happened to their offers
+// (offered, expired, taken) to hook after each admission, in order, each piece of news to one instance.
+// Set before Run.
+func (s *Scheduler) SetOfferHook(hook func(ctx context.Context, screening string, news []OfferNews)) {
+	s.offerHook = hook
+}
+
+// offerNews hands the screening's offer news to the hook, when it keeps a waitlist.
+func (s *Scheduler) offerNews(ctx context.Context, screening string, settings Settings) {
+	if s.offerHook == nil || !settings.Waitlist {
+		return
+	}
+	for range 10 { // at most 10 × 500 at once; the rest at the next admission
+		news, err := s.q.TakeOfferNews(ctx, screening, 500)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("admission: offer news", "screening", screening, "err", err)
+			}
+			return
+		}
+		if len(news) == 0 {
+			return
+		}
+		s.offerHook(ctx, screening, news)
+	}
 }
 
 // NewScheduler returns a scheduler for the screenings list names, with defaults for the settings a
@@ -130,7 +159,7 @@ func (s *Scheduler) refreshLoops(ctx context.Context, r *running) {
 	listed := make(map[string]bool, len(sales))
 	for _, sale := range sales {
 		if sale.Ended {
-			s.keepClosed(ctx, sale.ID, sale.Closed)
+			s.keepClosed(ctx, sale.ID, sale.Closed, sale.Settings.Waitlist)
 			continue
 		}
 		listed[sale.ID] = true
@@ -213,7 +242,7 @@ func (s *Scheduler) keepPaused(ctx context.Context, screening string) {
 //
 // A line reopened a moment ago (a refund after the sell-out) is left open: the list that said the sale
 // ended may have been read before the refund.
-func (s *Scheduler) keepClosed(ctx context.Context, screening string, byOperator bool) {
+func (s *Scheduler) keepClosed(ctx context.Context, screening string, byOperator, waitlist bool) {
 	closed, err := s.q.Closed(ctx, screening)
 	if err == nil && closed {
 		return
@@ -224,7 +253,7 @@ func (s *Scheduler) keepClosed(ctx context.Context, screening string, byOperator
 	if err == nil && byOperator {
 		err = s.q.CloseSale(ctx, screening)
 	} else if err == nil {
-		err = s.q.Close(ctx, screening)
+		_, err = s.q.SellOut(ctx, screening, waitlist)
 	}
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("admission: close the line of an ended sale; retrying", "screening", screening, "err", err)

@@ -19,6 +19,11 @@ type Settings struct {
 	// Grace is how long a waiting token may have no open socket before a tick drops it as abandoned
 	// (0: never).
 	Grace time.Duration
+	// OfferTTL is how long a waitlist's offer lasts (its pass and slot); 0: the server's default.
+	OfferTTL time.Duration
+	// Waitlist is whether the screening keeps its line as a waitlist when it sells out: the admission loop
+	// then hands what happens to its offers to the scheduler's offer hook (SetOfferHook).
+	Waitlist bool
 }
 
 // ErrBadSettings: admission settings a screening cannot run with.
@@ -79,8 +84,22 @@ func (s Settings) Merge(defaults Settings) Settings {
 	if s.Grace <= 0 {
 		s.Grace = defaults.Grace
 	}
+	if s.OfferTTL <= 0 {
+		s.OfferTTL = defaults.OfferTTL
+	}
 	return s
 }
+
+// offerTTL is how long an offer lasts: OfferTTL, else ten minutes.
+func (s Settings) offerTTL() time.Duration {
+	if s.OfferTTL > 0 {
+		return s.OfferTTL
+	}
+	return DefaultOfferTTL
+}
+
+// DefaultOfferTTL is how long a waitlist's offer lasts when nothing says otherwise (booking.offer_ttl).
+const DefaultOfferTTL = 10 * time.Minute
 
 // goneCutoff is the Unix ms at or before which a gone token counts as abandoned at now.
 func (s Settings) goneCutoff(now time.Time) int64 {

@@ -132,8 +132,15 @@ func firstErr(errs ...error) error {
 // Finish records that the pass reserved: it is spent, and its slot is freed at once for the next admission
 // (the admission loops running on q here are woken to refill it at once).
 func (q *Queue) Finish(ctx context.Context, c pass.Claims) error {
+	return q.FinishSeats(ctx, c, 0)
+}
+
+// FinishSeats is Finish for a pass that took seats: when it was a waitlist's offer, the offer is taken and
+// the seats it offered beyond those go back to the next offer round (admit.lua).
+func (q *Queue) FinishSeats(ctx context.Context, c pass.Claims, seats int) error {
 	k := q.keys(c.Screening)
-	err := finishScript.Run(ctx, q.rdb, []string{k.active, k.spent, k.freed}, c.Token, c.ExpiresAt.UnixMilli(), c.ID).Err()
+	err := finishScript.Run(ctx, q.rdb, []string{k.active, k.spent, k.freed, k.offers, k.offerable, k.wlNews, k.stats},
+		c.Token, c.ExpiresAt.UnixMilli(), c.ID, seats).Err()
 	if err != nil {
 		return fmt.Errorf("queue: finish %s: %w", c.Screening, err)
 	}

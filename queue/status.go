@@ -48,6 +48,11 @@ type Entry struct {
 	// seat held or sold, some only held (the wait goes on).
 	Paused  bool
 	AllHeld bool
+	// Waitlisted is true when Register found the screening sold out and its line kept as a waitlist: the
+	// token waits on it (for an offer, not an admission).
+	Waitlisted bool
+	// Offer is set on an admitted token whose admission is a waitlist's offer: the seats offered.
+	Offer int
 	// ClosedReason says why the line is closed when Register found it so: ReasonSoldOut or ReasonClosed.
 	ClosedReason string
 	// ExpiresAt is when an admitted token's slot (and its pass) lapses.
@@ -82,6 +87,8 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 	total := pipe.ZCard(ctx, k.waiting)
 	active := pipe.ZScore(ctx, k.active, token)
 	numbering := pipe.Get(ctx, k.numbering)
+	offer := pipe.HGet(ctx, k.offers, token)
+	wl := pipe.Exists(ctx, k.wl)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Entry{}, fmt.Errorf("queue: status in %s: %w", screening, err)
 	}
@@ -96,8 +103,10 @@ func (q *Queue) Status(ctx context.Context, screening, token string) (Entry, err
 	switch {
 	case active.Err() == nil && int64(active.Val()) > q.now().UnixMilli():
 		e.State, e.ExpiresAt = Admitted, time.UnixMilli(int64(active.Val()))
+		e.Offer, _ = offer.Int()
 	case rank.Err() == nil:
 		e.State, e.ZeroBasedRank, e.Seq = Waiting, rank.Val(), int64(seq.Val())
+		e.Waitlisted = closed.Val() == 1 && wl.Val() == 1
 		if n, err := numbering.Uint64(); err == nil {
 			e.Numbering = Numbering(n)
 		}

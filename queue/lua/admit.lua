@@ -34,6 +34,13 @@
 -- KEYS[18] allheld STRING present while every seat is held or sold and some only held (nobody is admitted)
 -- KEYS[19] log     STREAM the admission log's records on their way to the database (docs/admission-log.md)
 -- KEYS[20] pace    STRING the pace last logged: "interval batch max_active"
+-- KEYS[21] wl      STRING present while the line is a waitlist (a sell-out kept it: close.lua, Queue.AllHeld)
+-- KEYS[22] offerable STRING seats that came back and are not offered yet (reopen.lua adds them)
+-- KEYS[23] offers  HASH token -> seats offered, for every offer out
+-- KEYS[24] party   HASH token -> the party size a waitlisted token waits for (absent: 1)
+-- KEYS[25] wlheld  STRING the token the seats waited one round for (the party rule, below)
+-- KEYS[26] wlnews  LIST what happened to offers, for the webhooks and e-mails: "offered|expired token seats expiry"
+-- KEYS[27] keep    SET the tokens that left an e-mail address: never abandoned while they wait
 -- ARGV[1] now, Unix ms. An admission's clock never runs back: a caller whose now is older than the latest
 --         admission's (a tick that took its now before a slow lock, while a refill on another instance
 --         admitted) admits at the latest admission's now, and its expiry moves with it. So a user admitted
@@ -45,9 +52,22 @@
 -- ARGV[6] a tick first drops, as abandoned, the waiting tokens gone at or before this (Unix ms: now - grace)
 -- ARGV[7] '1' when the admission log is kept: the drops, a new pace and the admission are logged
 -- ARGV[8] the interval between ticks, ms (logged with the pace)
+-- ARGV[9] an offer's expiry, Unix ms (now + booking.offer_ttl)
+-- ARGV[10] how many waiting entries an offer round looks at, at most
+--
+-- A waitlist (docs/protocol.md 5.4). Once a sold-out line was kept as a waitlist (KEYS[21]), admission is by
+-- offers: seats that came back (KEYS[22]) are offered to the waiting in their order, each entry its party's
+-- seats (KEYS[24], 1 when unset), never more seats than came back, at most batch_size per round and never
+-- past max_active. An entry whose party does not fit what came back keeps its place and is offered first
+-- as soon as enough seats are back; the seats wait for it until the end of the first tick that found it
+-- first and not fitting (KEYS[25]), no longer: from then on a round offers the parties behind it that fit.
+-- An offer not taken before its expiry gives its seats back to the next round; an offer taken
+-- (keepslot.lua, finish.lua) gives back the seats it did not use. Offers out of order are recorded as
+-- leaves above the head, so ranks stay exact (queue.Line).
 --
 -- Returns {skipReason ("" when someone was admitted), expiresAtMs, activeAfter, waitingAfter, moved,
---          abandoned, epoch, head, lastSeq, #left, left..., token...}
+--          abandoned, epoch, head, lastSeq, #left, left..., token..., ['offers', seats...]}
+-- ('offers' and each offered token's seats, in the tokens' order, when the admission was an offer round)
 -- where moved is 1 when the line changed (the event must be published; epoch..left are 0/empty otherwise).
 local now = tonumber(ARGV[1])
 local batch = tonumber(ARGV[2])
@@ -93,6 +113,24 @@ local function event(skip, exp, active, waiting, tokens)
   return out
 end
 
+local wl = redis.call('EXISTS', KEYS[21]) == 1
+if wl then
+  -- Offers that lapsed untaken give their seats back (not while sold out: none are free then).
+  local out = redis.call('HGETALL', KEYS[23])
+  local back = 0
+  for i = 1, #out, 2 do
+    local until_ = redis.call('ZSCORE', KEYS[2], out[i])
+    if not until_ or tonumber(until_) <= now then
+      redis.call('HDEL', KEYS[23], out[i])
+      back = back + tonumber(out[i + 1])
+      redis.call('HINCRBY', KEYS[15], 'offers_expired', 1)
+      redis.call('RPUSH', KEYS[26], 'expired ' .. out[i] .. ' ' .. out[i + 1] .. ' ' .. (until_ or '0'))
+    end
+  end
+  if back > 0 and redis.call('EXISTS', KEYS[4]) == 0 then
+    redis.call('INCRBY', KEYS[22], back)
+  end
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 
@@ -112,7 +150,7 @@ if not refill and redis.call('EXISTS', KEYS[12]) == 1 then
   local gone = redis.call('ZRANGEBYSCORE', KEYS[14], '-inf', ARGV[6])
   for i = 1, #gone do
     local seq = redis.call('ZSCORE', KEYS[1], gone[i])
-    if seq then
+    if seq and redis.call('SISMEMBER', KEYS[27], gone[i]) == 0 then
       redis.call('ZREM', KEYS[1], gone[i])
       redis.call('ZADD', KEYS[8], seq, seq)
       redis.call('RPUSH', KEYS[9], seq)
@@ -131,8 +169,20 @@ end
 local waiting = redis.call('ZCARD', KEYS[1])
 local paused = redis.call('EXISTS', KEYS[13]) == 1
 local allHeld = redis.call('EXISTS', KEYS[18]) == 1
+local offerable = 0
+if wl then
+  offerable = tonumber(redis.call('GET', KEYS[22]) or '0')
+end
 if refill then
-  batch = math.min(batch, tonumber(redis.call('GET', KEYS[6]) or '0'))
+  if wl then
+    -- An offer round runs whenever seats came back, not only into freed slots.
+    redis.call('DEL', KEYS[6])
+    if offerable <= 0 then
+      batch = 0
+    end
+  else
+    batch = math.min(batch, tonumber(redis.call('GET', KEYS[6]) or '0'))
+  end
   if paused or allHeld or batch <= 0 or waiting == 0 or active >= maxActive or redis.call('EXISTS', KEYS[16]) == 1 then
     return {'NOTHING_FREED', 0, active, waiting, 0}
   end
@@ -151,6 +201,8 @@ elseif waiting == 0 then
   skip = 'QUEUE_EMPTY'
 elseif math.min(batch, maxActive - active) <= 0 then
   skip = 'ACTIVE_CAPACITY_REACHED'
+elseif wl and offerable <= 0 then
+  skip = 'NO_SEATS_BACK'
 end
 if skip then
   skipped(skip)
@@ -161,13 +213,66 @@ if skip then
 end
 
 local room = math.min(batch, maxActive - active)
-local popped = redis.call('ZPOPMIN', KEYS[1], room)
+local popped
+local seats = nil
+if wl then
+  -- An offer round: the waiting in order, each offered its party's seats while they fit (see above).
+  popped, seats = {}, {}
+  local scan = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[10]) - 1, 'WITHSCORES')
+  local heldFor = redis.call('GET', KEYS[25])
+  local passed = false
+  for i = 1, #scan, 2 do
+    if #seats >= room or offerable <= 0 then
+      break
+    end
+    local token, seq = scan[i], scan[i + 1]
+    local p = tonumber(redis.call('HGET', KEYS[24], token) or '1')
+    if p <= offerable then
+      redis.call('ZREM', KEYS[1], token)
+      if passed then
+        -- Offered past a larger party that keeps its place: a leave above the head, for the ranks.
+        redis.call('ZADD', KEYS[8], seq, seq)
+        redis.call('RPUSH', KEYS[9], seq)
+      else
+        redis.call('SET', KEYS[7], seq)
+      end
+      popped[#popped + 1] = token
+      popped[#popped + 1] = seq
+      seats[#seats + 1] = p
+      offerable = offerable - p
+      redis.call('HSET', KEYS[23], token, p)
+      redis.call('RPUSH', KEYS[26], 'offered ' .. token .. ' ' .. p .. ' ' .. ARGV[9])
+    elseif not passed and heldFor ~= token then
+      -- The first party that does not fit: the seats wait for it until the end of this tick's round.
+      if not refill then
+        redis.call('SET', KEYS[25], token)
+      end
+      break
+    else
+      passed = true
+    end
+  end
+  redis.call('SET', KEYS[22], offerable)
+  if #seats == 0 then
+    skipped('NO_SEATS_BACK')
+    if moved == 1 then
+      return event('NO_SEATS_BACK', 0, active, waiting, {})
+    end
+    return {'NO_SEATS_BACK', 0, active, waiting, 0, abandoned}
+  end
+  expires = tonumber(ARGV[9])
+  redis.call('HINCRBY', KEYS[15], 'offered', #seats)
+else
+  popped = redis.call('ZPOPMIN', KEYS[1], room)
+end
 local tokens = {}
 for i = 1, #popped, 2 do
   redis.call('ZADD', KEYS[2], expires, popped[i])
   tokens[#tokens + 1] = popped[i]
 end
-redis.call('SET', KEYS[7], popped[#popped])
+if not seats then
+  redis.call('SET', KEYS[7], popped[#popped])
+end
 redis.call('SET', KEYS[17], now)
 local n = #tokens
 redis.call('HINCRBY', KEYS[15], 'admitted', n)
@@ -187,13 +292,22 @@ if logged then
   end
   ranges[#ranges + 1] = first == last and tostring(first) or (first .. '-' .. last)
   local via = 'tick'
-  if refill then
+  if seats then
+    via = 'offer'
+  elseif refill then
     via = 'refill'
   end
   record('admit t=' .. now .. ' via=' .. via .. ' seqs=' .. table.concat(ranges, ',') .. ' batch=' .. ARGV[2] ..
     ' max=' .. ARGV[3] .. ' active=' .. (active + n))
 end
-if refill then
+if refill and not seats then
   redis.call('DECRBY', KEYS[6], n)
 end
-return event('', expires, active + n, waiting - n, tokens)
+local out = event('', expires, active + n, waiting - n, tokens)
+if seats then
+  out[#out + 1] = 'offers'
+  for i = 1, #seats do
+    out[#out + 1] = seats[i]
+  end
+end
+return out

@@ -11,12 +11,17 @@
 -- KEYS[6] epoch    STRING the number of the last event
 -- KEYS[7] log      STREAM the admission log's records on their way to the database (docs/admission-log.md)
 -- KEYS[8] preinfo  HASH token -> "entry time hash" (register.lua)
+-- KEYS[9] wl       STRING present while the line is a waitlist (queue/waitlist.go): set by a sell-out that keeps it
+-- KEYS[10] offerable STRING seats that came back and are not offered yet (admit.lua)
 -- ARGV[1] why: 'sold_out' (every seat sold: a release may reopen it) or 'closed' (by the operator: for good)
 -- ARGV[2] now, Unix ms
 -- ARGV[3] '1' when the admission log is kept: a closing that changes the line is logged
+-- ARGV[4] '1' when the screening keeps a waitlist: a sell-out keeps the line (it waits for seats that come
+--         back, and newcomers join its end); the operator's close drops it all the same
 --
 -- Returns {the number of tokens that were waiting (in line or in the pre-queue), the closing's epoch, why the
--- line is closed now}: a sell-out told after the operator's close is still a close.
+-- line is closed now, 1 when the line was kept as a waitlist}: a sell-out told after the operator's close is
+-- still a close.
 local n = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[3])
 local epoch
 if redis.call('EXISTS', KEYS[2]) == 0 then
@@ -29,8 +34,19 @@ if was ~= 'closed' then
   redis.call('SET', KEYS[2], ARGV[1] or 'sold_out')
 end
 local why = redis.call('GET', KEYS[2])
+local keep = why == 'sold_out' and ARGV[4] == '1'
 if ARGV[3] == '1' and was ~= why then
-  redis.call('XADD', KEYS[7], '*', 'r', 'close t=' .. ARGV[2] .. ' why=' .. why)
+  local logged = why
+  if keep then
+    logged = 'waitlist'
+  end
+  redis.call('XADD', KEYS[7], '*', 'r', 'close t=' .. ARGV[2] .. ' why=' .. logged)
 end
-redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[8])
-return {n, epoch, why}
+if keep then
+  -- Every seat is sold: nothing is left to offer until seats come back (reopen.lua).
+  redis.call('SET', KEYS[9], '1')
+  redis.call('DEL', KEYS[10])
+  return {n, epoch, why, 1}
+end
+redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[9])
+return {n, epoch, why, 0}

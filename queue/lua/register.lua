@@ -30,6 +30,8 @@
 -- KEYS[17] placed  HASH token -> "seq time": when it took its place, for its receipt
 -- KEYS[18] seed    STRING the shuffle seed (hex), present once the pre-queue has one (seed.lua)
 -- KEYS[19] numbering STRING the id of the line's numbering (queue.Numbering), drawn at its first place
+-- KEYS[20] wl     STRING present while the line is a waitlist: a sold-out line kept as one takes newcomers
+-- KEYS[21] offers HASH token -> seats offered (admit.lua's waitlist)
 -- ARGV[1] token
 -- ARGV[2] now, Unix ms
 -- ARGV[3] the sale time, Unix ms (the line opens then)
@@ -45,8 +47,9 @@
 -- Returns one of
 --   {"undone"}
 --   {"closed", why}       (why: 'sold_out' or 'closed', as close.lua set it)
---   {"admitted", expiresAtMs}
---   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch, paused (0|1), allheld (0|1), seq, placedAt, numbering}
+--   {"admitted", expiresAtMs, seats offered (0: not an offer)}
+--   {"waiting", zeroBasedRank, total, inserted (0|1), seq, epoch, paused (0|1), allheld (0|1), seq, placedAt, numbering,
+--    waitlisted (0|1: the line is a sold-out screening's waitlist)}
 --   {"pre", zeroBasedPlace, preTotal, inserted (0|1), 0, epoch, paused (0|1), allheld (0|1), entry, enteredAt}
 -- where epoch lets the caller tell whether an event came between this answer and its socket joining the hub,
 -- the next two are what the token's receipt states (0, 0 when the log is not kept or has no record of it),
@@ -73,7 +76,10 @@ local function stated(v)
 end
 
 local closed = redis.call('GET', KEYS[4])
-if closed then
+local waitlisted = 0
+if closed == 'sold_out' and redis.call('EXISTS', KEYS[20]) == 1 then
+  waitlisted = 1
+elseif closed then
   return {'closed', closed}
 end
 
@@ -89,7 +95,7 @@ redis.call('HINCRBY', KEYS[11], token, 1)
 local expires = redis.call('ZSCORE', KEYS[2], token)
 if expires then
   if tonumber(expires) > now then
-    return {'admitted', expires}
+    return {'admitted', expires, tonumber(redis.call('HGET', KEYS[21], token) or '0')}
   end
   -- The admission lapsed unused: the slot is already free by time; the holder queues again at the end.
   redis.call('ZREM', KEYS[2], token)
@@ -157,4 +163,4 @@ if not numbering then
   redis.call('SET', KEYS[19], numbering)
 end
 return {'waiting', redis.call('ZRANK', KEYS[1], token), redis.call('ZCARD', KEYS[1]), inserted,
-  seq, epoch, paused, allHeld, receiptSeq, at, tonumber(numbering)}
+  seq, epoch, paused, allHeld, receiptSeq, at, tonumber(numbering), waitlisted}

@@ -13,8 +13,12 @@
 -- ARGV[2] how long the reopened mark lasts, ms
 -- ARGV[3] now, Unix ms
 -- ARGV[4] '1' when the admission log is kept: a closed line reopened is logged
+-- ARGV[5] how many seats came back
+-- KEYS[7] wl        STRING present while the line is a waitlist: the seats are added to those to offer
+-- KEYS[8] offerable STRING seats that came back and are not offered yet (admit.lua)
 --
--- Returns {1 when the line reopened (or left all_held), the epoch}; {0, epoch} when it was open.
+-- Returns {1 when the line reopened (or left all_held), the epoch, 1 when seats were added to offer}; {0,
+-- epoch, added} when it was open.
 local closed = redis.call('GET', KEYS[1])
 local was = redis.call('DEL', KEYS[2])
 if closed and ARGV[1] == '1' and closed ~= 'closed' then
@@ -25,8 +29,13 @@ if closed and ARGV[1] == '1' and closed ~= 'closed' then
   end
 end
 redis.call('INCR', KEYS[4])
+local added = 0
+if redis.call('EXISTS', KEYS[7]) == 1 and (not closed or closed ~= 'closed') and tonumber(ARGV[5] or '0') > 0 then
+  redis.call('INCRBY', KEYS[8], ARGV[5])
+  added = 1
+end
 if was == 0 then
-  return {0, tonumber(redis.call('GET', KEYS[3]) or '0')}
+  return {0, tonumber(redis.call('GET', KEYS[3]) or '0'), added}
 end
 redis.call('SET', KEYS[5], '1', 'PX', ARGV[2])
-return {1, redis.call('INCR', KEYS[3])}
+return {1, redis.call('INCR', KEYS[3]), added}
