@@ -256,6 +256,11 @@ type Booking struct {
 	// HoldTTL until it is confirmed), for the screenings without a mode of their own.
 	Checkout string        `koanf:"checkout"`
 	HoldTTL  time.Duration `koanf:"hold_ttl"`
+	// Waitlist keeps a sold-out screening's line as its waitlist, for the screenings without a setting of
+	// their own: seats that come back are offered to the waiting in their order (docs/protocol.md 5.4).
+	Waitlist bool `koanf:"waitlist"`
+	// OfferTTL is how long a waitlist's offer lasts before it passes to the next.
+	OfferTTL time.Duration `koanf:"offer_ttl"`
 	// CheckoutURL is where a buyer pays for a held order, with {code} for its code. Hold mode needs it, or
 	// DemoCheckout.
 	CheckoutURL string `koanf:"checkout_url"`
@@ -301,7 +306,7 @@ func Default() Config {
 		Limits: Limits{SocketsPerAddress: 5000, RegistrationsPerSecond: 100, RegistrationBurst: 1000, WrongCodesPerMinute: 10,
 			OrdersPerSecond: 20, OrdersBurst: 100},
 		Booking: Booking{LockWait: 3 * time.Second, LockLease: 10 * time.Second, MaxSeats: 4, DBTimeout: 5 * time.Second,
-			Checkout: "instant", HoldTTL: 10 * time.Minute},
+			Checkout: "instant", HoldTTL: 10 * time.Minute, OfferTTL: 10 * time.Minute},
 		Database: Database{MinConns: 10},
 		Demo:     Demo{Enabled: true},
 		Data:     Data{Dir: "data"},
@@ -436,6 +441,7 @@ func (c Config) Validate() error {
 	positive("booking.db_timeout", c.Booking.DBTimeout)
 	atLeastOne("booking.max_seats", c.Booking.MaxSeats)
 	positive("booking.hold_ttl", c.Booking.HoldTTL)
+	positive("booking.offer_ttl", c.Booking.OfferTTL)
 	if c.Booking.Checkout != "instant" && c.Booking.Checkout != "hold" {
 		errs = append(errs, fmt.Errorf("booking.checkout %q: want instant or hold", c.Booking.Checkout))
 	}

@@ -17,9 +17,11 @@ import (
 
 // Figures is a screening's line as the operator sees it, read from Redis in one round trip.
 type Figures struct {
-	Waiting  int64 `json:"waiting"`
-	PreQueue int64 `json:"pre_queue"`
-	Active   int64 `json:"active"`
+	// Waitlist is the waitlist's figures, when the screening keeps one (set by the caller: Queue.Waitlist).
+	Waitlist *WaitlistFigures `json:"waitlist,omitempty"`
+	Waiting  int64            `json:"waiting"`
+	PreQueue int64            `json:"pre_queue"`
+	Active   int64            `json:"active"`
 	// Admitted and Abandoned count since the line was created, across instances (admit.lua, open.lua).
 	Admitted  int64 `json:"admitted_total"`
 	Abandoned int64 `json:"abandoned_total"`

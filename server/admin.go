@@ -97,6 +97,9 @@ type admissionBody struct {
 	// CodesRequired says a new place needs an access code; false lets everyone in again (PATCH only; absent:
 	// unchanged). Issuing codes or setting a shared code turns it on (codes.go).
 	CodesRequired *bool `json:"codes_required,omitempty"`
+	// Waitlist keeps the screening's line as a waitlist when it sells out (PATCH only; absent: unchanged).
+	// The operator's view shows the one in force (the screening's, or booking.waitlist).
+	Waitlist *bool `json:"waitlist,omitempty"`
 }
 
 func (a admissionBody) settings() (queue.Settings, error) {
@@ -136,6 +139,8 @@ type createBody struct {
 	// SiteWide makes a room without seats: the line in front of a site (the gate), never sold out.
 	SiteWide  bool           `json:"site_wide"`
 	Admission *admissionBody `json:"admission"`
+	// Waitlist keeps the line as a waitlist when it sells out (absent: booking.waitlist).
+	Waitlist *bool `json:"waitlist"`
 }
 
 func (s *Server) adminCreate(c echo.Context) error {
@@ -172,6 +177,11 @@ func (s *Server) adminCreate(c echo.Context) error {
 	sc := booking.Screening{ID: body.ID, Name: body.Name, StartsAt: body.StartsAt, SaleOpensAt: body.SaleOpensAt}
 	if err := s.Store.CreateScreening(ctx, sc, seats, settings); err != nil {
 		return err
+	}
+	if body.Waitlist != nil {
+		if err := s.Store.SetWaitlist(ctx, sc.ID, body.Waitlist); err != nil {
+			return err
+		}
 	}
 	s.refreshScheduler()
 	s.logFor(c).Info("admin: screening created", "screening", sc.ID, "seats", len(seats), "sale_opens_at", sc.SaleOpensAt.UTC().Format(time.RFC3339))
@@ -214,6 +224,17 @@ func (s *Server) adminScreenings(ctx context.Context, only string) ([]adminScree
 			return nil, err
 		}
 		out[i].Line = &f
+		if out[i].Waitlist, err = s.Booking.Waitlist(ctx, m.ID); err != nil {
+			return nil, err
+		}
+		out[i].Admission.Waitlist = &out[i].Waitlist
+		if out[i].Waitlist {
+			wf, err := s.Queue.Waitlist(ctx, m.ID)
+			if err != nil {
+				return nil, err
+			}
+			f.Waitlist = &wf
+		}
 		if f.Paused && out[i].State == "on_sale" {
 			out[i].State = "paused"
 		}
@@ -275,6 +296,11 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 	if err := s.setPowCost(ctx, c.Param("id"), body.PowCost); err != nil {
 		return err
 	}
+	if body.Waitlist != nil {
+		if err := s.Store.SetWaitlist(ctx, c.Param("id"), body.Waitlist); err != nil {
+			return err
+		}
+	}
 	if body.CodesRequired != nil {
 		if err := s.Store.SetCodesRequired(ctx, c.Param("id"), *body.CodesRequired); err != nil {
 			return err
@@ -301,6 +327,9 @@ func (s *Server) adminSetAdmission(c echo.Context) error {
 		effective.GateMode = s.gateModeOf(sum.GateMode)
 		effective.PowCost = &powCost{N: s.Entry.PowCost(sum.PowCost)}
 		effective.CodesRequired = &sum.CodesRequired
+	}
+	if on, err := s.Booking.Waitlist(ctx, c.Param("id")); err == nil {
+		effective.Waitlist = &on
 	}
 	s.logFor(c).Info("admin: admission changed", "screening", c.Param("id"), "interval", effective.Interval,
 		"batch_size", effective.BatchSize, "max_active", effective.MaxActive, "active_ttl", effective.ActiveTTL,

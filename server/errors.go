@@ -61,7 +61,10 @@ func classify(err error) (int, apiErrorBody) {
 	var invalid *booking.InvalidError
 	var refused *adminError
 	var logQuery *logQueryError
+	var coded *codedError
 	switch {
+	case errors.As(err, &coded):
+		return coded.status, apiErrorBody{Code: coded.code, Message: coded.message}
 	case errors.Is(err, errNoFairness):
 		return http.StatusNotFound, apiErrorBody{Code: "NO_ADMISSION_LOG", Message: "this server keeps no admission log"}
 	case errors.Is(err, fairness.ErrNoLog):

@@ -61,6 +61,7 @@ func (s *Server) routes() {
 	api.GET("/screenings/:id/seats", s.getSeats)
 	api.GET("/screenings/:id/challenge", s.challenge, workOf(overload.Arrival))
 	api.GET("/screenings/:id/queue/:token", s.getQueueStatus)
+	api.PUT("/screenings/:id/waitlist", s.putWaitlist, workOf(overload.Arrival))
 	api.GET("/screenings/:id/log/checkpoint", s.logCheckpoint, workOf(overload.Background))
 	api.GET("/screenings/:id/log/tile/*", s.logTile, workOf(overload.Background))
 	api.GET("/screenings/:id/log/records", s.logRecords, workOf(overload.Background))

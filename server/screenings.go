@@ -49,6 +49,10 @@ type screeningView struct {
 	// PowCost is the proof of work a new place costs, the mean number of key derivations (0: none):
 	// solve a challenge of /challenge and bring its payload to the socket (docs/protocol.md 12.2).
 	PowCost int `json:"pow_cost"`
+	// Waitlist says the screening keeps its line as a waitlist when it sells out (docs/protocol.md 5.4);
+	// Notify that a buyer may leave an e-mail address to be told when it is their turn.
+	Waitlist bool `json:"waitlist"`
+	Notify   bool `json:"notify"`
 }
 
 // GateLinks are what the API says of the gate in front of an existing site (gate.*): which screenings it
@@ -171,6 +175,9 @@ func (s *Server) getScreening(c echo.Context) error {
 	}
 	v := s.screeningOf(sum, time.Now())
 	v.Waiting, v.Active = &waiting, &active
+	if v.Waitlist, err = s.Booking.Waitlist(ctx, sum.ID); err != nil {
+		return err
+	}
 	v.GateEnter, v.GateSiteName, v.GateSiteURL = s.Gate.gateLinks(c.Request(), s.trustedHosts(), sum.ID)
 	return c.JSON(http.StatusOK, v)
 }

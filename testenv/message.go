@@ -22,8 +22,11 @@ type Message struct {
 	// OpensAt (RFC 3339) is a prequeue message's opening time; Paused says admission is paused.
 	OpensAt string `json:"opens_at"`
 	Paused  bool   `json:"paused"`
-	// Reason is a sold_out's: sold_out or closed.
-	Reason string `json:"reason"`
+	// Reason is a sold_out's: sold_out or closed; Waitlist says the socket stays on the waitlist.
+	Reason   string `json:"reason"`
+	Waitlist bool   `json:"waitlist"`
+	// Seats is an offered message's: how many seats the offer's pass may reserve.
+	Seats int `json:"seats"`
 	// Code and Message are an error's (Message also an unavailable's).
 	Code    string `json:"code"`
 	Message string `json:"message"`

@@ -141,9 +141,10 @@ func New(cfg config.Config, b Backends) (*App, error) {
 	a.Booking = booking.New(a.Store, a.Queue, a.Queue, a.Passes, booking.Settings{
 		LockWait: cfg.Booking.LockWait, LockLease: cfg.Booking.LockLease, MaxSeats: cfg.Booking.MaxSeats,
 		DBTimeout: cfg.Booking.DBTimeout, Checkout: cfg.Booking.Checkout, HoldTTL: cfg.Booking.HoldTTL,
-		Webhooks: cfg.Webhooks.URL != "",
+		Webhooks: cfg.Webhooks.URL != "", Waitlist: cfg.Booking.Waitlist,
 	})
 	a.Booking.SetMetrics(booking.NewMetrics(a.Registry))
+	a.Scheduler.SetOfferHook(a.offerNews)
 	a.Outbox = webhook.NewOutbox(b.DB)
 	if cfg.Webhooks.URL != "" {
 		a.Webhooks = webhook.New(a.Outbox, webhook.Settings{URL: cfg.Webhooks.URL, Secret: cfg.Webhooks.Secret},
@@ -199,6 +200,7 @@ func AdmissionDefaults(cfg config.Config) queue.Settings {
 	return queue.Settings{
 		Interval: cfg.Admission.Interval, BatchSize: cfg.Admission.BatchSize, MaxActive: cfg.Admission.MaxActive,
 		ActiveTTL: cfg.Admission.ActiveTTL, LockTTL: cfg.Admission.LockTTL, Grace: cfg.Queue.Grace,
+		OfferTTL: cfg.Booking.OfferTTL,
 	}
 }
 

@@ -35,6 +35,20 @@ func (s *Server) Reserve(t testing.TB, screening, pass string, seats ...string) 
 	return resp.StatusCode, out
 }
 
+// ReserveCount reserves count seats, best available, with pass (the reservation's body {"count": N}).
+func (s *Server) ReserveCount(t testing.TB, screening, pass string, count int) (int, map[string]any) {
+	t.Helper()
+	var out map[string]any
+	return s.call(t, http.MethodPost, "/api/screenings/"+screening+"/reservations", pass, map[string]int{"count": count}, &out), out
+}
+
+// Put sends body as JSON to path (under the server's root) with PUT, decodes the answer into out when not
+// nil, and returns the status.
+func (s *Server) Put(t testing.TB, path string, body, out any) int {
+	t.Helper()
+	return s.call(t, http.MethodPut, path, "", body, out)
+}
+
 // GetJSON gets path and decodes the body into v, failing the test if it is not JSON; it returns the status.
 func (s *Server) GetJSON(t testing.TB, path string, v any) int {
 	t.Helper()
