@@ -70,6 +70,18 @@ func outbox(t *testing.T, f *fixture, typ string) int {
 	return n
 }
 
+// outboxFor counts the outbox's webhooks of type typ about screening.
+func outboxFor(t *testing.T, f *fixture, typ, screening string) int {
+	t.Helper()
+	var n int
+	err := f.env.DB.GetContext(context.Background(), &n, f.env.DB.Rebind(`SELECT COUNT(*) FROM webhook_outbox WHERE type = ? AND payload LIKE ?`),
+		typ, `%"screening":"`+screening+`"%`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // seatState is the seat's state on the seat map.
 func seatState(t *testing.T, f *fixture, screening, seat string) string {
 	t.Helper()
@@ -672,6 +684,48 @@ func TestReconcileMendsASoldSetRedisNeverLoaded(t *testing.T) {
 		}
 		if _, err := f.book.Reserve(ctx, "s1", users[1].Pass, []string{"A1"}); err != nil {
 			t.Errorf("Reserve A1 after the reconcile = %v", err)
+		}
+	})
+}
+
+// A screening's sold_out and reopened webhooks are written in the transaction of the move that caused them,
+// once each, even when the last two moves run at once on two instances' stores.
+func TestTheLastConfirmationsWriteOneSoldOutAndTheFirstReleasesOneReopened(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		for round := range 5 {
+			id := fmt.Sprintf("edge%d", round)
+			env.Demo(t, id, 1, 4)
+			f := newFixture(t, env, env.Prefix+id+":", holding(time.Minute))
+			g := newFixture(t, env, env.Prefix+id+":", holding(time.Minute)) // another instance
+			users := f.admit(t, id, 2)
+			ctx := context.Background()
+			var codes []string
+			for i, seats := range [][]string{{"A1", "A2"}, {"A3", "A4"}} {
+				o, err := f.book.Reserve(ctx, id, users[i].Pass, seats)
+				if err != nil {
+					t.Fatal(err)
+				}
+				codes = append(codes, o.Code)
+			}
+			both := func(do func(b *booking.Booking, code string) error) {
+				var wg sync.WaitGroup
+				for i, b := range []*booking.Booking{f.book, g.book} {
+					wg.Go(func() {
+						if err := do(b, codes[i]); err != nil && !errors.As(err, new(*booking.AfterCommitError)) {
+							t.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			both(func(b *booking.Booking, code string) error { _, err := b.Confirm(ctx, code); return err })
+			if n := outboxFor(t, f, "screening.sold_out", id); n != 1 {
+				t.Fatalf("round %d: screening.sold_out written %d times by the two last confirmations, want 1", round, n)
+			}
+			both(func(b *booking.Booking, code string) error { _, err := b.Cancel(ctx, code, booking.ByAdmin); return err })
+			if n := outboxFor(t, f, "screening.reopened", id); n != 1 {
+				t.Fatalf("round %d: screening.reopened written %d times by two refunds at once, want 1", round, n)
+			}
 		}
 	})
 }

@@ -21,8 +21,10 @@ var errMoved = errors.New("booking: the order moved meanwhile")
 
 // moveOrder makes t of o at now in one transaction: the status moves only from the one read (else
 // errMoved), the seats of an ended order stop being live and get a new fence, and, when webhooks, the
-// webhook is written.
-func (s *Store) moveOrder(ctx context.Context, o Order, t transition, now time.Time, webhooks bool) (Order, error) {
+// webhook is written, with the screening's own when the move sold its last seat (screening.sold_out) or
+// gave seats back to a screening that had none (screening.reopened): lineEvent. total is the screening's
+// number of seats.
+func (s *Store) moveOrder(ctx context.Context, o Order, t transition, now time.Time, webhooks bool, total int) (Order, error) {
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return Order{}, fmt.Errorf("booking: %s: %w", t.kind, err)
@@ -50,11 +52,64 @@ func (s *Store) moveOrder(ctx context.Context, o Order, t transition, now time.T
 		if err := webhook.Enqueue(ctx, tx, webhook.NewMsgID(), "order."+done.Status, done); err != nil {
 			return Order{}, err
 		}
+		if err := s.lineEvent(ctx, tx, o, t, total); err != nil {
+			return Order{}, err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return Order{}, fmt.Errorf("booking: %s %s: %w", t.kind, o.Code, err)
 	}
 	return done, nil
+}
+
+// lineEvent writes, in the transaction of order o's move t, the screening's webhook that move causes: a
+// confirmation that left no seat available nor held sells the screening out (screening.sold_out); a release
+// that gave seats back to a screening with none available reopens it (screening.reopened). Two moves of one
+// screening in flight at once each count before the other commits; so a move that finds itself at the edge
+// (no seat available, its own given back aside) takes the screening's row lock and counts again, and of two
+// such moves the second sees the first: each closing and reopening is written once. Its id names the move.
+func (s *Store) lineEvent(ctx context.Context, tx *tx, o Order, t transition, total int) error {
+	if total == 0 {
+		return nil // a site-wide room never sells out
+	}
+	// edge counts whether the move stands where the screening changes: with final, whether it sold the last
+	// seat (none available, none held) or gave the first back; without, whether it may have (no seat
+	// available but for the ones it gave back), so that the row lock is taken only then.
+	edge := func(final bool) (bool, error) {
+		live, err := countSold(ctx, tx, o.Screening)
+		if err != nil {
+			return false, err
+		}
+		if t.release {
+			return total-live == len(o.Seats), nil // none were available before this release
+		}
+		if live < total || !final {
+			return live >= total, nil
+		}
+		var held int
+		err = tx.GetContext(ctx, &held, tx.Rebind(`SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
+			WHERE r.screening_id = ? AND r.live AND o.status = 'held'`), o.Screening)
+		return held == 0, err
+	}
+	postgres := s.db.DriverName() == "postgres"
+	at, err := edge(!postgres) // SQLite's write transactions run one at a time: its count is final
+	if err != nil || !at {
+		return err
+	}
+	if postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM screenings WHERE id = $1 FOR UPDATE`, o.Screening); err != nil {
+			return fmt.Errorf("booking: lock %s: %w", o.Screening, err)
+		}
+		if at, err = edge(true); err != nil || !at { // read committed: this count sees what committed before the lock
+			return err
+		}
+	}
+	typ := "screening.sold_out"
+	if t.release {
+		typ = "screening.reopened"
+	}
+	id := fmt.Sprintf("msg_%s_%s_%s_%s", typ, o.Screening, o.Code, t.kind)
+	return webhook.Enqueue(ctx, tx, id, typ, map[string]any{"screening": o.Screening})
 }
 
 // orderUpdate is the statement that moves o's row by t at now, and its arguments: a confirmation writes

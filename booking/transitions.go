@@ -127,7 +127,11 @@ func (b *Booking) move(ctx context.Context, code string, t transition) (Order, e
 			b.metrics.transition(t.kind.String(), err)
 			return Order{}, err
 		}
-		done, err := b.store.moveOrder(ctx, o, t, now, b.settings.Webhooks)
+		cat, err := b.catalog(ctx, o.Screening)
+		if err != nil {
+			return Order{}, err
+		}
+		done, err := b.store.moveOrder(ctx, o, t, now, b.settings.Webhooks, len(cat.seats))
 		if errors.Is(err, errMoved) && attempt < moveAttempts {
 			continue // another made a transition first: say what it is now
 		}
@@ -200,10 +204,8 @@ func (b *Booking) lineAfter(ctx context.Context, screening string, t transition,
 		if err != nil {
 			return err
 		}
-		epoch, err := b.admissions.Reopen(ctx, screening, !closed, seats)
-		if err == nil && epoch > 0 {
-			err = b.screeningEvent(ctx, "screening.reopened", screening, epoch)
-		}
+		// Its screening.reopened webhook, if it reopened the sale, was written with the move (lineEvent).
+		_, err = b.admissions.Reopen(ctx, screening, !closed, seats)
 		return err
 	}
 	cat, err := b.catalog(ctx, screening)
@@ -214,21 +216,30 @@ func (b *Booking) lineAfter(ctx context.Context, screening string, t transition,
 	if err != nil || left.available > 0 || left.held > 0 {
 		return err
 	}
-	return b.sellOut(ctx, screening)
+	// Its screening.sold_out webhook was written with the confirmation (lineEvent).
+	_, err = b.closeLine(ctx, screening)
+	return err
 }
 
-// sellOut closes the line of a screening whose every seat is sold, and writes its webhook once per closing
-// (however many instances close it, they read the same epoch).
+// sellOut closes the line of a screening whose last seat a reservation sold (instant checkout), and writes
+// its webhook once per closing (however many instances close it, they read the same epoch): the
+// reservation's transaction cannot know it sold the last seat, as the reservations beside it commit unseen.
 func (b *Booking) sellOut(ctx context.Context, screening string) error {
-	waitlist, err := b.store.waitlist(ctx, screening, b.settings.Waitlist)
-	if err != nil {
-		return err
-	}
-	epoch, err := b.admissions.SellOut(ctx, screening, waitlist)
+	epoch, err := b.closeLine(ctx, screening)
 	if err != nil {
 		return err
 	}
 	return b.screeningEvent(ctx, "screening.sold_out", screening, epoch)
+}
+
+// closeLine closes the line of a screening whose every seat is sold (kept as its waitlist when it keeps
+// one), and returns the closing's epoch.
+func (b *Booking) closeLine(ctx context.Context, screening string) (int64, error) {
+	waitlist, err := b.store.waitlist(ctx, screening, b.settings.Waitlist)
+	if err != nil {
+		return 0, err
+	}
+	return b.admissions.SellOut(ctx, screening, waitlist)
 }
 
 // screeningEvent writes the webhook typ of the screening's line event numbered epoch, once: its id is made
