@@ -50,9 +50,10 @@ type screeningView struct {
 	// solve a challenge of /challenge and bring its payload to the socket (docs/protocol.md 12.2).
 	PowCost int `json:"pow_cost"`
 	// Waitlist says the screening keeps its line as a waitlist when it sells out (docs/protocol.md 5.4);
-	// Notify that a buyer may leave an e-mail address to be told when it is their turn.
-	Waitlist bool `json:"waitlist"`
-	Notify   bool `json:"notify"`
+	// Notify that a buyer may leave an e-mail address to be told when it is their turn. Set on one
+	// screening's view (GET /api/screenings/{id}) and the operator's; absent: false.
+	Waitlist bool `json:"waitlist,omitempty"`
+	Notify   bool `json:"notify,omitempty"`
 }
 
 // GateLinks are what the API says of the gate in front of an existing site (gate.*): which screenings it

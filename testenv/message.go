@@ -2,6 +2,8 @@
 
 package testenv
 
+import "encoding/json"
+
 // Message is any server-to-client message of docs/protocol.md: the union of the fields the tests read. A
 // field a kind does not carry stays at its zero value.
 type Message struct {
@@ -25,8 +27,8 @@ type Message struct {
 	// Reason is a sold_out's: sold_out or closed; Waitlist says the socket stays on the waitlist.
 	Reason   string `json:"reason"`
 	Waitlist bool   `json:"waitlist"`
-	// Seats is an offered message's: how many seats the offer's pass may reserve.
-	Seats int `json:"seats"`
+	// Seats is an offered message's count of seats (SeatCount), or a seats message's changes.
+	Seats json.RawMessage `json:"seats"`
 	// Code and Message are an error's (Message also an unavailable's).
 	Code    string `json:"code"`
 	Message string `json:"message"`
@@ -34,4 +36,13 @@ type Message struct {
 	RetryAfterMs int64 `json:"retry_after_ms"`
 	// Receipt is a place's signed receipt (queued, prequeue) when the server keeps the admission log.
 	Receipt string `json:"receipt"`
+}
+
+// SeatCount is an offered message's seats: how many its pass may reserve (0 for any other message).
+func (m Message) SeatCount() int {
+	var n int
+	if json.Unmarshal(m.Seats, &n) != nil {
+		return 0
+	}
+	return n
 }

@@ -216,7 +216,7 @@ func TestTheWaitlistOffersWhatComesBackInLineOrderAcrossInstances(t *testing.T) 
 		t.Fatalf("offers went to places %v (%d offers); want exactly one to each of the first 50", places, n)
 	}
 	for _, i := range places {
-		if m := log.offers[i][0]; m.Seats != 1 || m.Pass == "" {
+		if m := log.offers[i][0]; m.SeatCount() != 1 || m.Pass == "" {
 			t.Fatalf("offer to place %d = %+v, want one seat and a pass", i, m)
 		}
 	}
@@ -327,9 +327,9 @@ func TestAPartyOfThreeIsOfferedThreeAdjacentSeatsAndWaitsOneRoundAtMost(t *testi
 	party := log.offers[0][0]
 	before, together := at(1) <= at(0) && at(2) <= at(0) && at(1) < at(0), at(0) <= at(3)
 	log.mu.Unlock()
-	if !before || !together || party.Seats != 3 {
+	if !before || !together || party.SeatCount() != 3 {
 		t.Fatalf("offers expire at %s, %s, %s (the party: %d seats), %s; want 1 and 2 first, then the party's 3 seats no later than the one behind it",
-			at(1), at(2), at(0), party.Seats, at(3))
+			at(1), at(2), at(0), party.SeatCount(), at(3))
 	}
 	code, o := a.ReserveCount(t, "party", party.Pass, 3)
 	if code != http.StatusCreated {
