@@ -1,9 +1,10 @@
 // fakes.js: the browser the waiting room's modules expect, as little of it as they touch, so that
-// protocol.test.js can import the real modules under Node: a document whose elements keep what the page
-// writes (text, hidden, data-*, attributes, children), localStorage, location, navigator, fetch answered by
-// the test, requestAnimationFrame, timers that run only when the test ticks them, and a WebSocket the test
-// opens, feeds and closes by hand. Imported before any page module, because the modules read the page when
-// they load (dom.js looks its elements up once). Plain Node 18 or later: no package, no experimental API.
+// the tests can import the real modules under Node: a document whose elements keep what the page writes
+// (text, hidden, data-*, attributes, children), localStorage, location, history, navigator, fetch answered
+// by the test, requestAnimationFrame, timers that run only when the test ticks them, and a WebSocket the
+// test opens, feeds and closes by hand. Imported before any page module, because the modules read the page
+// when they load (dom.js looks its elements up once). Plain Node 18 or later: no package, no experimental
+// API.
 
 // FakeElement is an element that remembers what the page sets on it.
 export class FakeElement {
@@ -16,7 +17,10 @@ export class FakeElement {
     this.disabled = false;
     this.open = false; // a <dialog>
     this.dataset = {};
-    this.style = {};
+    this.style = {
+      setProperty(k, v) { this[k] = String(v); },
+      removeProperty(k) { delete this[k]; },
+    };
     this.attributes = new Map();
     this.children = [];
     this.listeners = new Map();
@@ -102,6 +106,21 @@ Object.defineProperty(globalThis, 'navigator', {
 });
 globalThis.window = globalThis;
 
+// replaced are the addresses the page put in place of its own (history.replaceState), each as its path,
+// query and fragment; the fake location follows them.
+export const replaced = [];
+globalThis.history = {
+  state: null,
+  replaceState(state, _title, url) {
+    const u = new URL(url, location.href);
+    this.state = state;
+    location.pathname = u.pathname;
+    location.search = u.search;
+    location.href = u.href;
+    replaced.push(u.pathname + u.search + u.hash);
+  },
+};
+
 // The page's timers (a reconnect's wait, an announcement's delay) run when the test calls tick, in the order
 // they are due, never on the wall clock: a test says how long passes, and nothing it did not tick happens.
 let clockMs = 0;
@@ -130,13 +149,21 @@ export function tick(ms) {
   clockMs = endMs;
 }
 
-// fetched are the paths the page asked for; answer(path) is the test's reply to one ({status, body}),
-// 503 with no body unless the test set one.
+// fetched are the paths the page asked for, and requests each request whole: {method, path, body}, the body
+// parsed from its JSON. answers holds the test's replies ({status, body}) by "METHOD path" or by path for
+// any method; 503 with no body unless the test set one.
 export const fetched = [];
+export const requests = [];
 export const answers = new Map();
-globalThis.fetch = async (path) => {
+globalThis.fetch = async (path, init = {}) => {
   fetched.push(String(path));
-  const a = answers.get(String(path)) || { status: 503, body: null };
+  const method = String(init.method || 'GET').toUpperCase();
+  let body = init.body === undefined ? null : init.body;
+  try {
+    if (typeof body === 'string') body = JSON.parse(body);
+  } catch (_) { /* kept as the text it was */ }
+  requests.push({ method, path: String(path), body });
+  const a = answers.get(`${method} ${path}`) || answers.get(String(path)) || { status: 503, body: null };
   return {
     ok: a.status >= 200 && a.status < 300,
     status: a.status,

@@ -1,5 +1,5 @@
-// announce.js: what screen readers hear: the polite live region (#announcer), and the rank as it moves,
-// spaced out so that a fast line does not flood the listener.
+// announce.js: what screen readers hear: the polite live region (#announcer), and the rank (in the line or
+// on the waitlist) as it moves, spaced out so that a fast line does not flood the listener.
 
 import { t, num, ordinal } from '../i18n.js';
 import { el } from './dom.js';
@@ -25,6 +25,7 @@ export function announceRank() {
   const say = () => {
     rankTimer = 0;
     if (st.phase === 'waiting') announce(t('announce.rank', { rank: ordinal(st.rank), total: num(st.total) }));
+    else if (st.phase === 'waitlist') announce(t('announce.waitlistRank', { rank: num(st.rank), total: num(st.total) }));
   };
   const waitMs = lastAnnounceMs + announceGapMs - Date.now();
   if (waitMs <= 0) say();

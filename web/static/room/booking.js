@@ -1,13 +1,15 @@
 // booking.js: the HTTP side of the room: the screening's name, times and state (and an estimate of the
-// server's clock from the Date header), the seats, the choice of seats (at most maxSeats), the reservation
-// made with the pass (of the seats chosen, or of the best N the server finds), with what each refusal of the
-// server means for the page, and the order it makes: confirmed at once, or its seats held until paid for.
+// server's clock from the Date header), the seats, the choice of seats (at most maxSeats: fewer for an
+// offer), the reservation made with the pass (of the seats chosen, or of the best N the server finds), with
+// what each refusal of the server means for the page, and the order it makes: confirmed at once, or its
+// seats held until paid for; and requestJSON, the JSON request the waitlist, the e-mail notice and a claim
+// share.
 
 import { t } from '../i18n.js';
 import { seatOrder } from '../lib/seats.js';
 import { announce } from './announce.js';
 import { el } from './dom.js';
-import { finish, showConfirmed } from './phases.js';
+import { endTurn, finish, showConfirmed } from './phases.js';
 import { render, renderCountdown } from './render.js';
 import { applySeatChanges, renderSeats, updateSeatButtons } from './seatmap.js';
 import { stop } from './socket.js';
@@ -201,7 +203,7 @@ async function send(ask) {
       else finish('spent');
       return;
     case 'INVALID_PASS':
-      finish('expired');
+      endTurn();
       return;
     case 'BAD_REQUEST':
       refused({ kind: 'bad', text: t('badRequest', { msg: String(err.message || '') }) });
@@ -209,6 +211,31 @@ async function send(ask) {
     default:
       refused({ kind: 'bad', text: t('serverError') });
   }
+}
+
+// requestJSON sends one request of the room's other routes (the waitlist's party size, the e-mail notice, a
+// claim from an e-mail's link) with a JSON body, and reads the answer: {status, code, data}, status 0 when
+// the server could not be reached. An error's code is read from {"error": {...}} (7.1), or from the body
+// itself when the server puts it there.
+export async function requestJSON(method, path, body) {
+  let res;
+  try {
+    res = await fetch(path, {
+      method,
+      cache: 'no-store',
+      headers: { 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (_) {
+    return { status: 0, code: '', data: null };
+  }
+  const data = res.status === 204 ? null : await res.json().catch(() => null);
+  let code = '';
+  if (!res.ok && data && typeof data === 'object') {
+    const err = data.error && typeof data.error === 'object' ? data.error : data;
+    code = typeof err.code === 'string' ? err.code : '';
+  }
+  return { status: res.status, code, data };
 }
 
 // refused shows why a reservation failed and moves focus to the words, so focus is not lost with the

@@ -9,9 +9,13 @@
 //                loaded only when a screening asks for one)
 //   protocol.js  what each message of the server (docs/protocol.md) does to the page
 //   booking.js   the screening, the seats, the choice of seats, the reservation and its order, over HTTP
+//   waitlist.js  a sold-out sale's waitlist: the place on it, stay or leave, the party size waited for
+//   notify.js    the e-mail notice of the turn, while waiting in the line or on the waitlist
+//   claim.js     the link of that e-mail (?claim=): the place's token fetched, then connected with
 //   gate.js      the way back to a site behind the gate (?to=PATH): the pass posted to the gate's enter URL
 //   site.js      a site-wide room (no seats) and a room behind the gate: the site named, no seat map
-//   phases.js    the moves between views: a final state, the order made, joining again, leaving (asked)
+//   phases.js    the moves between views: a final state, a turn's end, the order made, joining again,
+//                leaving (asked)
 //   render.js    drawing the page from the state; seatmap.js the seat map; announce.js what screen readers hear
 //   dom.js       the page's elements
 // Server data reaches the page through textContent only.
@@ -19,21 +23,24 @@
 import { t, onChange } from '../i18n.js';
 import { announce } from './announce.js';
 import { loadInfo, loadSeats, refreshOrder, reserve, reserveBest, toggleSeat } from './booking.js';
+import { claimFromURL, claimPlace } from './claim.js';
 import { el } from './dom.js';
 import { enterOrConnect, entryHello, renderEntry, retrySolve, submitCode } from './entry.js';
 import { backToSite, enterSite } from './gate.js';
-import { askLeave, closeLeave, finish, rejoin, setPhase, showConfirmed } from './phases.js';
+import { subscribe, unsubscribe } from './notify.js';
+import { askLeave, checkTurnEnd, closeLeave, finish, keepsToken, rejoin, setPhase, showConfirmed } from './phases.js';
 import { handle } from './protocol.js';
 import { lowTimeMs, render, renderConn, renderCountdown, renderHoldTimer, renderTimer } from './render.js';
 import { onSeatKey, updateSeatButtons, updateSeatmapScroll, watchSeatmapScroll } from './seatmap.js';
 import { addToHello, connect, isStopped, offline, onMessage, online, pageShown, reconnectNow, restart } from './socket.js';
 import { siteWide } from './site.js';
 import { readStore, screening, serverNow, setStore, st, store, storeKey } from './state.js';
+import { saveParty, stay } from './waitlist.js';
 
 // tickMs drives the countdowns on screen.
 const tickMs = 500;
-// expiryGraceMs: expires_at is the server's expiry to the millisecond; the grace covers the error of the
-// page's estimate of the server clock, so the page ends a turn only once the server has surely ended it.
+// expiryGraceMs: past the end of a hold, how long before the page asks the server about it (the estimate
+// of the server clock may be off by that much).
 const expiryGraceMs = 250;
 // holdCheckMs: past the end of a hold, how often the page asks the server how the order stands, until it
 // is no longer held (the server expires holds on its own schedule, a little after hold_expires_at).
@@ -66,9 +73,20 @@ el.best.addEventListener('submit', (e) => {
 });
 el.leave.addEventListener('click', askLeave);
 el.leavePre.addEventListener('click', askLeave);
+el.waitlistLeave.addEventListener('click', askLeave);
+el.waitlistStay.addEventListener('click', stay);
+el.partyForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  saveParty();
+});
+el.notifyForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  subscribe();
+});
+el.notifyStop.addEventListener('click', unsubscribe);
 el.leaveStay.addEventListener('click', () => closeLeave(false));
 el.leaveConfirm.addEventListener('click', () => closeLeave(true));
-el.rejoin.addEventListener('click', () => rejoin(st.finalKind !== 'expired'));
+el.rejoin.addEventListener('click', () => rejoin(!keepsToken(st.finalKind)));
 el.bookAgain.addEventListener('click', () => rejoin(true));
 el.retryNow.addEventListener('click', reconnectNow);
 el.codeForm.addEventListener('submit', (e) => {
@@ -97,7 +115,7 @@ window.addEventListener('storage', (e) => {
   if (next.reservation && st.phase !== 'confirmed') {
     setStore(next);
     showConfirmed();
-  } else if (next.ended && !store.ended && (st.phase === 'waiting' || st.phase === 'prequeue' || st.phase === 'admitted')) {
+  } else if (next.ended && !store.ended && ['waiting', 'prequeue', 'waitlist', 'admitted'].includes(st.phase)) {
     setStore(next);
     finish(next.ended);
   } else if (next.token && next.token !== store.token && (!isStopped() || st.phase === 'entry')) {
@@ -129,10 +147,7 @@ setInterval(() => {
       st.warnedLow = true;
       announce(t(siteWide() ? 'site.oneMinute' : 'announce.oneMinute'));
     }
-    if (leftMs <= -expiryGraceMs && !st.busy) {
-      finish('expired');
-      return;
-    }
+    if (checkTurnEnd()) return;
     renderTimer();
   }
   if (st.phase === 'prequeue') renderCountdown();
@@ -154,7 +169,11 @@ if (!screening) {
   finish('unknown');
 } else {
   const info = loadInfo();
-  if (store.reservation) {
+  const claim = claimFromURL();
+  if (claim) {
+    // The link of a turn's e-mail: its place, whatever this browser kept before.
+    claimPlace(claim);
+  } else if (store.reservation) {
     showConfirmed();
     if (store.reservation.status === 'held') refreshOrder();
   } else if (store.token) {

@@ -1,6 +1,6 @@
 // protocol.js: what the page does with each message of the server (docs/protocol.md): queued, prequeue,
-// position, paused, resumed, all_held, reopened, admitted, seats, sold_out and error. A message of a later
-// protocol version is ignored.
+// position, paused, resumed, all_held, reopened, admitted, offered, seats, sold_out and error. A message of
+// a later protocol version is ignored.
 //
 // Before the sale opens the server answers "prequeue": the page counts down to opens_at (by its estimate of
 // the server clock) until the first "position" gives the place drawn at the opening. "position" may carry a
@@ -8,6 +8,11 @@
 // every seat is held by someone paying (the wait goes on, with no estimate) until "reopened". Once admitted,
 // "seats" redraws the seats that changed. "sold_out" says why the sale is over in its reason: every seat
 // sold ("sold_out"), or the operator closed the sale ("closed").
+//
+// With the waitlist on, "sold_out" comes with "waitlist": true and the socket stays open: the page shows the
+// waitlist (waitlist.js), "position" gives the place on it, and seats that come back are offered in its
+// order: "offered" is a turn like "admitted" (its pass reserves the same way), limited to its "seats" and
+// ending at its expires_at, after which the seats go to the next on the waitlist.
 
 import { t, num, ordinal } from '../i18n.js';
 import { announce, announceRank } from './announce.js';
@@ -15,12 +20,22 @@ import { loadSeats, saleOver, seatsChanged } from './booking.js';
 import { el } from './dom.js';
 import { refused, welcomed } from './entry.js';
 import { backToSite } from './gate.js';
-import { finish, focusHeading, setPhase } from './phases.js';
+import { finish, focusHeading, leaving, setPhase } from './phases.js';
 import { showReceipt } from './receipt.js';
 import { render } from './render.js';
 import { siteName, siteWide } from './site.js';
 import { busyFor, dropSocket, isStopped, retryLater, sendIfOpen } from './socket.js';
-import { retry, save, serverNow, st, store } from './state.js';
+import { maxSeats, retry, save, serverNow, st, store } from './state.js';
+
+// waitlistConfirmMs: a place that was on the waitlist and connects again hears "queued" first, then
+// "sold_out" with "waitlist": true; the page keeps showing the waitlist that long for it, and shows the line
+// only when it does not come (the sale reopened meanwhile).
+const waitlistConfirmMs = 2000;
+
+// offerTtlMs is an offer's length when its expires_at cannot be read (booking.offer_ttl's default).
+const offerTtlMs = 10 * 60000;
+
+let waitlistCheck = 0; // the pending end of waitlistConfirmMs
 
 // handle reads one message; socket.js calls it for each.
 export function handle(m) {
@@ -35,8 +50,12 @@ export function handle(m) {
     case 'all_held': onAllHeld(true); break;
     case 'reopened': onAllHeld(false); break;
     case 'admitted': onAdmitted(m); break;
+    case 'offered': onOffered(m); break;
     case 'seats': if (st.phase === 'admitted') seatsChanged(m.seats); break;
-    case 'sold_out': saleOver(typeof m.reason === 'string' ? m.reason : ''); break;
+    case 'sold_out':
+      if (m.waitlist === true) onWaitlist();
+      else saleOver(typeof m.reason === 'string' ? m.reason : '');
+      break;
     case 'error': onError(m); break;
     default: break; // a message of a later protocol version
   }
@@ -49,6 +68,7 @@ function onQueued(m) {
     // A turn was given and has lapsed: the server put this token at the end of the line.
     delete store.pass;
     delete store.expiresAtMs;
+    delete store.offerSeats;
     st.note = 'backInLine';
     st.selected.clear();
   }
@@ -58,6 +78,15 @@ function onQueued(m) {
   const opened = st.phase === 'prequeue';
   st.paused = m.paused === true;
   st.etaSeconds = null;
+  if (store.waitlist) {
+    // On the waitlist before this connect: it stays shown while its sold_out is on the way.
+    clearTimeout(waitlistCheck);
+    waitlistCheck = setTimeout(waitlistLapsed, waitlistConfirmMs);
+    setPhase('waitlist');
+    setRank(m.rank, m.total);
+    showReceipt(m.receipt, el);
+    return;
+  }
   setPhase('waiting');
   setRank(m.rank, m.total);
   showReceipt(m.receipt, el);
@@ -72,8 +101,10 @@ function onPrequeue(m) {
   if (store.pass) {
     delete store.pass;
     delete store.expiresAtMs;
+    delete store.offerSeats;
     st.selected.clear();
   }
+  delete store.waitlist;
   delete store.startRank; // the place is drawn at the opening; the first rank after it is the start
   delete store.ended;
   save();
@@ -105,11 +136,60 @@ function onPaused(paused) {
 // cancelled; or seats are back (reopened) and the line moves again.
 function onAllHeld(held) {
   st.allHeldHeard = true;
+  if (!held && st.phase === 'waitlist') {
+    // The sale is on again: the place goes on in the line, no longer sold out.
+    leaveWaitlist();
+    announce(t('announce.reopened'));
+  }
   if (st.allHeld === held) return;
   st.allHeld = held;
   if (held) st.etaSeconds = null; // no estimate holds while nobody can be admitted
   render();
   if (st.phase === 'waiting' || st.phase === 'prequeue') announce(t(held ? 'announce.allHeld' : 'announce.reopened'));
+}
+
+// onWaitlist: the sale sold out with the waitlist on. The socket stays open and the place with it: the page
+// shows the waitlist, whose place the next "position" gives. A turn given meanwhile is over (no seat is left
+// to book with it).
+function onWaitlist() {
+  clearTimeout(waitlistCheck);
+  waitlistCheck = 0;
+  const first = !store.waitlist;
+  if (store.pass) {
+    delete store.pass;
+    delete store.expiresAtMs;
+    delete store.offerSeats;
+    st.selected.clear();
+    st.busy = false;
+  }
+  store.waitlist = true;
+  delete store.ended;
+  save();
+  st.note = '';
+  st.etaSeconds = null;
+  st.allHeld = false;
+  const was = st.phase;
+  setPhase('waitlist');
+  if (first || was !== 'waitlist') {
+    focusHeading(el.waitlistHeading);
+    announce(t('waitlist.heading') + '. ' + t('waitlist.text'));
+  }
+}
+
+// leaveWaitlist shows the place in the line again: the sale is no longer sold out.
+function leaveWaitlist() {
+  clearTimeout(waitlistCheck);
+  waitlistCheck = 0;
+  delete store.waitlist;
+  delete store.stayed;
+  save();
+  setPhase('waiting');
+}
+
+// waitlistLapsed: a connect of a place that was on the waitlist heard no sold_out: the sale reopened.
+function waitlistLapsed() {
+  waitlistCheck = 0;
+  if (st.phase === 'waitlist' && !isStopped()) leaveWaitlist();
 }
 
 function onPosition(m) {
@@ -118,6 +198,11 @@ function onPosition(m) {
     // which makes the countdown end late rather than early.
     st.skewMs = m.tick_at - Date.now();
     st.skewFromTick = true;
+  }
+  if (st.phase === 'waitlist') {
+    // The place on the waitlist, and its length.
+    setRank(m.rank, m.total);
+    return;
   }
   if (st.phase !== 'waiting' && st.phase !== 'connecting' && st.phase !== 'prequeue') return;
   const opened = st.phase === 'prequeue';
@@ -144,7 +229,11 @@ function onAdmitted(m) {
   const expires = Date.parse(m.expires_at);
   store.pass = String(m.pass || '');
   store.expiresAtMs = Number.isNaN(expires) ? serverNow() + 5 * 60000 : expires;
+  delete store.offerSeats; // a plain turn
+  delete store.waitlist;
+  delete store.stayed;
   delete store.ended;
+  clearTimeout(waitlistCheck);
   save();
   st.note = '';
   const first = st.phase !== 'admitted';
@@ -156,6 +245,36 @@ function onAdmitted(m) {
     st.warnedLow = false;
     const min = Math.max(1, Math.round((store.expiresAtMs - serverNow()) / 60000));
     announce(siteWide() ? t('site.announce', { min, site: siteName() }) : t('announce.admitted', { min }));
+  }
+}
+
+// onOffered: seats came back and it is this place's turn on the waitlist. The pass reserves as an admitted
+// one does, at most "seats" seats, until expires_at; then the seats go to the next in line.
+function onOffered(m) {
+  welcomed();
+  if (typeof m.token === 'string' && m.token) store.token = m.token;
+  const expires = Date.parse(m.expires_at);
+  const seats = Number(m.seats);
+  const first = st.phase !== 'admitted' || !store.offerSeats;
+  store.pass = String(m.pass || '');
+  store.expiresAtMs = Number.isNaN(expires) ? serverNow() + offerTtlMs : expires;
+  store.offerSeats = Number.isInteger(seats) && seats > 0 ? seats : 1;
+  delete store.waitlist;
+  delete store.stayed;
+  delete store.ended;
+  clearTimeout(waitlistCheck);
+  waitlistCheck = 0;
+  save();
+  st.note = '';
+  st.allHeld = false;
+  // A choice made before the offer keeps only what the offer allows.
+  for (const id of [...st.selected].slice(maxSeats())) st.selected.delete(id);
+  setPhase('admitted');
+  if (first) {
+    st.warnedLow = false;
+    loadSeats();
+    const min = Math.max(1, Math.round((store.expiresAtMs - serverNow()) / 60000));
+    announce(t('announce.offered', { n: maxSeats(), min }));
   }
 }
 
@@ -186,7 +305,7 @@ function onError(m) {
     case 'UNAVAILABLE':
       // After a leave the socket stays open and the leave may be sent again; on connect a close
       // (1013) follows and is retried with backoff.
-      if (st.phase === 'final' && st.finalKind === 'left') sendIfOpen({ type: 'leave' });
+      if (st.phase === 'final' && leaving(st.finalKind)) sendIfOpen({ type: 'leave' });
       break;
     default:
       // The entry's refusals (a proof of work or an access code needed, or not good): back to the entry

@@ -1,11 +1,15 @@
 // render.js: draws the page from st and store: the view of the phase, the connection line, the place in
-// line, the countdowns, the choice of seats, the booking and the final states. It changes no state.
+// line, the countdowns, the choice of seats (an offer's, with its limit), the question before leaving, the
+// booking and the final states; waitlist.js draws the waitlist's view and notify.js the e-mail notice, when
+// called from here. It changes no state.
 
 import { t, num, ordinal, dateTime, clockTime, countdown, locale } from '../i18n.js';
 import { el } from './dom.js';
 import { seatOrder, sortedSeats } from '../lib/seats.js';
+import { renderNotify } from './notify.js';
 import { finalKey, renderSite, siteName } from './site.js';
-import { maxSeats, retry, serverNow, st, store } from './state.js';
+import { maxSeats, offerSeats, retry, serverNow, st, store } from './state.js';
+import { renderWaitlist } from './waitlist.js';
 
 // lowTimeMs is when the countdown of the pass turns to a warning.
 export const lowTimeMs = 60000;
@@ -34,10 +38,12 @@ export function render() {
   el.entry.hidden = p !== 'entry';
   el.prequeue.hidden = p !== 'prequeue';
   el.waiting.hidden = p !== 'waiting';
+  el.waitlist.hidden = p !== 'waitlist';
   el.admitted.hidden = p !== 'admitted' || st.toSite;
   el.confirmed.hidden = p !== 'confirmed';
   el.final.hidden = p !== 'final';
-  if (el.leaveDialog.open && p !== 'waiting' && p !== 'prequeue') el.leaveDialog.close();
+  if (el.leaveDialog.open && p !== 'waiting' && p !== 'prequeue' && p !== 'waitlist') el.leaveDialog.close();
+  renderLeave(false);
 
   const name = st.info && st.info.name ? st.info.name : t('roomTitle');
   el.name.textContent = name;
@@ -49,6 +55,8 @@ export function render() {
   el.pausedText.textContent = showPaused ? t('pausedNotice') : '';
   if (p === 'prequeue') renderPrequeue();
   if (p === 'waiting') renderWaiting();
+  if (p === 'waitlist') renderWaitlist();
+  renderNotify();
   if (p === 'admitted') renderAdmitted();
   renderToSite();
   renderSite();
@@ -57,6 +65,8 @@ export function render() {
 
   if (p === 'waiting' && st.rank) document.title = t('title.waiting', { rank: ordinal(st.rank), name });
   else if (p === 'prequeue') document.title = t('title.prequeue', { name });
+  else if (p === 'waitlist') document.title = t('title.waitlist', { name });
+  else if (p === 'admitted' && offerSeats()) document.title = t('title.offered', { name });
   else if (p === 'admitted') document.title = t('title.admitted', { name });
   else document.title = name + ' · waitroom';
 }
@@ -137,7 +147,29 @@ export function renderCountdown() {
   el.countdownLabel.hidden = total === 0;
 }
 
+// renderLeave words the question before leaving for the place it gives up: in the line, in the pre-queue or
+// on the waitlist; open: the dialog is about to open (else it is drawn only while open, as the language
+// changes).
+export function renderLeave(open) {
+  if (!open && !el.leaveDialog.open) return;
+  const p = st.phase;
+  const onWaitlist = p === 'waitlist';
+  el.leaveTitle.textContent = t(onWaitlist ? 'waitlist.leaveTitle' : 'leaveTitle');
+  el.leaveStay.textContent = t(onWaitlist ? 'waitlist.stay' : 'leaveStay');
+  el.leaveConfirm.textContent = t(onWaitlist ? 'waitlist.leave' : 'leaveConfirm');
+  if (onWaitlist) el.leaveText.textContent = t('waitlist.leaveText');
+  else if (p === 'waiting' && st.rank) el.leaveText.textContent = t('leaveText', { rank: ordinal(st.rank) });
+  else el.leaveText.textContent = t('leaveTextPre');
+}
+
 function renderAdmitted() {
+  // An offer of seats that came back says so, with its own limit and countdown; a plain turn, as ever.
+  const offer = offerSeats();
+  el.admitted.dataset.offer = offer ? 'true' : 'false';
+  el.admittedHeading.textContent = offer ? t('offer.heading', { n: maxSeats(), num: num(maxSeats()) }) : t('admittedHeading');
+  el.timerLabel.textContent = t(offer ? 'offer.timeLeft' : 'timeLeft');
+  el.offerText.hidden = !offer;
+  el.offerText.textContent = offer ? t('offer.text') : '';
   renderTimer();
   if (st.seatsState === 'loading' && !st.seats) el.seatsStatus.textContent = t('seatsLoading');
   else if (st.seatsState === 'failed') el.seatsStatus.textContent = t('seatsFailed');
@@ -238,5 +270,8 @@ function renderFinal() {
   el.final.dataset.kind = k;
   el.finalTitle.textContent = t(finalKey(k, 'h'));
   el.finalText.textContent = t(finalKey(k, 'p'));
-  el.rejoin.hidden = !(k === 'expired' || k === 'left' || k === 'spent');
+  const link = k.startsWith('link_');
+  el.rejoin.hidden = !(['expired', 'offer_expired', 'left', 'waitlist_left', 'spent'].includes(k) || link);
+  // After a refused link nothing was joined yet: the button joins the line (connects) only when pressed.
+  el.rejoin.textContent = t(link ? 'rejoinNew' : 'rejoin');
 }

@@ -1,6 +1,7 @@
 // state.js: what the waiting room knows: the screening of the page, what this browser stored about it
-// (localStorage "waitroom:room:{id}": the token, the place it arrived at, the pass, a finished booking), the
-// state the views are drawn from, and the schedule of the socket's next retry.
+// (localStorage "waitroom:room:{id}": the token, the place it arrived at, the pass, an offer's seats, the
+// waitlist's answers, a finished booking), the state the views are drawn from, and the schedule of the
+// socket's next retry.
 
 import { Reconnect } from '../lib/reconnect.js';
 
@@ -26,9 +27,13 @@ function screeningFromPath() {
   }
 }
 
-// store: {token, startRank, pass, expiresAtMs, reservation, ended}. The reservation is the order the server
-// answered: {id, code, status: 'confirmed' | 'held' | 'expired' | 'cancelled', seats, createdAt,
-// holdExpiresAtMs, checkoutUrl, ticketUrl}; a server without orders gives only id, seats and createdAt.
+// store: {token, startRank, pass, expiresAtMs, offerSeats, waitlist, stayed, party, notify, reservation,
+// ended}. offerSeats is set while the pass is an offer of seats that came back ("offered": at most that many);
+// waitlist while the place is on the waitlist of a sold-out sale, stayed once the buyer chose to stay there,
+// party the number of seats the buyer said it waits for, notify the e-mail notice the server took ({email,
+// lang}, the address masked as the server answered it). The reservation is the order the server answered:
+// {id, code, status: 'confirmed' | 'held' | 'expired' | 'cancelled', seats, createdAt, holdExpiresAtMs,
+// checkoutUrl, ticketUrl}; a server without orders gives only id, seats and createdAt.
 export function readStore() {
   try {
     const v = JSON.parse(localStorage.getItem(storeKey) || '{}');
@@ -53,8 +58,8 @@ export function save() {
 
 // st is what the page shows; render() draws it.
 export const st = {
-  phase: 'connecting', // connecting | entry | prequeue | waiting | admitted | confirmed (an order, held or not) | final
-  finalKind: '', // sold_out | closed | ended | expired | left | spent | unknown
+  phase: 'connecting', // connecting | entry | prequeue | waiting | waitlist | admitted (an offer too) | confirmed (an order, held or not) | final
+  finalKind: '', // sold_out | closed | ended | expired | offer_expired | left | waitlist_left | spent | unknown | link_used | link_expired | link_unknown | link_error
   conn: 'connecting', // connecting | open | reconnecting | offline | closed
   rank: 0,
   total: 0,
@@ -82,13 +87,30 @@ export const st = {
   codeError: '', // a string key: why the access code was refused, in the entry view (entry.js)
   powState: '', // the proof of work in the entry view: solving | solved | failed, or '' when none
   powNote: '', // a string key said while solving again (the server refused the last solution)
+  partyBusy: false, // the waitlist's party size on its way to the server
+  partyMessage: null, // {kind, key, vars}: how the party size fared
+  notifyBusy: false, // the e-mail notice on its way to the server
+  notifyMessage: null, // {kind, key, vars}: how the e-mail notice fared
 };
 
 export function serverNow() { return Date.now() + st.skewMs; }
 
-export function maxSeats() {
+// houseMaxSeats is the most seats one reservation may hold in this screening.
+export function houseMaxSeats() {
   const n = st.info && st.info.max_seats;
   return Number.isInteger(n) && n > 0 ? n : defaultMaxSeats;
+}
+
+// offerSeats is how many seats the pass's offer allows ("offered"), or 0 when the pass is a plain turn.
+export function offerSeats() {
+  const n = store.offerSeats;
+  return Number.isInteger(n) && n > 0 ? n : 0;
+}
+
+// maxSeats is the most seats this turn may book: the screening's limit, or fewer when the turn is an offer.
+export function maxSeats() {
+  const offer = offerSeats();
+  return offer ? Math.min(offer, houseMaxSeats()) : houseMaxSeats();
 }
 
 // retry counts the retries since the last message from the server and holds the pending one.
