@@ -1,5 +1,6 @@
 // create.js: the form for a new screening: its id, name and times (local time), its seats as a grid or a
-// list of ids, and optional admission settings; checked here first, then by the server.
+// list of ids, its waitlist after a sell-out (optional), and optional admission settings; checked here
+// first, then by the server.
 
 import { t } from '../i18n.js';
 import { fieldName, readSettings, select } from './actions.js';
@@ -42,6 +43,8 @@ export async function create(e) {
   const settings = readSettings(el.newAdm, null);
   problems.push(...settings.problems);
   if (Object.keys(settings.body).length) body.admission = settings.body;
+  // Sent only when ticked, so a server without a waitlist takes the form as before.
+  if (el.newWaitlist.checked) body.waitlist = true;
   if (problems.length) {
     st.createMessage = serverMsg('bad', problems.map((p) => p.text).join(' '));
     render();
@@ -59,6 +62,7 @@ export async function create(e) {
     st.createMessage = msg('ok', 'admin.created', { id: r.data.id });
     el.newID.value = '';
     el.newName.value = '';
+    el.newWaitlist.checked = false;
     defaultTimes();
   } else if (!handled(r)) {
     st.createMessage = errorMessage(r);

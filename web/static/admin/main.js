@@ -10,6 +10,7 @@
 //   orders.js    the box office: the selected screening's orders, their CSV export, an operator's cancel
 //   codes.js     the access codes: one-time codes made, a shared code, their CSV, and no code again
 //   log.js       the admission log: its size, latest checkpoint and backlog, verify-log's command, its export
+//   waitlist.js  the waitlist after a sell-out: on or off (the toggle), its offers' figures, the e-mail notices'
 //   render.js    drawing the page from the state; charts.js and draw.js the live charts, from the last two
 //                minutes of frames that history.js keeps
 //   state.js     what the page knows; format.js how it writes figures; dom.js the page's elements
@@ -27,6 +28,7 @@ import { forgetSelectLabels, onConsoleRender, render, renderStream } from './ren
 import { apiOff, check, signIn, signOut, wrongKey } from './session.js';
 import { selectedFromHash, st } from './state.js';
 import { onRefused, pageShown } from './stream.js';
+import { follow as followWaitlist, renderWaitlist, toggle as toggleWaitlist } from './waitlist.js';
 
 // tickMs refreshes the reconnect countdown.
 const tickMs = 500;
@@ -86,6 +88,8 @@ el.unarchive.addEventListener('click', async () => {
 onConsoleRender(follow);
 onConsoleRender(followCodes);
 onConsoleRender(followLog);
+onConsoleRender(followWaitlist);
+el.waitlistToggle.addEventListener('click', toggleWaitlist);
 el.logCopy.addEventListener('click', copyCommand);
 el.logExport.addEventListener('click', exportLog);
 el.codesForm.addEventListener('submit', makeCodes);
@@ -135,6 +139,7 @@ onChange(() => {
   renderOrders();
   renderCodes();
   renderLog();
+  renderWaitlist();
 });
 
 setInterval(() => {

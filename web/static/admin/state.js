@@ -48,6 +48,7 @@ export const st = {
   streamProblem: '',
   screenings: [], // the latest list of S
   instances: [],
+  notifications: null, // the e-mail notices' figures of the latest frame, when it has them at its top level
   lastAtMs: 0, // server time of the latest frame
   selected: selectedFromHash(),
   busy: false,

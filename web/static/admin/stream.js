@@ -133,6 +133,8 @@ function onFrame(f) {
   st.lastAtMs = atMs;
   st.screenings = f.screenings.filter((s) => s && typeof s.id === 'string');
   st.instances = (Array.isArray(f.instances) ? f.instances : []).filter((x) => x && typeof x.id === 'string');
+  // The e-mail notices' figures, should the server give them for the whole frame rather than per screening.
+  st.notifications = f.notifications && typeof f.notifications === 'object' ? f.notifications : null;
   for (const s of st.screenings) record(s, atMs);
   holdMerged();
   forgetGone();
