@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
@@ -105,15 +106,66 @@ func check(tt *testing.T, env *testenv.Env, h *history) {
 			}
 		}
 	}
+	w := checkWaitlist(t, h)
 	// 1 and 4: the seats and the orders, as PostgreSQL has them.
 	f := checkOrders(t, env, h.users, h.hooks)
 	l := checkLog(t, env, h)
 	t.Logf("history: %d users, %s, %d admissions told (%d in %d events heard), %d with an order, %d sold out, %d queued again after a lapse, %d places lost to a Redis restart, %d sockets refused BUSY, peak active %d",
 		len(h.users), h.faults.String(), admissions, heardAdmissions, len(heard), withOrder, soldOut, requeued, lost, busy, h.peakActive)
 	t.Logf("orders: %s", f)
+	t.Logf("waitlist: %s", w)
 	t.Logf("admission log: %s", l)
 	t.Logf("webhooks: %d deliveries received; run took %v; violations found: %d",
 		h.hooks.n.Load(), time.Since(h.began).Round(time.Second), t.violations)
+}
+
+// checkWaitlist holds the waitlist's offers to its rules: no offer given twice (a token is offered seats
+// once: it leaves the line when offered); every offer a user was told of has its waitlist.offered webhook
+// (before the first Redis restart; a restart may lose the news of an offer made just before it, counted);
+// and nobody ends waiting on the waitlist unless every seat is sold (endTheWaitlist ends the run's waitlist
+// only then, so a user left waiting while seats came back never finishes, and guarantee 2 reports it). The
+// offers' order is the admission log's (checkLog: up to the first restart, no place is offered past a lower
+// one, as every party here is of one).
+func checkWaitlist(t *judge, h *history) string {
+	offers, waitlisted, endedWaiting, missing, afterRestart := 0, 0, 0, 0, 0
+	var firstRestart time.Time
+	h.faults.mu.Lock()
+	if len(h.faults.restarts) > 0 {
+		firstRestart = h.faults.restarts[0]
+	}
+	h.faults.mu.Unlock()
+	for _, u := range h.users {
+		if u.waitlisted > 0 {
+			waitlisted++
+		}
+		if u.soldOut && u.onWaitlist.Load() {
+			endedWaiting++
+		}
+		byToken := map[string]int64{}
+		for _, o := range u.offers {
+			offers++
+			if exp, ok := byToken[o.token]; ok && exp != o.expiresAt.UnixMilli() {
+				t.Errorf("waitlist: user %d's token %s was offered seats twice (until %d and %d)", u.n, o.token[:8], exp, o.expiresAt.UnixMilli())
+			}
+			byToken[o.token] = o.expiresAt.UnixMilli()
+			if o.seats != 1 {
+				t.Errorf("waitlist: user %d was offered %d seats, want 1 (nobody asked for a party)", u.n, o.seats)
+			}
+			h.hooks.mu.Lock()
+			delivered := h.hooks.seen["msg_waitlist.offered_"+pass.ID("rnd", o.token, o.expiresAt)] > 0
+			h.hooks.mu.Unlock()
+			switch {
+			case delivered:
+			case !firstRestart.IsZero() && o.expiresAt.Add(-h.plan.activeTTL).After(firstRestart.Add(-lostPlaceMargin)):
+				afterRestart++
+			default:
+				missing++
+				t.Errorf("waitlist: user %d's offer (until %s) has no waitlist.offered webhook", u.n, o.expiresAt.Format(time.TimeOnly))
+			}
+		}
+	}
+	return fmt.Sprintf("%d users waited on it, %d offers told (%d webhooks missing, %d near or after a Redis restart not held to it), %d ended waiting when every seat was sold",
+		waitlisted, offers, missing, afterRestart, endedWaiting)
 }
 
 // judge is the test, counting the violations it reports (for the report line).

@@ -387,6 +387,10 @@ func judgeLog(f logFacts) logFindings {
 	for _, v := range strict.Violations {
 		bad("rules: %s", v)
 	}
+	if strict.OfferedPast > 0 {
+		// Every waitlisted user here waits for one seat: no offer may pass a lower place.
+		bad("rules: %d places were offered seats while a lower place still waited, with no party larger than one", strict.OfferedPast)
+	}
 	if firstNew < len(recs) {
 		whole := fairlog.Check("rnd", recs)
 		for _, v := range whole.Violations[len(strict.Violations):] {

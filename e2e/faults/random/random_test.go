@@ -106,6 +106,19 @@ type user struct {
 	lastRefusal string
 	// busy counts its sockets refused BUSY (every handshake slot taken); each reconnect keeps the place.
 	busy int
+	// waitlisted counts the sold_out messages that kept it on the waitlist; onWaitlist says it waits there
+	// now (no offer since); offers are the waitlist's offers it was told of.
+	waitlisted int
+	onWaitlist atomic.Bool
+	offers     []offer
+	finished   atomic.Bool // runUser returned
+}
+
+// offer is a waitlist's offer a user was told of: to which of its tokens, until when, of how many seats.
+type offer struct {
+	token     string
+	expiresAt time.Time
+	seats     int
 }
 
 // lostPlace is a place a user lost: it was placed at placedAt and told of a new place at at.
@@ -178,6 +191,10 @@ func runSchedule(t *testing.T, p plan) {
 		"WAITROOM_BOOKING_HOLD_TTL":     holdTTL.String(),
 		"WAITROOM_BOOKING_CONFIRM_KEY":  confirmKey,
 		"WAITROOM_BOOKING_CHECKOUT_URL": "https://shop.example/pay?order={code}", // never visited: users confirm with the key
+		// The waitlist: once every seat is held or sold the line stays, and what comes back is offered in
+		// its order (check_test.go holds the offers to it).
+		"WAITROOM_BOOKING_WAITLIST":  "true",
+		"WAITROOM_BOOKING_OFFER_TTL": p.activeTTL.String(),
 		"WAITROOM_ADMIN_KEY":            apptest.AdminKey,
 		"WAITROOM_WEBHOOKS_URL":         hooks.URL,
 		"WAITROOM_WEBHOOKS_SECRET":      webhookSecret,
@@ -191,7 +208,7 @@ func runSchedule(t *testing.T, p plan) {
 	bin := apptest.Build(t)
 	client := &http.Client{Timeout: 5 * time.Second}
 	procs := make([]*apptest.Process, 3)
-	servers := &fleet{urls: make([]string, len(procs))}
+	servers := &fleet{urls: make([]string, len(procs)), over: make(chan struct{})}
 	for i := range procs {
 		if procs[i] = apptest.StartProcess(t, client, bin, &viaProxies, i, settings); procs[i] == nil {
 			t.Fatalf("instance %d did not start", i)
@@ -239,6 +256,7 @@ func runSchedule(t *testing.T, p plan) {
 			defer wg.Done()
 			runUser(servers, p, u, acked, deadline)
 			u.doneAt = time.Now()
+			u.finished.Store(true)
 		}()
 		select {
 		case <-acked:
@@ -246,6 +264,7 @@ func runSchedule(t *testing.T, p plan) {
 			t.Errorf("user %d got no place within 20s", i)
 		}
 	}
+	go endTheWaitlist(servers, users, faultsDone)
 	<-faultsDone
 	faultsOver := time.Now()
 	t.Logf("faults over (%s); waiting for every user", faults.String())
@@ -270,6 +289,32 @@ func runSchedule(t *testing.T, p plan) {
 
 	h := history{plan: p, users: users, peakActive: maxSeen, events: events, faults: &faults, hooks: hooks, began: began, logKey: logKey}
 	check(t, env, &h)
+}
+
+// endTheWaitlist closes servers.over once the faults are over, every user is done or waits on the
+// waitlist, and every seat is sold: nothing can come back to offer then.
+func endTheWaitlist(servers *fleet, users []*user, faultsDone chan struct{}) {
+	<-faultsDone
+	for {
+		time.Sleep(500 * time.Millisecond)
+		waiting := 0
+		for _, u := range users {
+			if !u.finished.Load() && !u.onWaitlist.Load() {
+				waiting = -1
+				break
+			}
+			if !u.finished.Load() {
+				waiting++
+			}
+		}
+		if waiting == 0 {
+			return // nobody left on the waitlist
+		}
+		if waiting > 0 && soldOut(servers, 0) {
+			close(servers.over)
+			return
+		}
+	}
 }
 
 // waitDelivered waits up to within for every outbox row to be delivered or given up, and returns how long
@@ -316,6 +361,9 @@ func pickIntent(rng *rand.Rand) string {
 type fleet struct {
 	mu   sync.RWMutex
 	urls []string
+	// over is closed once the sale is over (every seat sold, every user done or waiting on the waitlist):
+	// the users still on the waitlist end there.
+	over chan struct{}
 }
 
 func (f *fleet) url(i int) string {

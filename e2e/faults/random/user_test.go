@@ -72,11 +72,27 @@ func runUser(servers *fleet, p plan, u *user, acked chan struct{}, deadline time
 
 // readSocket serves one connection, to servers' instance at; it reports whether the user is done with the
 // line (it holds an order, or the sale sold out).
+//
+// On the waitlist (sold_out with waitlist) it waits for an offer, until the run says the sale is over
+// (servers.over): it then ends on the waitlist, sold out.
 func readSocket(conn *websocket.Conn, servers *fleet, p plan, at int, u *user, ack func(), rng *rand.Rand, deadline time.Time) bool {
+	read := make(chan struct{})
+	defer close(read)
+	go func() {
+		select {
+		case <-servers.over:
+			_ = conn.Close() // the sale is over: a read waiting on the waitlist ends
+		case <-read:
+		}
+	}()
 	for time.Now().Before(deadline) {
 		_ = conn.SetReadDeadline(deadline)
 		var m testenv.Message
 		if err := conn.ReadJSON(&m); err != nil {
+			if isClosed(servers.over) && u.onWaitlist.Load() {
+				u.soldOut = true
+				return true
+			}
 			return false // dropped: reconnect with the token
 		}
 		switch m.Type {
@@ -100,9 +116,15 @@ func readSocket(conn *websocket.Conn, servers *fleet, p plan, at int, u *user, a
 			}
 			ack()
 		case "sold_out":
+			if m.Waitlist {
+				u.waitlisted++
+				u.onWaitlist.Store(true)
+				continue // it stays on the waitlist
+			}
 			u.soldOut = true
 			return true
-		case "admitted":
+		case "admitted", "offered":
+			u.onWaitlist.Store(false)
 			exp, err := time.Parse(time.RFC3339Nano, m.ExpiresAt)
 			if err != nil {
 				u.err = "bad expires_at " + m.ExpiresAt
@@ -113,8 +135,11 @@ func readSocket(conn *websocket.Conn, servers *fleet, p plan, at int, u *user, a
 			}
 			u.admissions = append(u.admissions, exp.UnixMilli())
 			u.admittedAs = append(u.admittedAs, u.token)
+			if m.Type == "offered" {
+				u.offers = append(u.offers, offer{token: u.token, expiresAt: exp, seats: m.SeatCount()})
+			}
 			time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond) // choosing a seat
-			switch o, outcome := reserve(servers, p, at, u, m.Pass, rng, exp); outcome {
+			switch o, outcome := reserve(servers, p, at, u, m.Pass, m.SeatCount(), rng, exp); outcome {
 			case "held":
 				u.order = o
 				return true
@@ -161,10 +186,15 @@ type step struct {
 // sends either to the count. A request that gets no answer is retried on the next server, as a client
 // behind a load balancer would be: the instance may have died after its commit, and only another one can
 // replay it.
-func reserve(servers *fleet, p plan, at int, u *user, pass string, rng *rand.Rand, expires time.Time) (*order, string) {
+//
+// An offer's pass (offered > 0 seats) asks for at most that many.
+func reserve(servers *fleet, p plan, at int, u *user, pass string, offered int, rng *rand.Rand, expires time.Time) (*order, string) {
 	grid := booking.Grid(p.seatRows, p.seatsInRow)
 	key := queue.NewToken() // one Idempotency-Key per request body: a retried 503 cannot book twice
 	body := map[string]any{"count": 1 + rng.IntN(2)}
+	if offered > 0 {
+		body = map[string]any{"count": 1 + rng.IntN(offered)}
+	}
 	if rng.IntN(2) == 0 {
 		body = map[string]any{"seats": []string{grid[rng.IntN(len(grid))].ID}}
 	}
