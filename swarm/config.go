@@ -108,6 +108,9 @@ type Checkout struct {
 	// HeldWait is how long an admitted user who finds no seat available but some held waits for them to
 	// come back, reading the seat map again every second or so, before it gives up. 0: DefaultHeldWait.
 	HeldWait time.Duration
+	// WaitlistWait is how long a user told sold_out with the waitlist on stays on it for an offer before it
+	// leaves (0: it leaves at once, as without a waitlist).
+	WaitlistWait time.Duration
 }
 
 // DefaultHeldWait is the wait for held seats of a Checkout whose HeldWait is 0.

@@ -5,6 +5,7 @@ package swarm
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strconv"
 )
@@ -20,8 +21,22 @@ type message struct {
 	RetryAfterMs int64 `json:"retry_after_ms"`
 	TickAtMs     int64 `json:"tick_at"`
 	CatchUp      bool  `json:"catch_up"`
-	// Seats are a seats message's changes (to admitted sockets: held, sold, back on sale).
-	Seats []seat `json:"seats"`
+	// Seats are a seats message's changes (to admitted sockets: held, sold, back on sale); an offered
+	// message's count of seats is not read (a user asks for one seat).
+	Seats seatsField `json:"seats"`
+	// Waitlist is set on a sold_out that keeps the socket on the screening's waitlist.
+	Waitlist bool `json:"waitlist"`
+}
+
+// seatsField is a seats message's changes; an offered message's seats (a number) decode to none.
+type seatsField []seat
+
+func (s *seatsField) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] != '[' {
+		*s = nil
+		return nil
+	}
+	return json.Unmarshal(b, (*[]seat)(s))
 }
 
 // errProtocol marks a server message that is not the JSON of docs/protocol.md.

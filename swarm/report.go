@@ -66,6 +66,9 @@ type BoxOffice struct {
 	Refunded  int `json:"refunded"`
 	// HeldWaits counts the seat-map reads again of users who found every free seat held.
 	HeldWaits int `json:"held_waits"`
+	// Waitlisted counts the users who stayed on the waitlist after a sold_out; Offered those offered seats.
+	Waitlisted int `json:"waitlisted,omitempty"`
+	Offered    int `json:"offered,omitempty"`
 	// SoldOutAnswers counts the reservations answered 409 SOLD_OUT in hold checkout (the seat map read
 	// after each said whether seats were only held).
 	SoldOutAnswers int `json:"sold_out_answers"`
@@ -94,6 +97,12 @@ func summarizeBoxOffice(cfg Config, results []result, rep Report) BoxOffice {
 	var holdToConfirm, confirmCall []time.Duration
 	for _, r := range results {
 		b.HeldWaits += r.HeldWaits
+		if r.Waitlisted {
+			b.Waitlisted++
+		}
+		if r.Offered {
+			b.Offered++
+		}
 		b.SoldOutAnswers += r.SoldOutAnswers
 		if r.Code != "" && k.hold() {
 			b.Holds++

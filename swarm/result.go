@@ -57,6 +57,8 @@ type result struct {
 	HoldToConfirm, ConfirmCall time.Duration
 	// HeldWaits counts the seat-map reads again after finding no seat available but some held.
 	HeldWaits int
+	// Waitlisted: it was told sold_out and stayed on the waitlist; Offered: it was offered seats there.
+	Waitlisted, Offered bool
 	// SoldOutAnswers counts the 409 SOLD_OUT answers of hold checkout, after which the seat map decides.
 	SoldOutAnswers int
 	// heldAt is when the hold's 201 arrived (this process only: gob leaves it out).

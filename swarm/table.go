@@ -252,6 +252,9 @@ func (r Report) writeBoxOffice(p printer) {
 			b.Holds, b.Paid, b.Confirmed, b.Lapsed, b.Unpaid, b.Refunded)
 		p("HELD WAITS\t%d seat-map reads again while every free seat was held; %d reservations answered 409 SOLD_OUT\n", b.HeldWaits, b.SoldOutAnswers)
 		p("SETTLE\t%s after the last user, for the last holds to lapse\n", time.Duration(b.SettleMs)*time.Millisecond)
+		if b.Waitlisted > 0 || b.Offered > 0 {
+			p("WAITLIST\t%d users stayed on it after sold_out; %d were offered seats\n", b.Waitlisted, b.Offered)
+		}
 	}
 	p("RESERVATIONS PER TICKET\t%.2f\n", b.ReservationsPerTicket)
 	if b.SoldOutMs > 0 {

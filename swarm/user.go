@@ -163,6 +163,8 @@ type connection struct {
 	w      waiting
 	// refused is an error message the server sent; its close frame follows and says whether to try again.
 	refused *message
+	// waitlistUntil is when a user on the waitlist (sold_out with waitlist) stops waiting for an offer.
+	waitlistUntil time.Time
 }
 
 // finish adds what the connection saw to the result when it ends: the positions, recorded where they were
@@ -180,7 +182,16 @@ func (c *connection) readUntilEnd(ctx context.Context) ending {
 		if c.refused != nil {
 			wait = writeWait
 		}
-		m, at, err := c.sock.read(ctx, c.hold, wait)
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if !c.waitlistUntil.IsZero() {
+			// On the waitlist: the wait for an offer ends at waitlistUntil, however often the server pings.
+			rctx, cancel = context.WithDeadline(ctx, c.waitlistUntil)
+		}
+		m, at, err := c.sock.read(rctx, c.hold, wait)
+		cancel()
+		if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+			return c.leaveWaitlist()
+		}
 		if errors.Is(err, errHoldEnded) && ctx.Err() == nil {
 			// The user stops waiting at the hold's end, not when its socket is closed after it: a tick
 			// still being pushed then is not one this user missed (positions read until the close are kept,
@@ -201,6 +212,13 @@ func (c *connection) readUntilEnd(ctx context.Context) ending {
 			return end
 		}
 	}
+}
+
+// leaveWaitlist ends a wait on the waitlist that brought no offer in time: the user leaves, sold out.
+func (c *connection) leaveWaitlist() ending {
+	c.sock.close()
+	c.r.Outcome = SoldOut
+	return ending{}
 }
 
 // failed names a read that ended the connection: a close frame, an error message the close frame
@@ -246,7 +264,19 @@ func (c *connection) handle(m message, at time.Time) (end ending, done bool) {
 		c.w.start(at)
 	case "admitted":
 		return c.admitted(m, at)
+	case "offered":
+		// Seats came back on the waitlist: the offer's pass reserves as an admission's does.
+		c.waitlistUntil = time.Time{}
+		c.r.Offered = true
+		return c.admitted(m, at)
 	case "sold_out":
+		if m.Waitlist && c.cfg.Checkout.WaitlistWait > 0 {
+			if c.waitlistUntil.IsZero() {
+				c.waitlistUntil = at.Add(c.cfg.Checkout.WaitlistWait)
+				c.r.Waitlisted = true
+			}
+			return ending{}, false // it stays on the waitlist
+		}
 		c.sock.close()
 		c.r.Outcome = SoldOut
 		return ending{}, true

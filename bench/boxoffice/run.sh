@@ -17,7 +17,7 @@
 # asserted.
 #
 # Settings (environment): USERS CONCURRENCY ROWS SEATS_PER_ROW INTERVAL BATCH MAX_ACTIVE ACTIVE_TTL RETRIES
-# SOURCES HOLD_TTL PAY_SHARE CANCEL_SHARE PAY_DELAY HELD_WAIT WEBHOOKS_EXPECTED SETTLE SWARM_TIMEOUT REDIS_PORT PORT
+# SOURCES HOLD_TTL PAY_SHARE CANCEL_SHARE PAY_DELAY HELD_WAIT WAITLIST OFFER_TTL WAITLIST_WAIT WEBHOOKS_EXPECTED SETTLE SWARM_TIMEOUT REDIS_PORT PORT
 # WEBHOOK_PORT OUT, and SWARM_ARGS for more flags of the swarm (SWARM_ARGS=-best: each user asks for the
 # best seat, {"count": 1}, instead of naming one).
 #
@@ -44,6 +44,13 @@ CANCEL_SHARE=${CANCEL_SHARE:-0.05}
 PAY_DELAY=${PAY_DELAY:-0.5s-3s}
 # How long an admitted user who finds every free seat held waits for one to come back (swarm -held-wait).
 HELD_WAIT=${HELD_WAIT:-30s}
+# The waitlist (docs/protocol.md 5.4): WAITLIST=true keeps the sold-out line as a waitlist; the seats that come
+# back are offered for OFFER_TTL to the waiting in order, who stay on it up to WAITLIST_WAIT (swarm
+# -waitlist-wait). The run then reports how long a seat that came back took to be held again, and how many of
+# them were sold.
+WAITLIST=${WAITLIST:-false}
+OFFER_TTL=${OFFER_TTL:-10m}
+WAITLIST_WAIT=${WAITLIST_WAIT:-120s}
 WEBHOOKS_EXPECTED=${WEBHOOKS_EXPECTED:-false}
 # How long the swarm waits after its last user for the last holds to lapse and, with WEBHOOKS_EXPECTED=true,
 # for every message of the outbox to arrive (swarm -settle).
@@ -97,6 +104,7 @@ psql_admin -c "CREATE DATABASE $DB" postgres
 {
   echo "box office, hold checkout: $USERS users, $CONCURRENCY connected at once, 1 seat each, $SEATS seats ($ROWS × $SEATS_PER_ROW);"
   echo "admission: interval $INTERVAL, batch_size $BATCH, max_active $MAX_ACTIVE, active_ttl $ACTIVE_TTL; hold_ttl $HOLD_TTL; pay share $PAY_SHARE after $PAY_DELAY, refund share $CANCEL_SHARE; swarm -retries $RETRIES -sources $SOURCES -held-wait $HELD_WAIT;"
+  echo "waitlist $WAITLIST (offer_ttl $OFFER_TTL, swarm -waitlist-wait $WAITLIST_WAIT);"
   echo "load at start $(cut -d' ' -f1-3 /proc/loadavg); Redis $(redis-server --version | awk '{print $3}' | cut -d= -f2) on :$REDIS_PORT, $(psql_admin -c 'SHOW server_version' postgres | sed 's/^/PostgreSQL /; s/ (.*//'); $(nproc) cores: $(lscpu | awk -F: '/^Model name/ {gsub(/^ +/, "", $2); print $2}')"
 } | tee "$OUT/setup.txt"
 
@@ -106,6 +114,7 @@ WAITROOM_DEMO_ENABLED=false WAITROOM_LOG_LEVEL=warn \
 WAITROOM_LIMITS_SOCKETS_PER_ADDRESS=0 WAITROOM_LIMITS_REGISTRATIONS_PER_SECOND=0 \
 WAITROOM_BOOKING_CHECKOUT=hold WAITROOM_BOOKING_HOLD_TTL="$HOLD_TTL" WAITROOM_BOOKING_CONFIRM_KEY="$CONFIRM_KEY" \
 WAITROOM_BOOKING_CHECKOUT_URL='https://shop.example/pay?order={code}' \
+WAITROOM_BOOKING_WAITLIST="$WAITLIST" WAITROOM_BOOKING_OFFER_TTL="$OFFER_TTL" \
 WAITROOM_WEBHOOKS_URL="http://127.0.0.1:$WEBHOOK_PORT/webhooks" WAITROOM_WEBHOOKS_SECRET="$WEBHOOK_SECRET" \
   "$WORK/waitroom" -config "" >"$OUT/server.log" 2>&1 &
 server_pid=$!
@@ -140,6 +149,7 @@ monitor_pid=$!
 
 expected=()
 [ "$WEBHOOKS_EXPECTED" = true ] && expected=(-webhooks-expected)
+[ "$WAITLIST" = true ] && expected+=(-waitlist-wait "$WAITLIST_WAIT")
 swarm_rc=0
 s0=$(proc_cpu "$server_pid")
 t0=$(date +%s.%N)
@@ -167,6 +177,26 @@ total=$((ticket + refunded + lapsed + unpaid + sold_out + gave_up))
 [ "$total" -eq "$USERS" ] || problems+=("outcomes add up to $total, want $USERS")
 if [ ${#problems[@]} -eq 0 ]; then verdict=OK; else verdict="FAILED: $(IFS=';'; echo "${problems[*]}")"; fi
 echo "wall $(awk -v a="$t1" -v b="$t0" 'BEGIN {printf "%.1f", a - b}') s; server CPU $(awk -v a="$s1" -v b="$s0" 'BEGIN {printf "%.1f", a - b}') s, peak RSS $((hwm / 1024)) MB; $verdict" | tee "$OUT/summary.txt"
+if [ "$WAITLIST" = true ]; then
+  # Every seat that came back (an order expired or cancelled), and the next order that held it: how long after,
+  # and whether an order sold it in the end. From PostgreSQL, whatever the users saw.
+  psql_admin -F ' ' -c "WITH back AS (
+      SELECT rs.seat_id, o.ended_at AS at FROM reservations o JOIN reservation_seats rs ON rs.reservation_id = o.id
+      WHERE o.screening_id = '$SCREENING' AND o.status IN ('expired', 'cancelled') AND o.ended_at IS NOT NULL),
+    next AS (
+      SELECT b.at, (SELECT min(o2.created_at) FROM reservations o2 JOIN reservation_seats r2 ON r2.reservation_id = o2.id
+          WHERE r2.screening_id = '$SCREENING' AND r2.seat_id = b.seat_id AND o2.created_at > b.at) AS held_at,
+        EXISTS (SELECT 1 FROM reservations o3 JOIN reservation_seats r3 ON r3.reservation_id = o3.id
+          WHERE r3.screening_id = '$SCREENING' AND r3.seat_id = b.seat_id AND o3.created_at > b.at AND o3.status = 'confirmed') AS sold
+      FROM back b)
+    SELECT count(*), count(held_at), count(*) FILTER (WHERE sold),
+      round(1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM held_at - at)))::bigint,
+      round(1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM held_at - at)))::bigint,
+      round(1000 * max(extract(epoch FROM held_at - at)))::bigint FROM next" "$DB" |
+    awk '{printf "seats back %d: held again %d, sold %d (%.1f%%); back to the next hold p50 %d ms, p99 %d ms, max %d ms\n",
+      $1, $2, $3, ($1 ? 100 * $3 / $1 : 0), $4, $5, $6}' | tee -a "$OUT/summary.txt"
+  echo "waitlist: $(jq -r '"\(.box_office.waitlisted // 0) users stayed on it, \(.box_office.offered // 0) offered seats"' "$j")" | tee -a "$OUT/summary.txt"
+fi
 echo "report, server log and metrics: $OUT"
 [ "$verdict" = OK ]
 }

@@ -55,6 +55,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	adminKey := fs.String("admin-key", getenv("WAITROOM_ADMIN_KEY"), "the server's admin key, for the refunds (default $WAITROOM_ADMIN_KEY)")
 	payDelay := fs.String("pay-delay", "0.5s-3s", "hold checkout: the pause from hold to confirm, uniform in MIN-MAX (or one duration)")
 	heldWait := fs.Duration("held-wait", swarm.DefaultHeldWait, "hold checkout: how long an admitted user who finds every free seat held waits for one to come back")
+	waitlistWait := fs.Duration("waitlist-wait", 0, "how long a user told sold_out on a screening with a waitlist stays on it for an offer (0: leaves at once)")
 	database := fs.String("database", "", "the server's PostgreSQL URL: check the orders there at the end (every seat in one confirmed order or none, none held, each user's order as it saw it)")
 	webhookListen := fs.String("webhook-listen", "", "run a webhook receiver on this address (the server's webhooks.url points at it) and count what arrives by webhook-id")
 	webhookSecret := fs.String("webhook-secret", getenv("WAITROOM_WEBHOOKS_SECRET"), "the server's webhooks.secret, to verify each delivery's signature (default $WAITROOM_WEBHOOKS_SECRET)")
@@ -80,7 +81,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 			Mode: swarm.Mode(*mode), Duration: *duration, Leave: *leave, Procs: *procs, Sources: *sources, Rate: *rate, TokenInURL: *tokenInURL,
 			Code: *code,
 			Checkout: swarm.Checkout{Mode: *checkout, PayShare: *payShare, CancelShare: *cancelShare,
-				ConfirmKey: *confirmKey, AdminKey: *adminKey, PayDelayMin: payMin, PayDelayMax: payMax, HeldWait: *heldWait},
+				ConfirmKey: *confirmKey, AdminKey: *adminKey, PayDelayMin: payMin, PayDelayMax: payMax, HeldWait: *heldWait,
+				WaitlistWait: *waitlistWait},
 			Check: swarm.Check{DatabaseURL: *database, WebhookListen: *webhookListen, WebhookSecret: *webhookSecret,
 				WebhooksExpected: *webhooksExpected, Settle: *settle},
 		},
