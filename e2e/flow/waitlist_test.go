@@ -351,3 +351,50 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestASoldOutSaleKeepsItsSocketsOnTheWaitlistAndOffersARefund(t *testing.T) {
+	a, b := waitlistInstances(t, "full", 1, 2, "1m", "1m", "")
+	_, p1 := admitted(t, a, "full")
+	_, p2 := admitted(t, b, "full")
+	c1, o1 := a.Reserve(t, "full", p1, "A1")
+	c2, o2 := b.Reserve(t, "full", p2, "A2")
+	if c1 != http.StatusCreated || c2 != http.StatusCreated {
+		t.Fatalf("holds = %d %v, %d %v", c1, o1, c2, o2)
+	}
+	// Every seat is held: one more waits, not admitted.
+	w := a.Dial(t, "full", "")
+	w.Until(t, "all_held", 5*time.Second)
+	for _, o := range []map[string]any{o1, o2} {
+		var out map[string]any
+		if st := a.Post(t, "/api/orders/"+o["code"].(string)+"/confirm", boxConfirmKey, &out); st != http.StatusOK {
+			t.Fatalf("confirm = %d %v", st, out)
+		}
+	}
+	// Sold out: the waiting socket is told so and stays; a newcomer takes a place behind it.
+	if m, _ := w.Until(t, "sold_out", 10*time.Second); !m.Waitlist || m.Reason != "sold_out" {
+		t.Fatalf("sold_out to the waiting = %+v, want waitlist", m)
+	}
+	late := b.Dial(t, "full", "")
+	if m := late.Next(t, 5*time.Second); m.Type != "queued" || m.Rank != 2 {
+		t.Fatalf("a newcomer after the sell-out got %+v first, want queued at rank 2", m)
+	}
+	if m := late.Next(t, 5*time.Second); m.Type != "sold_out" || !m.Waitlist {
+		t.Fatalf("then %+v, want sold_out with waitlist", m)
+	}
+	var state struct{ State string }
+	if a.GetJSON(t, "/api/screenings/full", &state); state.State != "sold_out" {
+		t.Errorf("state = %q, want sold_out", state.State)
+	}
+	// The operator refunds A1: the first on the waitlist is offered it, not the newcomer.
+	var out map[string]any
+	if st := b.Admin(t, http.MethodPost, "/orders/"+o1["code"].(string)+"/cancel", nil, &out); st != http.StatusOK {
+		t.Fatalf("refund = %d %v", st, out)
+	}
+	m, _ := w.Until(t, "offered", 10*time.Second)
+	if m.SeatCount() != 1 {
+		t.Fatalf("offer = %+v, want one seat", m)
+	}
+	if code, o := a.Reserve(t, "full", m.Pass, "A1"); code != http.StatusCreated {
+		t.Fatalf("reserve with the offer = %d %v", code, o)
+	}
+}

@@ -13,6 +13,7 @@
 -- KEYS[8] preinfo  HASH token -> "entry time hash" (register.lua)
 -- KEYS[9] wl       STRING present while the line is a waitlist (queue/waitlist.go): set by a sell-out that keeps it
 -- KEYS[10] offerable STRING seats that came back and are not offered yet (admit.lua)
+-- KEYS[11] allheld  STRING present while every seat is held or sold, some only held: a closed line is not
 -- ARGV[1] why: 'sold_out' (every seat sold: a release may reopen it) or 'closed' (by the operator: for good)
 -- ARGV[2] now, Unix ms
 -- ARGV[3] '1' when the admission log is kept: a closing that changes the line is logged
@@ -35,6 +36,7 @@ if was ~= 'closed' then
 end
 local why = redis.call('GET', KEYS[2])
 local keep = why == 'sold_out' and ARGV[4] == '1'
+redis.call('DEL', KEYS[11])
 if ARGV[3] == '1' and was ~= why then
   local logged = why
   if keep then
