@@ -5,7 +5,8 @@
 // Files: config.go (the settings, their defaults, the file and the environment), validate.go (the checks of
 // the listeners', the gate's and the webhooks' settings), booking.go (the checks of where buyers pay),
 // bots.go (the settings against bots: proof of work, codes' limits, the infinite queue), passkeys.go (the
-// pass keys read and checked, by package pass's parser).
+// pass keys read and checked, by package pass's parser), notify.go (the e-mails to buyers who left the
+// page).
 package config
 
 import (
@@ -51,6 +52,7 @@ type Config struct {
 	Pow       Pow       `koanf:"pow"`
 	Bots      Bots      `koanf:"bots"`
 	Fairness  Fairness  `koanf:"fairness"`
+	Notify    Notify    `koanf:"notify"`
 }
 
 // Fairness is the public admission log (docs/admission-log.md): every change of a line recorded, signed
@@ -297,6 +299,7 @@ func Default() Config {
 		Pow:       Pow{Iterations: 1000, Expires: 5 * time.Minute},
 		Bots:      Bots{FailureLimit: 5, Hold: 10 * time.Minute, MaxHeld: 2000},
 		Fairness:  Fairness{Enabled: true},
+		Notify:    DefaultNotify(),
 		Redis:     Redis{Prefix: "wr:"},
 		Admission: Admission{Interval: 5 * time.Second, BatchSize: 10, MaxActive: 100, ActiveTTL: 5 * time.Minute, LockTTL: 10 * time.Second},
 		Queue:     Queue{Grace: 2 * time.Minute},
@@ -386,6 +389,7 @@ func (c Config) RedisAddrs() []string {
 // Validate names the first setting that cannot work.
 func (c Config) Validate() error {
 	var errs []error
+	errs = append(errs, c.Notify.Validate()...)
 	positive := func(key string, d time.Duration) {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", key, d))

@@ -39,9 +39,11 @@ func (s *Scheduler) loop(ctx context.Context, screening string, l *loopState) {
 				opened, tickNow = s.open(ctx, screening, now, settings)
 			}
 			if tickNow {
-				if _, err := s.runTick(ctx, screening, now, settings); err != nil && ctx.Err() == nil {
+				res, err := s.runTick(ctx, screening, now, settings)
+				if err != nil && ctx.Err() == nil {
 					s.log.Error("admission: tick failed", "screening", screening, "err", err)
 				}
+				s.admitted(ctx, res)
 				s.offerNews(ctx, screening, settings)
 			}
 			timer.Reset(time.Until(nextTick(time.Now(), settings.Interval)))
@@ -49,9 +51,11 @@ func (s *Scheduler) loop(ctx context.Context, screening string, l *loopState) {
 			if !opened {
 				continue
 			}
-			if _, err := s.refill(ctx, screening, time.Now()); err != nil && ctx.Err() == nil {
+			res, err := s.refill(ctx, screening, time.Now())
+			if err != nil && ctx.Err() == nil {
 				s.log.Error("admission: refill failed", "screening", screening, "err", err)
 			}
+			s.admitted(ctx, res)
 			s.offerNews(ctx, screening, *l.settings.Load())
 		}
 	}

@@ -54,6 +54,21 @@ type Scheduler struct {
 	refresh chan struct{} // Refresh's nudge to Run
 
 	offerHook func(ctx context.Context, screening string, news []OfferNews) // SetOfferHook; nil: none
+	admitHook func(ctx context.Context, res TickResult)                     // SetAdmitHook; nil: none
+}
+
+// SetAdmitHook has the admission loops hand every admission that admitted someone (a tick, a refill, a
+// waitlist's offer round) to hook, after it was published, on the loop's goroutine: keep it short. Set
+// before Run.
+func (s *Scheduler) SetAdmitHook(hook func(ctx context.Context, res TickResult)) {
+	s.admitHook = hook
+}
+
+// admitted hands res to the admit hook when it admitted someone.
+func (s *Scheduler) admitted(ctx context.Context, res TickResult) {
+	if s.admitHook != nil && len(res.Admitted) > 0 {
+		s.admitHook(ctx, res)
+	}
 }
 
 // SetOfferHook has the admission loops of waitlisted screenings hand what happened to their offers

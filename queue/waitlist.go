@@ -169,6 +169,22 @@ func (q *Queue) Connected(ctx context.Context, screening string, tokens []string
 	return out, nil
 }
 
+// Kept reports, for each token, whether it is kept for an e-mail (Keep).
+func (q *Queue) Kept(ctx context.Context, screening string, tokens []string) ([]bool, error) {
+	if len(tokens) == 0 {
+		return nil, nil
+	}
+	members := make([]any, len(tokens))
+	for i, t := range tokens {
+		members[i] = t
+	}
+	out, err := q.rdb.SMIsMember(ctx, q.keys(screening).keep, members...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: kept in %s: %w", screening, err)
+	}
+	return out, nil
+}
+
 // Keep marks the token as one that left an e-mail address (keep) or no longer has one: a kept token is
 // never dropped as abandoned while it waits with no socket open (admit.lua), since it is told by e-mail.
 func (q *Queue) Keep(ctx context.Context, screening, token string, keep bool) error {

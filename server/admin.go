@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/waitroom/waitroom/booking"
+	"github.com/waitroom/waitroom/notify"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -198,6 +199,9 @@ type adminScreening struct {
 	screeningView
 	Admission admissionBody  `json:"admission"`
 	Line      *queue.Figures `json:"line,omitempty"`
+	// Notifications counts the screening's e-mails to buyers who left the page (nil: mail is off): the
+	// operator sees counts, never an address.
+	Notifications *notify.Counts `json:"notifications,omitempty"`
 }
 
 // adminScreenings is every screening as the operator sees it, or only the one with id only (when not "").
@@ -234,6 +238,13 @@ func (s *Server) adminScreenings(ctx context.Context, only string) ([]adminScree
 				return nil, err
 			}
 			f.Waitlist = &wf
+		}
+		if s.Notify.Enabled() {
+			n, err := s.Notify.Counts(ctx, m.ID)
+			if err != nil {
+				return nil, err
+			}
+			out[i].Notifications = &n
 		}
 		if f.Paused && out[i].State == "on_sale" {
 			out[i].State = "paused"
@@ -423,6 +434,12 @@ func (s *Server) adminReset(c echo.Context) error {
 		return err
 	}
 	s.Entry.Forget(id)
+	if s.Notify.Enabled() {
+		// The sale starts again: the addresses left for the one before are kept no longer.
+		if err := s.Notify.Forget(ctx, id); err != nil {
+			return err
+		}
+	}
 	s.refreshScheduler()
 	s.logFor(c).Info("admin: sale reset", "screening", id, "force", force, "orders_deleted", res.Orders, "live_orders_deleted", res.Live)
 	v, err := s.adminView(ctx, id)

@@ -25,7 +25,7 @@ func (s *Server) routes() {
 		// Only when the list is set: echo's CORS with an empty list would allow every origin.
 		api.Use(middleware.CORSWithConfig(middleware.CORSConfig{
 			AllowOrigins: s.AllowedOrigins,
-			AllowMethods: []string{http.MethodGet, http.MethodPost, http.MethodPatch},
+			AllowMethods: []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete},
 			AllowHeaders: []string{"Authorization", "Content-Type", "Idempotency-Key"},
 		}))
 	}
@@ -62,6 +62,7 @@ func (s *Server) routes() {
 	api.GET("/screenings/:id/challenge", s.challenge, workOf(overload.Arrival))
 	api.GET("/screenings/:id/queue/:token", s.getQueueStatus)
 	api.PUT("/screenings/:id/waitlist", s.putWaitlist, workOf(overload.Arrival))
+	registerNotify(api, s.Notify, s.NotifyLines, s.paceOrders)
 	api.GET("/screenings/:id/log/checkpoint", s.logCheckpoint, workOf(overload.Background))
 	api.GET("/screenings/:id/log/tile/*", s.logTile, workOf(overload.Background))
 	api.GET("/screenings/:id/log/records", s.logRecords, workOf(overload.Background))

@@ -179,6 +179,7 @@ func (s *Server) getScreening(c echo.Context) error {
 	if v.Waitlist, err = s.Booking.Waitlist(ctx, sum.ID); err != nil {
 		return err
 	}
+	v.Notify = s.Notify.Enabled()
 	v.GateEnter, v.GateSiteName, v.GateSiteURL = s.Gate.gateLinks(c.Request(), s.trustedHosts(), sum.ID)
 	return c.JSON(http.StatusOK, v)
 }

@@ -13,7 +13,8 @@
 // exports), orders.go (the box office's handlers: an order read, confirmed, cancelled, listed; the demo
 // checkout), jwks.go (the passes' public keys at /.well-known/jwks.json), classes.go (each route's class of
 // work), fairness.go (the admission log's public routes and its key), adminlog.go (the operator's view of a
-// screening's admission log and its export).
+// screening's admission log and its export), waitlist.go (a waiting buyer's party size), notify.go (the
+// buyers' e-mail routes).
 package server
 
 import (
@@ -40,6 +41,7 @@ import (
 	"github.com/waitroom/waitroom/fairness"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/notify"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/webhook"
 )
@@ -82,6 +84,10 @@ type Deps struct {
 	PassKeys KeySet          // the passes' public keys, served at /.well-known/jwks.json (nil: none)
 	// Fairness is the public admission log, served under /api/screenings/{id}/log/ (nil: not kept).
 	Fairness *fairness.Log
+	// Notify sends the e-mails of buyers who left the page (nil or not Enabled: mail is off); NotifyLines is
+	// what its routes ask of the line.
+	Notify      *notify.Service
+	NotifyLines NotifyLines
 	// Gate is what the API says of the gate in front of an existing site (zero: no gate).
 	Gate GateLinks
 	// Entry is the admission policy of a new place (package entry): a socket's check before it is

@@ -32,6 +32,7 @@ import (
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/ids"
 	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/notify"
 	"github.com/waitroom/waitroom/overload"
 	"github.com/waitroom/waitroom/pass"
 	"github.com/waitroom/waitroom/queue"
@@ -90,6 +91,9 @@ type App struct {
 	Instance string
 	// Fairness is the public admission log (nil: fairness.enabled is off or no fairness.key is set).
 	Fairness *fairness.Log
+	// Notify is the e-mails to buyers who left the page (not Enabled: notify.smtp_url is not set; its Run
+	// then only forgets the addresses of ended sales).
+	Notify *notify.Service
 }
 
 // New wires an instance configured by cfg over b. cfg.Pass must set keys or a secret (Main draws a key for
@@ -145,6 +149,12 @@ func New(cfg config.Config, b Backends) (*App, error) {
 	})
 	a.Booking.SetMetrics(booking.NewMetrics(a.Registry))
 	a.Scheduler.SetOfferHook(a.offerNews)
+	if a.Notify, err = notify.New(b.DB, cfg.Notify.Settings(), notify.NewMetrics(a.Registry), a.Log); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if a.Notify.Enabled() {
+		a.Scheduler.SetAdmitHook(a.notifyAdmitted)
+	}
 	a.Outbox = webhook.NewOutbox(b.DB)
 	if cfg.Webhooks.URL != "" {
 		a.Webhooks = webhook.New(a.Outbox, webhook.Settings{URL: cfg.Webhooks.URL, Secret: cfg.Webhooks.Secret},
@@ -191,6 +201,8 @@ func New(cfg config.Config, b Backends) (*App, error) {
 		Entry:       a.Entry,
 		RetryAfter:  cfg.Overload.RetryAfter,
 		Fairness:    a.Fairness,
+		Notify:      a.Notify,
+		NotifyLines: a.Queue,
 	})
 	return a, nil
 }
@@ -222,6 +234,7 @@ func (a *App) Run(ctx context.Context) error {
 	if a.Fairness != nil {
 		bg.Go(func() error { return a.Fairness.Run(ctx, a.Store) })
 	}
+	bg.Go(func() error { return a.Notify.Run(ctx) })
 	return bg.Wait()
 }
 

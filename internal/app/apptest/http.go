@@ -42,6 +42,13 @@ func (s *Server) ReserveCount(t testing.TB, screening, pass string, count int) (
 	return s.call(t, http.MethodPost, "/api/screenings/"+screening+"/reservations", pass, map[string]int{"count": count}, &out), out
 }
 
+// PostJSON posts body as JSON to path (under the server's root), decodes the answer into out when not nil,
+// and returns the status.
+func (s *Server) PostJSON(t testing.TB, path string, body, out any) int {
+	t.Helper()
+	return s.call(t, http.MethodPost, path, "", body, out)
+}
+
 // Put sends body as JSON to path (under the server's root) with PUT, decodes the answer into out when not
 // nil, and returns the status.
 func (s *Server) Put(t testing.TB, path string, body, out any) int {
