@@ -722,7 +722,10 @@ func TestTheLastConfirmationsWriteOneSoldOutAndTheFirstReleasesOneReopened(t *te
 			if n := outboxFor(t, f, "screening.sold_out", id); n != 1 {
 				t.Fatalf("round %d: screening.sold_out written %d times by the two last confirmations, want 1", round, n)
 			}
-			both(func(b *booking.Booking, code string) error { _, err := b.Cancel(ctx, code, booking.ByAdmin); return err })
+			both(func(b *booking.Booking, code string) error {
+				_, err := b.Cancel(ctx, code, booking.ByAdmin)
+				return err
+			})
 			if n := outboxFor(t, f, "screening.reopened", id); n != 1 {
 				t.Fatalf("round %d: screening.reopened written %d times by two refunds at once, want 1", round, n)
 			}

@@ -195,9 +195,9 @@ func runSchedule(t *testing.T, p plan) {
 		// its order (check_test.go holds the offers to it).
 		"WAITROOM_BOOKING_WAITLIST":  "true",
 		"WAITROOM_BOOKING_OFFER_TTL": p.activeTTL.String(),
-		"WAITROOM_ADMIN_KEY":            apptest.AdminKey,
-		"WAITROOM_WEBHOOKS_URL":         hooks.URL,
-		"WAITROOM_WEBHOOKS_SECRET":      webhookSecret,
+		"WAITROOM_ADMIN_KEY":         apptest.AdminKey,
+		"WAITROOM_WEBHOOKS_URL":      hooks.URL,
+		"WAITROOM_WEBHOOKS_SECRET":   webhookSecret,
 		// One handshake at a time, waited for 1 ms: arrivals that meet (the reconnects after a kill or a
 		// restart) are refused BUSY, 20 to 50 in a run, and must come back to their place.
 		"WAITROOM_OVERLOAD_HANDSHAKES":     "1",
