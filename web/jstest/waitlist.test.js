@@ -1,9 +1,10 @@
 // waitlist.test.js: the waiting room after a sell-out with the waitlist on, run by Node's test runner with no
 // browser, on the real room modules over the fakes of fakes.js: "sold_out" with "waitlist": true keeps the
 // socket and shows the waitlist; "position" is then the place on it; staying sends nothing and leaving sends
-// {"type":"leave"}; the party size (PUT .../waitlist) and the e-mail notice (PUT and DELETE .../notify);
-// "offered", a turn limited to its seats with a countdown to its expires_at, and its end; a reconnect on the
-// waitlist, and "reopened"; and the link of the e-mail (?claim=: POST /api/notify/claim), taken or refused.
+// {"type":"leave"}; the party size (PUT .../waitlist), on the waitlist and while every seat is held; the
+// e-mail notice (PUT and DELETE .../notify); "offered", a turn limited to its seats with a countdown to its
+// expires_at, and its end; a reconnect on the waitlist, and "reopened"; and the link of the e-mail (?claim=:
+// POST /api/notify/claim), taken or refused.
 //
 // As in protocol.test.js, the modules keep their state for the whole file, as a page does: the tests run in
 // order. Node runs each test file in a process of its own, so this page starts fresh.
@@ -124,13 +125,11 @@ test('stay: nothing is sent, the answer is kept, and the way out stays', () => {
   assert.equal(document.activeElement, el.partySize, 'focus moves on to the party size');
 });
 
-test('party size: a choice of 1 to max_seats, sent as PUT /api/screenings/demo/waitlist {token, party}', async () => {
+test('party size: a choice of 1 to max_seats starting on the server\'s 1, sent as PUT /api/screenings/demo/waitlist {token, party}', async () => {
   const path = '/api/screenings/demo/waitlist';
-  assert.deepEqual(el.partySize.options.map((o) => o.value), ['', '1', '2', '3', '4'], 'no size claimed before the buyer gives one');
-  el.partySize.value = '';
-  await saveParty();
-  assert.equal(lastRequest(path), undefined, 'nothing chosen, nothing sent');
-  assert.equal(el.partyStatus.textContent, t('party.choose'));
+  assert.equal(el.party.hidden, false);
+  assert.deepEqual(el.partySize.options.map((o) => o.value), ['1', '2', '3', '4']);
+  assert.equal(el.partySize.value, '1', 'a party is 1 until the buyer asks for more');
 
   el.partySize.value = '3';
   answers.set(`PUT ${path}`, { status: 200, body: { party: 3 } });
@@ -139,7 +138,6 @@ test('party size: a choice of 1 to max_seats, sent as PUT /api/screenings/demo/w
   assert.equal(stored().party, 3);
   assert.equal(el.partyStatus.textContent, 'Saved: you wait for 3 seats.');
   assert.equal(el.partyStatus.dataset.state, 'ok');
-  assert.deepEqual(el.partySize.options.map((o) => o.value), ['1', '2', '3', '4']);
   assert.equal(el.partySize.value, '3');
 
   for (const [status, code, key] of [[409, 'WAITLIST_OFF', 'party.WAITLIST_OFF'], [404, 'NOT_IN_LINE', 'party.NOT_IN_LINE'], [400, 'INVALID_PARTY', 'party.INVALID_PARTY']]) {
@@ -286,13 +284,43 @@ test('a reconnect on the waitlist: queued, then sold_out, shows the waitlist thr
   assert.equal(el.rank.dataset.rank, '2');
 });
 
-test('reopened while on the waitlist: the place goes on in the line', () => {
-  const ws = onWaitlist(tokenB, 1, 2);
+test('reopened on the waitlist: seats came back and are offered in its order, so the place stays on it', () => {
+  const ws = onWaitlist(tokenB, 2, 2);
+  ws.receive({ type: 'reopened' });
+  assert.equal(st.phase, 'waitlist');
+  assert.deepEqual(views(), ['waitlist']);
+  assert.equal(el.waitlistNote.textContent, t('waitlist.seatsBack'));
+  assert.equal(announced(), t('waitlist.seatsBack'));
+  assert.equal(stored().waitlist, true);
+  assert.equal(ws.closedWith, null);
+  ws.receive({ type: 'sold_out', reason: 'sold_out', waitlist: true });
+  assert.equal(el.waitlistNote.textContent, '', 'sold out again: the seats went');
+});
+
+test('every seat held on a screening that keeps a waitlist: the line is one already, and asks the party size', () => {
+  rejoin(true);
+  const ws = opened();
+  ws.receive({ type: 'queued', token: tokenB, rank: 2, total: 2, inserted: true });
+  assert.equal(el.party.hidden, true, 'no party size in a line that moves');
+  ws.receive({ type: 'all_held' });
+  assert.equal(st.phase, 'waiting');
+  assert.equal(el.party.hidden, false);
+  assert.equal(el.allHeldText.textContent, t('allHeldWaitlist'));
+  assert.equal(stored().waitlistLine, true);
   ws.receive({ type: 'reopened' });
   assert.equal(st.phase, 'waiting');
-  assert.deepEqual(views(), ['waiting']);
-  assert.equal(stored().waitlist, undefined);
-  assert.equal(ws.closedWith, null);
+  assert.equal(el.party.hidden, false, 'seats back: the line stays a waitlist, offering by party');
+
+  // A screening without a waitlist: every seat held is only a wait, and the seats back go by the pace.
+  st.info.waitlist = false;
+  rejoin(true);
+  const again = opened();
+  again.receive({ type: 'queued', token: tokenB, rank: 2, total: 2, inserted: true });
+  again.receive({ type: 'all_held' });
+  assert.equal(el.party.hidden, true);
+  assert.equal(el.allHeldText.textContent, t('allHeldNotice'));
+  assert.equal(stored().waitlistLine, undefined);
+  st.info.waitlist = true;
 });
 
 test('sold_out without waitlist on the waitlist (the operator closed the sale): the page ends as before', () => {

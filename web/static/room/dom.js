@@ -96,6 +96,8 @@ export const el = {
   waitlistStay: $('#waitlist-stay'),
   waitlistLeave: $('#waitlist-leave'),
   waitlistStayed: $('[data-testid="waitlist-stayed"]'),
+  waitlistNote: $('[data-testid="waitlist-note"]'),
+  party: $('#party'),
   partyForm: $('#party-form'),
   partySize: $('#party-size'),
   partySubmit: $('#party-submit'),

@@ -49,6 +49,7 @@ export function finish(kind) {
   delete store.expiresAtMs;
   delete store.offerSeats;
   delete store.waitlist;
+  delete store.waitlistLine;
   delete store.stayed;
   if (!keepsToken(kind)) {
     delete store.token;
@@ -109,6 +110,7 @@ export function rejoin(fresh) {
   delete store.expiresAtMs;
   delete store.offerSeats;
   delete store.waitlist;
+  delete store.waitlistLine;
   delete store.stayed;
   delete store.ended;
   save();
@@ -116,6 +118,7 @@ export function rejoin(fresh) {
   st.message = null;
   st.partyMessage = null;
   st.notifyMessage = null;
+  st.waitlistNote = '';
   st.paused = false;
   st.allHeld = false;
   st.allHeldHeard = false;

@@ -11,8 +11,9 @@
 //
 // With the waitlist on, "sold_out" comes with "waitlist": true and the socket stays open: the page shows the
 // waitlist (waitlist.js), "position" gives the place on it, and seats that come back are offered in its
-// order: "offered" is a turn like "admitted" (its pass reserves the same way), limited to its "seats" and
-// ending at its expires_at, after which the seats go to the next on the waitlist.
+// order ("reopened" says they came back; the page stays on the waitlist): "offered" is a turn like
+// "admitted" (its pass reserves the same way), limited to its "seats" and ending at its expires_at, after
+// which the seats go to the next on the waitlist.
 
 import { t, num, ordinal } from '../i18n.js';
 import { announce, announceRank } from './announce.js';
@@ -105,6 +106,7 @@ function onPrequeue(m) {
     st.selected.clear();
   }
   delete store.waitlist;
+  delete store.waitlistLine; // a line that has not opened has sold nothing
   delete store.startRank; // the place is drawn at the opening; the first rank after it is the start
   delete store.ended;
   save();
@@ -137,9 +139,18 @@ function onPaused(paused) {
 function onAllHeld(held) {
   st.allHeldHeard = true;
   if (!held && st.phase === 'waitlist') {
-    // The sale is on again: the place goes on in the line, no longer sold out.
-    leaveWaitlist();
-    announce(t('announce.reopened'));
+    // Seats came back to a sale that keeps its waitlist: they are offered in its order ("offered" follows
+    // for the first), so the place stays on it.
+    st.waitlistNote = 'waitlist.seatsBack';
+    st.allHeld = false;
+    render();
+    announce(t('waitlist.seatsBack'));
+    return;
+  }
+  if (held && st.info && st.info.waitlist === true && !store.waitlistLine) {
+    // From the first all_held the line is the screening's waitlist, and stays one (docs/protocol.md 5.4).
+    store.waitlistLine = true;
+    save();
   }
   if (st.allHeld === held) return;
   st.allHeld = held;
@@ -163,9 +174,11 @@ function onWaitlist() {
     st.busy = false;
   }
   store.waitlist = true;
+  store.waitlistLine = true;
   delete store.ended;
   save();
   st.note = '';
+  st.waitlistNote = ''; // sold out again, if seats had come back
   st.etaSeconds = null;
   st.allHeld = false;
   const was = st.phase;
@@ -176,20 +189,16 @@ function onWaitlist() {
   }
 }
 
-// leaveWaitlist shows the place in the line again: the sale is no longer sold out.
-function leaveWaitlist() {
-  clearTimeout(waitlistCheck);
+// waitlistLapsed: a connect of a place that was on the waitlist heard no sold_out: the sale is not sold out
+// now (seats came back and are being offered, or the operator reset it), and the page shows the line.
+function waitlistLapsed() {
   waitlistCheck = 0;
+  if (st.phase !== 'waitlist' || isStopped()) return;
   delete store.waitlist;
   delete store.stayed;
   save();
+  st.waitlistNote = '';
   setPhase('waiting');
-}
-
-// waitlistLapsed: a connect of a place that was on the waitlist heard no sold_out: the sale reopened.
-function waitlistLapsed() {
-  waitlistCheck = 0;
-  if (st.phase === 'waitlist' && !isStopped()) leaveWaitlist();
 }
 
 function onPosition(m) {
@@ -266,6 +275,7 @@ function onOffered(m) {
   waitlistCheck = 0;
   save();
   st.note = '';
+  st.waitlistNote = '';
   st.allHeld = false;
   // A choice made before the offer keeps only what the offer allows.
   for (const id of [...st.selected].slice(maxSeats())) st.selected.delete(id);

@@ -1,7 +1,7 @@
 // render.js: draws the page from st and store: the view of the phase, the connection line, the place in
 // line, the countdowns, the choice of seats (an offer's, with its limit), the question before leaving, the
-// booking and the final states; waitlist.js draws the waitlist's view and notify.js the e-mail notice, when
-// called from here. It changes no state.
+// booking and the final states; waitlist.js draws the waitlist's view and the party size, and notify.js the
+// e-mail notice, when called from here. It changes no state.
 
 import { t, num, ordinal, dateTime, clockTime, countdown, locale } from '../i18n.js';
 import { el } from './dom.js';
@@ -9,7 +9,7 @@ import { seatOrder, sortedSeats } from '../lib/seats.js';
 import { renderNotify } from './notify.js';
 import { finalKey, renderSite, siteName } from './site.js';
 import { maxSeats, offerSeats, retry, serverNow, st, store } from './state.js';
-import { renderWaitlist } from './waitlist.js';
+import { renderParty, renderWaitlist } from './waitlist.js';
 
 // lowTimeMs is when the countdown of the pass turns to a warning.
 export const lowTimeMs = 60000;
@@ -56,6 +56,7 @@ export function render() {
   if (p === 'prequeue') renderPrequeue();
   if (p === 'waiting') renderWaiting();
   if (p === 'waitlist') renderWaitlist();
+  renderParty();
   renderNotify();
   if (p === 'admitted') renderAdmitted();
   renderToSite();
@@ -115,7 +116,9 @@ function renderWaiting() {
   el.etaNone.textContent = why === '' ? '' : t('eta.' + why);
   el.etaNone.hidden = why === '';
   el.allHeld.hidden = !st.allHeld;
-  el.allHeldText.textContent = st.allHeld ? t('allHeldNotice') : '';
+  // A screening that keeps a waitlist offers what comes back in the line's order (docs/protocol.md 5.4).
+  const held = st.info && st.info.waitlist === true ? 'allHeldWaitlist' : 'allHeldNotice';
+  el.allHeldText.textContent = st.allHeld ? t(held) : '';
 }
 
 // etaText is the wait estimate in words: under a minute, whole minutes, or hours and minutes.

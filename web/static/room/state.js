@@ -27,9 +27,11 @@ function screeningFromPath() {
   }
 }
 
-// store: {token, startRank, pass, expiresAtMs, offerSeats, waitlist, stayed, party, notify, reservation,
-// ended}. offerSeats is set while the pass is an offer of seats that came back ("offered": at most that many);
-// waitlist while the place is on the waitlist of a sold-out sale, stayed once the buyer chose to stay there,
+// store: {token, startRank, pass, expiresAtMs, offerSeats, waitlist, waitlistLine, stayed, party, notify,
+// reservation, ended}. offerSeats is set while the pass is an offer of seats that came back ("offered": at
+// most that many); waitlist while the place is on the waitlist of a sold-out sale, waitlistLine once its
+// line became a waitlist (every seat held or sold, on a screening that keeps one: it stays one, admitting
+// by offers, docs/protocol.md 5.4), stayed once the buyer chose to stay there,
 // party the number of seats the buyer said it waits for, notify the e-mail notice the server took ({email,
 // lang}, the address masked as the server answered it). The reservation is the order the server answered:
 // {id, code, status: 'confirmed' | 'held' | 'expired' | 'cancelled', seats, createdAt, holdExpiresAtMs,
@@ -87,6 +89,7 @@ export const st = {
   codeError: '', // a string key: why the access code was refused, in the entry view (entry.js)
   powState: '', // the proof of work in the entry view: solving | solved | failed, or '' when none
   powNote: '', // a string key said while solving again (the server refused the last solution)
+  waitlistNote: '', // a string key said on the waitlist (seats came back)
   partyBusy: false, // the waitlist's party size on its way to the server
   partyMessage: null, // {kind, key, vars}: how the party size fared
   notifyBusy: false, // the e-mail notice on its way to the server
