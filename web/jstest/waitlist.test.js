@@ -21,7 +21,7 @@ import { subscribe, unsubscribe } from '../static/room/notify.js';
 import { askLeave, checkTurnEnd, closeLeave, keepsToken, rejoin } from '../static/room/phases.js';
 import { handle } from '../static/room/protocol.js';
 import { render } from '../static/room/render.js';
-import { connect, isStopped, onMessage } from '../static/room/socket.js';
+import { connect, isStopped, onMessage, pageHidden, pageShown } from '../static/room/socket.js';
 import { save, setStore, st, store, storeKey } from '../static/room/state.js';
 import { saveParty, stay } from '../static/room/waitlist.js';
 
@@ -352,6 +352,22 @@ test('leave the waitlist: asked first, then {"type":"leave"}', () => {
   assert.equal(el.finalTitle.textContent, t('final.waitlist_left.h'));
 });
 
+test('a page put in the back-forward cache lets its socket go, so the server may mail the turn; shown again, it connects', () => {
+  rejoin(true);
+  const ws = opened();
+  ws.receive({ type: 'queued', token: tokenB, rank: 3, total: 3, inserted: true });
+  const made = FakeWebSocket.made.length;
+  pageHidden({ persisted: false });
+  assert.equal(ws.closedWith, null, 'a page unloaded for good closes its socket by itself');
+  pageHidden({ persisted: true });
+  assert.equal(ws.closedWith, 1000);
+  tick(60000);
+  assert.equal(FakeWebSocket.made.length, made, 'no reconnect while the page is away');
+  pageShown({ persisted: true });
+  assert.equal(FakeWebSocket.made.length, made + 1);
+  assert.deepEqual(opened().sent, [{ type: 'hello', token: tokenB }]);
+});
+
 test('the e-mail notice while waiting in the line, too', () => {
   rejoin(true);
   const ws = opened();
@@ -408,6 +424,17 @@ test('a refused link (410 LINK_USED): said in words, the claim out of the addres
 });
 
 test('the other refusals of a link: 410 LINK_EXPIRED, 404 LINK_UNKNOWN; a server that does not answer keeps the claim to try again', async () => {
+  // A second click on the e-mail's link, in the browser that keeps the place: the way back to it.
+  setStore({ token: tokenC });
+  save();
+  location.search = '?claim=again';
+  answers.set('POST /api/notify/claim', { status: 410, body: { error: { code: 'LINK_USED', message: 'used' } } });
+  assert.equal(await claimPlace('again'), false);
+  assert.equal(el.rejoin.textContent, 'Back to my place');
+  assert.equal(stored().token, tokenC, 'a refused link drops no place');
+  rejoin(!keepsToken(st.finalKind));
+  assert.deepEqual(opened().sent, [{ type: 'hello', token: tokenC }]);
+
   for (const [status, code, kind] of [[410, 'LINK_EXPIRED', 'link_expired'], [404, 'LINK_UNKNOWN', 'link_unknown']]) {
     location.search = '?claim=x';
     answers.set('POST /api/notify/claim', { status, body: { error: { code, message: 'no' } } });

@@ -258,6 +258,7 @@ export const en = {
   'final.link_error.h': 'The link could not be checked',
   'final.link_error.p': 'The server did not answer. Reload the page to try the link again, or join the line.',
   rejoinNew: 'Join the line',
+  rejoinOwn: 'Back to my place',
   // The control room (/admin).
   'admin.title': 'Control room',
   'admin.keyHeading': 'Sign in',

@@ -248,6 +248,7 @@ export const ko = {
   'final.link_error.h': '링크를 확인하지 못했습니다',
   'final.link_error.p': '서버가 응답하지 않습니다. 페이지를 새로고침해 링크를 다시 시도하거나 대기열에 들어가세요.',
   rejoinNew: '대기열 들어가기',
+  rejoinOwn: '내 순번으로 돌아가기',
   'admin.title': '관제실',
   'admin.keyHeading': '로그인',
   'admin.keyLabel': '관리자 키',

@@ -32,7 +32,7 @@ import { askLeave, checkTurnEnd, closeLeave, finish, keepsToken, rejoin, setPhas
 import { handle } from './protocol.js';
 import { lowTimeMs, render, renderConn, renderCountdown, renderHoldTimer, renderTimer } from './render.js';
 import { onSeatKey, updateSeatButtons, updateSeatmapScroll, watchSeatmapScroll } from './seatmap.js';
-import { addToHello, connect, isStopped, offline, onMessage, online, pageShown, reconnectNow, restart } from './socket.js';
+import { addToHello, connect, isStopped, offline, onMessage, online, pageHidden, pageShown, reconnectNow, restart } from './socket.js';
 import { siteWide } from './site.js';
 import { readStore, screening, serverNow, setStore, st, store, storeKey } from './state.js';
 import { saveParty, stay } from './waitlist.js';
@@ -99,6 +99,7 @@ el.siteContinue.addEventListener('click', enterSite);
 window.addEventListener('online', online);
 window.addEventListener('offline', offline);
 window.addEventListener('pageshow', pageShown);
+window.addEventListener('pagehide', pageHidden);
 // Back from the checkout in another tab: the order may be paid for by now.
 document.addEventListener('visibilitychange', () => {
   if (!document.hidden && heldOrder()) refreshOrder();

@@ -275,6 +275,7 @@ function renderFinal() {
   el.finalText.textContent = t(finalKey(k, 'p'));
   const link = k.startsWith('link_');
   el.rejoin.hidden = !(['expired', 'offer_expired', 'left', 'waitlist_left', 'spent'].includes(k) || link);
-  // After a refused link nothing was joined yet: the button joins the line (connects) only when pressed.
-  el.rejoin.textContent = t(link ? 'rejoinNew' : 'rejoin');
+  // After a refused link nothing was joined yet: the button connects only when pressed, with the place this
+  // browser keeps (a second click on the e-mail's link), else as a new one.
+  el.rejoin.textContent = t(!link ? 'rejoin' : store.token ? 'rejoinOwn' : 'rejoinNew');
 }

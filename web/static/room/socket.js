@@ -1,7 +1,8 @@
 // socket.js: the one WebSocket to /ws/screenings/{id}?auth=message (docs/protocol.md): it connects, says
 // hello with the stored token (in the first message, never in the URL, where proxies log it), reconnects
 // with backoff after a loss (close code 1012, server restarting: soon; 1013, try later: after a longer
-// wait), follows the network going and coming back, and hands each message to the handler main.js gives it.
+// wait), follows the network and the page (into the back-forward cache and out) going and coming back, and
+// hands each message to the handler main.js gives it.
 // A connect for a new place adds what the entry asks for to the hello (code, altcha: entry.js), which keeps
 // them out of the URL too.
 // After a final state (stop) it reconnects no more until the user joins again (restart).
@@ -220,4 +221,13 @@ export function offline() {
 // pageShown: a page restored from the back-forward cache has lost its socket.
 export function pageShown(e) {
   if (e.persisted && !stopped && !ws) connect();
+}
+
+// pageHidden: a page put in the back-forward cache lets its socket go, which the browser may keep open: to
+// the server the buyer has then left the page (the place stays for the grace, or until its turn is mailed
+// when it left an address), and a turn is not handed to a page nobody sees. pageShown connects again.
+export function pageHidden(e) {
+  if (!e.persisted) return;
+  retry.cancel();
+  dropSocket();
 }
