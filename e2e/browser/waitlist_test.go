@@ -1,8 +1,9 @@
 // The waitlist after a sell-out in Chromium: a buyer in line sees the sale sell out and stays on the
 // waitlist, with the socket open; seats come back (an order cancelled), the page offers them with a
 // countdown, and the buyer books them to a ticket; the control room shows the waitlist's figures and turns
-// it off. And without e-mail on the server, the page offers no e-mail notice, and a link from an e-mail it
-// does not know is refused in words.
+// it off. Without e-mail on the server, the page offers no e-mail notice, and a link from an e-mail it does
+// not know is refused in words; with e-mail (Mailpit), a buyer who left an address and closed the page is
+// mailed the offer, and the e-mail's link opens the room on it.
 
 package browser
 
@@ -10,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -105,6 +107,28 @@ func textOf(t *testing.T, tab context.Context, sel string) string {
 // adminFigure polls until the control room shows the figure testid with the value want.
 func adminFigure(testid, want string) chromedp.Action[chromedp.Void] {
 	return until(fmt.Sprintf(`(document.querySelector('[data-testid=%q]') || {dataset: {}}).dataset.value === %q`, testid, want), stepTimeout)
+}
+
+// waitSockets waits until the server's instances hold n open sockets of the screening.
+func waitSockets(t *testing.T, srv *apptest.Server, screening string, n int) {
+	t.Helper()
+	var got int
+	for deadline := time.Now().Add(stepTimeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var instances []struct {
+			Sockets map[string]int `json:"sockets"`
+		}
+		if status := srv.Admin(t, http.MethodGet, "/instances", nil, &instances); status != http.StatusOK {
+			t.Fatalf("GET /api/admin/instances: %d, want 200", status)
+		}
+		got = 0
+		for _, in := range instances {
+			got += in.Sockets[screening]
+		}
+		if got == n {
+			return
+		}
+	}
+	t.Fatalf("open sockets of %s: %d after %v, want %d", screening, got, stepTimeout, n)
 }
 
 // countdownText is what the room's countdowns show: mm:ss, or h:mm:ss from an hour up.
@@ -330,5 +354,99 @@ func TestWaitlistBrowserHidesTheEmailFieldWithoutMail(t *testing.T) {
 		if !isHidden(t, tab, `[data-testid="notify"]`) {
 			t.Error("the e-mail notice is shown on the waitlist on a server that sends no e-mail")
 		}
+	})
+}
+
+// TestWaitlistBrowserMailsTheOfferAndItsLinkBringsThePlaceBack: on a server that sends e-mail (Mailpit), the
+// page offers the e-mail field in the line and on the waitlist; a buyer leaves an address and closes the
+// page; a seat comes back and the offer is mailed; the e-mail's link opens the room on the offer, the claim
+// out of the address bar and the token never in a URL. Clicked again, the link is refused in words, and
+// the button there leads back to the place this browser keeps.
+func TestWaitlistBrowserMailsTheOfferAndItsLinkBringsThePlaceBack(t *testing.T) {
+	path := chromium(t)
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		mp := testenv.StartMailpit(t, testenv.MailpitOptions{})
+		const publicURL = "https://tickets.example.com"
+		settings := waitlistSettings()
+		settings["WAITROOM_NOTIFY_SMTP_URL"] = mp.URL("smtp+insecure")
+		settings["WAITROOM_NOTIFY_FROM"] = "Box office <tickets@example.com>"
+		settings["WAITROOM_NOTIFY_PUBLIC_URL"] = publicURL
+		srv := apptest.Start(t, env, settings)
+		const id = "wlmail"
+		smallHouse(t, srv, id, 1)
+		// The link clicked twice is a 410 on purpose.
+		tab := newTab(t, path, networkStatus(http.StatusGone))
+
+		// In line, with the e-mail field; an address left.
+		pass, _ := admittedPass(t, srv, id)
+		step(t, tab, "join the line",
+			chromedp.Navigate(srv.URL+"/s/"+id),
+			until(`document.querySelector('[data-testid="rank"]').dataset.rank === '1'`, stepTimeout),
+			shown(`[data-testid="notify-form"]`),
+		)
+		if name := accessibleName(t, tab, `[data-testid="notify-email"]`); name != "Notify me by e-mail when it is my turn" {
+			t.Errorf("the e-mail field is named %q, want \"Notify me by e-mail when it is my turn\"", name)
+		}
+		checkA11y(t, tab, "the e-mail field in the line")
+		step(t, tab, "leave an address",
+			fill(`[data-testid="notify-email"]`, "ann@example.com"),
+			chromedp.Click(chromedp.CSS(`[data-testid="notify-submit"]`)),
+			shown(`[data-testid="notify-set"]`),
+		)
+		if said := textOf(t, tab, `[data-testid="notify-address"]`); !strings.HasPrefix(said, "We will e-mail a") || !strings.Contains(said, "***@example.com") {
+			t.Errorf("after leaving an address the page says %q, want the masked address", said)
+		}
+
+		// Sold out: on the waitlist, the address still there.
+		pay(t, srv, id, holdAll(t, srv, id, pass, "A1"))
+		step(t, tab, "the waitlist", shown(`[data-testid="waitlist"]`), shown(`[data-testid="notify-set"]`))
+		token := value(t, tab, "the token kept", chromedp.Evaluate[string](fmt.Sprintf(`JSON.parse(localStorage.getItem('waitroom:room:%s') || '{}').token || ''`, id)))
+		checkA11y(t, tab, "the waitlist with an address left")
+
+		// The buyer closes the page; the seat comes back, and the offer goes by e-mail.
+		// (The browser keeps the page in its back-forward cache: the page lets its socket go on pagehide.)
+		step(t, tab, "close the page", chromedp.Navigate("about:blank"))
+		waitSockets(t, srv, id, 1) // the buyer ahead's, still open
+		var sold struct {
+			Orders []order `json:"orders"`
+		}
+		if status := srv.Admin(t, http.MethodGet, "/screenings/"+id+"/orders?status=confirmed", nil, &sold); status != http.StatusOK || len(sold.Orders) != 1 {
+			t.Fatalf("confirmed orders of %s: %d %+v, want one", id, status, sold.Orders)
+		}
+		if status := srv.Admin(t, http.MethodPost, "/orders/"+sold.Orders[0].Code+"/cancel", nil, nil); status != http.StatusOK {
+			t.Fatalf("cancel order %s: %d, want 200", sold.Orders[0].Code, status)
+		}
+		mails := mp.WaitMails(t, 1, stepTimeout)
+		if len(mails) != 1 || len(mails[0].To) != 1 || mails[0].To[0].Address != "ann@example.com" || strings.Contains(mails[0].Text, token) {
+			t.Fatalf("e-mails = %+v, want one to ann@example.com, without the token", mails)
+		}
+		link := regexp.MustCompile(regexp.QuoteMeta(publicURL) + `/s/` + id + `\?claim=[A-Za-z0-9_-]+`).FindString(mails[0].Text)
+		if link == "" {
+			t.Fatalf("no link back to the room in the e-mail:\n%s", mails[0].Text)
+		}
+		u, err := url.Parse(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local := srv.URL + u.RequestURI() // the server's public address stands for this test's
+
+		// The link: the room on the offer, the claim gone from the address.
+		step(t, tab, "open the e-mail's link", chromedp.Navigate(local), shown(`[data-testid="admitted"][data-offer="true"]`))
+		type opened struct{ Search, Token, Heading string }
+		got := value(t, tab, "the room opened by the link", chromedp.Evaluate[opened](fmt.Sprintf(`({Search: location.search,
+			Token: JSON.parse(localStorage.getItem('waitroom:room:%s') || '{}').token || '',
+			Heading: document.querySelector('#admitted-heading').textContent})`, id)))
+		if got.Search != "" || got.Token != token || got.Heading != "Seats came back: you may book 1 seat" {
+			t.Errorf("the room opened by the e-mail's link = %+v, want no claim in the address, the place's token %s kept, the offer of 1 seat", got, token)
+		}
+		checkA11y(t, tab, "the offer opened by the e-mail's link")
+
+		// Clicked again: refused in words; the button goes back to the place kept here.
+		step(t, tab, "the link again", chromedp.Navigate(local), shown(`[data-testid="final"][data-kind="link_used"]`))
+		if text, button := textOf(t, tab, "#final-text"), textOf(t, tab, "#rejoin"); !strings.HasPrefix(text, "This link was already used.") || button != "Back to my place" {
+			t.Errorf("the link clicked again: %q, button %q; want it said used, and the way back to the place", text, button)
+		}
+		checkA11y(t, tab, "the link clicked again")
+		step(t, tab, "back to the place", chromedp.Click(chromedp.ID("rejoin")), shown(`[data-testid="admitted"][data-offer="true"]`))
 	})
 }
