@@ -70,7 +70,7 @@ type Admissions interface {
 	// AllHeld tells the line every seat is held or sold (from then on a waitlist, when waitlist); Reopen
 	// that seats came back.
 	AllHeld(ctx context.Context, screening string, waitlist bool) error
-	Reopen(ctx context.Context, screening string, mayReopen bool, seats int) (int64, error)
+	Reopen(ctx context.Context, screening string, mayReopen bool, seats, available int) (int64, error)
 	// PublishSeats tells every instance's admitted sockets that seats changed state.
 	PublishSeats(ctx context.Context, screening string, seats []queue.SeatChange) error
 	// Reset empties the screening's line and its keys in Redis, running between once the line is closed.

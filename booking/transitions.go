@@ -204,8 +204,15 @@ func (b *Booking) lineAfter(ctx context.Context, screening string, t transition,
 		if err != nil {
 			return err
 		}
-		// Its screening.reopened webhook, if it reopened the sale, was written with the move (lineEvent).
-		_, err = b.admissions.Reopen(ctx, screening, !closed, seats)
+		// Its screening.reopened webhook, if it reopened the sale, was written with the move (lineEvent). The
+		// seats available now bound what a waitlist offers (-1 when they cannot be counted).
+		available := -1
+		if cat, err := b.catalog(ctx, screening); err == nil {
+			if left, err := b.store.seatsTaken(ctx, screening, len(cat.seats)); err == nil {
+				available = left.available
+			}
+		}
+		_, err = b.admissions.Reopen(ctx, screening, !closed, seats, available)
 		return err
 	}
 	cat, err := b.catalog(ctx, screening)

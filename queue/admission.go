@@ -103,7 +103,7 @@ func (q *Queue) admit(ctx context.Context, screening string, now time.Time, s Se
 	k := q.keys(screening)
 	res, err := admitScript.Run(ctx, q.rdb,
 		[]string{k.waiting, k.active, k.spent, k.closed, k.changed, k.freed, k.head, k.left, k.leftNew, k.epoch, k.seq, k.opened, k.paused, k.gone, k.stats, k.hold, k.admitAt, k.allHeld,
-			k.log, k.pace, k.wl, k.offerable, k.offers, k.party, k.wlHeld, k.wlNews, k.keep},
+			k.log, k.pace, k.wl, k.offerable, k.offers, k.party, k.wlHeld, k.wlNews, k.keep, k.avail},
 		now.UnixMilli(), s.BatchSize, s.MaxActive, expiryOf(now, s.ActiveTTL).UnixMilli(), mode, s.goneCutoff(now),
 		q.logFlag(), s.Interval.Milliseconds(), expiryOf(now, s.offerTTL()).UnixMilli(), offerScan).Slice()
 	if err != nil {

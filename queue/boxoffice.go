@@ -39,7 +39,7 @@ const reopenedMark = 5 * refreshEvery
 // them go back to the next offer round.
 func (q *Queue) KeepOrderSlot(ctx context.Context, c pass.Claims, until time.Time, seats int) error {
 	k := q.keys(c.Screening)
-	err := keepSlotScript.Run(ctx, q.rdb, []string{k.active, k.spent, k.offers, k.offerable, k.wlNews, k.stats},
+	err := keepSlotScript.Run(ctx, q.rdb, []string{k.active, k.spent, k.offers, k.offerable, k.wlNews, k.stats, k.avail},
 		c.Token, c.ExpiresAt.UnixMilli(), c.ID, until.UnixMilli(), seats).Err()
 	if err != nil {
 		return fmt.Errorf("queue: hold %s: %w", c.Screening, err)
@@ -80,6 +80,8 @@ func (q *Queue) AllHeld(ctx context.Context, screening string, waitlist bool) er
 	pipe.Set(ctx, k.allHeld, "1", 0)
 	if waitlist {
 		pipe.Set(ctx, k.wl, "1", 0)
+		pipe.Set(ctx, k.offerable, "0", 0) // no seat is available: none is left to offer
+		pipe.Set(ctx, k.avail, "0", 0)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("queue: all held %s: %w", screening, err)
@@ -93,15 +95,16 @@ func (q *Queue) AllHeld(ctx context.Context, screening string, waitlist bool) er
 // instance is told (EventReopened, numbered: they read the line anew) when the line changed; the reopening's
 // epoch is returned then (0 when the line was open), which names it (a webhook's id).
 //
-// seats is how many seats came back: a waitlist offers them (admit.lua).
-func (q *Queue) Reopen(ctx context.Context, screening string, mayReopen bool, seats int) (int64, error) {
+// seats is how many seats came back: a waitlist offers them (admit.lua), never more than available (the
+// seats available now, as the database counts them; -1: not known) less those its offers out promise.
+func (q *Queue) Reopen(ctx context.Context, screening string, mayReopen bool, seats, available int) (int64, error) {
 	k := q.keys(screening)
 	flag := "0"
 	if mayReopen {
 		flag = "1"
 	}
-	res, err := reopenScript.Run(ctx, q.rdb, []string{k.closed, k.allHeld, k.epoch, k.released, k.reopened, k.log, k.wl, k.offerable}, flag,
-		reopenedMark.Milliseconds(), q.now().UnixMilli(), q.logFlag(), seats).Int64Slice()
+	res, err := reopenScript.Run(ctx, q.rdb, []string{k.closed, k.allHeld, k.epoch, k.released, k.reopened, k.log, k.wl, k.offerable, k.offers, k.avail}, flag,
+		reopenedMark.Milliseconds(), q.now().UnixMilli(), q.logFlag(), seats, available).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("queue: reopen %s: %w", screening, err)
 	}

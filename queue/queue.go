@@ -105,7 +105,7 @@ type keys struct {
 	pre, opened, paused, gone, conns, stats, hold, restored, admitAt, numbering string
 	allHeld, released, reopened, resumed                                        string
 	log, pren, preinfo, placed, seed, pace, beacon                              string // the admission log's (log.go)
-	wl, offerable, offers, party, wlHeld, wlNews, keep                          string // the waitlist's (waitlist.go)
+	wl, offerable, offers, party, wlHeld, wlNews, keep, avail                   string // the waitlist's (waitlist.go)
 }
 
 // Queue is the waiting line of every screening, in one Redis.
@@ -152,7 +152,7 @@ func (q *Queue) keys(screening string) keys {
 		admitAt: k("admitat"), allHeld: k("allheld"), released: ReleasedKey(q.prefix, screening), reopened: k("reopened"), resumed: k("resumed"),
 		log: k("log"), pren: k("pren"), preinfo: k("preinfo"), placed: k("placed"), seed: k("seed"), pace: k("pace"),
 		beacon: k("beacon"),
-		wl:     k("wl"), offerable: k("offerable"), offers: k("offers"), party: k("party"), wlHeld: k("wlheld"), wlNews: k("wlnews"), keep: k("keep"),
+		wl:     k("wl"), offerable: k("offerable"), offers: k("offers"), party: k("party"), wlHeld: k("wlheld"), wlNews: k("wlnews"), keep: k("keep"), avail: k("avail"),
 	}
 }
 

@@ -142,7 +142,7 @@ func (q *Queue) close(ctx context.Context, screening, reason string, waitlist bo
 	if waitlist {
 		keep = "1"
 	}
-	res, err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns, k.epoch, k.log, k.preinfo, k.wl, k.offerable, k.allHeld},
+	res, err := closeScript.Run(ctx, q.rdb, []string{k.waiting, k.closed, k.pre, k.gone, k.conns, k.epoch, k.log, k.preinfo, k.wl, k.offerable, k.allHeld, k.avail},
 		reason, q.now().UnixMilli(), q.logFlag(), keep).Slice()
 	if err != nil {
 		return 0, fmt.Errorf("queue: close %s: %w", screening, err)

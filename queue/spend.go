@@ -139,7 +139,7 @@ func (q *Queue) Finish(ctx context.Context, c pass.Claims) error {
 // the seats it offered beyond those go back to the next offer round (admit.lua).
 func (q *Queue) FinishSeats(ctx context.Context, c pass.Claims, seats int) error {
 	k := q.keys(c.Screening)
-	err := finishScript.Run(ctx, q.rdb, []string{k.active, k.spent, k.freed, k.offers, k.offerable, k.wlNews, k.stats},
+	err := finishScript.Run(ctx, q.rdb, []string{k.active, k.spent, k.freed, k.offers, k.offerable, k.wlNews, k.stats, k.avail},
 		c.Token, c.ExpiresAt.UnixMilli(), c.ID, seats).Err()
 	if err != nil {
 		return fmt.Errorf("queue: finish %s: %w", c.Screening, err)

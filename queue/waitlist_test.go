@@ -64,7 +64,7 @@ func TestASoldOutLineStaysAsAWaitlistAndOffersWhatComesBackInOrder(t *testing.T)
 			t.Fatalf("Admit while sold out = %+v, %v; want %s", r, err, queue.NoValidScreening)
 		}
 		// Three seats come back: exactly three offers, to the first three, each of one seat.
-		if _, err := q.Reopen(ctx, screening, true, 3); err != nil {
+		if _, err := q.Reopen(ctx, screening, true, 3, -1); err != nil {
 			t.Fatal(err)
 		}
 		r, err := q.Admit(ctx, screening, now, st)
@@ -114,7 +114,7 @@ func TestAnOfferTakenForFewerSeatsGivesTheRestBack(t *testing.T) {
 		if err := q.SetParty(ctx, screening, tokens[0], 3); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Reopen(ctx, screening, true, 3); err != nil {
+		if _, err := q.Reopen(ctx, screening, true, 3, -1); err != nil {
 			t.Fatal(err)
 		}
 		st := offerSettings()
@@ -142,7 +142,7 @@ func TestALargePartyHoldsTheSeatsOneTickThenLetsSmallerPartiesBy(t *testing.T) {
 		if err := q.SetParty(ctx, screening, tokens[0], 3); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Reopen(ctx, screening, true, 2); err != nil {
+		if _, err := q.Reopen(ctx, screening, true, 2, -1); err != nil {
 			t.Fatal(err)
 		}
 		st := offerSettings()
@@ -155,7 +155,7 @@ func TestALargePartyHoldsTheSeatsOneTickThenLetsSmallerPartiesBy(t *testing.T) {
 			t.Fatalf("second round = %v, %v; want the two behind the party offered", r.Admitted, err)
 		}
 		checkRanks(t, env, q)
-		if _, err := q.Reopen(ctx, screening, true, 3); err != nil {
+		if _, err := q.Reopen(ctx, screening, true, 3, -1); err != nil {
 			t.Fatal(err)
 		}
 		r, err = q.Admit(ctx, screening, now.Add(2*time.Second), st)
@@ -192,6 +192,43 @@ func TestAnOperatorsCloseStillDropsAWaitlist(t *testing.T) {
 		}
 		if _, err := q.Register(t.Context(), screening, ""); !errors.Is(err, queue.ErrClosed) {
 			t.Fatalf("Register after the close = %v, want ErrClosed", err)
+		}
+	})
+}
+
+// The seats to offer never exceed those available less those the offers out promise: a seat a buyer admitted
+// before the sell-out took meanwhile is not offered, and an offer that lapses while every seat is held gives
+// nothing back.
+func TestTheSeatsToOfferAreBoundByThoseAvailable(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q, tokens := waitlisted(t, env, 6)
+		ctx := t.Context()
+		st := offerSettings()
+		now := time.Now()
+		if _, err := q.Reopen(ctx, screening, true, 2, 2); err != nil {
+			t.Fatal(err)
+		}
+		r, err := q.Admit(ctx, screening, now, st)
+		if err != nil || !slices.Equal(r.Admitted, tokens[:2]) {
+			t.Fatalf("2 back, 2 available = %v, %v; want 2 offers", r.Admitted, err)
+		}
+		// Three more come back, but the database counts 3 available in all: 2 are promised to the offers out.
+		if _, err := q.Reopen(ctx, screening, true, 3, 3); err != nil {
+			t.Fatal(err)
+		}
+		if r, err = q.Admit(ctx, screening, now.Add(time.Second), st); err != nil || !slices.Equal(r.Admitted, tokens[2:3]) {
+			t.Fatalf("3 back, 3 available, 2 promised = %v, %v; want one offer", r.Admitted, err)
+		}
+		// Every seat is held now (others took them): the offers that lapse give nothing back.
+		if err := q.AllHeld(ctx, screening, true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Reopen(ctx, screening, true, 1, 1); err != nil { // one comes back: it is offered
+			t.Fatal(err)
+		}
+		later := r.ExpiresAt.Add(time.Millisecond)
+		if r, err = q.Admit(ctx, screening, later, st); err != nil || len(r.Admitted) != 1 {
+			t.Fatalf("one back after the lapses = %v, %v; want exactly one offer (the three lapsed gave back none beyond it)", r.Admitted, err)
 		}
 	})
 }

@@ -41,6 +41,8 @@
 -- KEYS[25] wlheld  STRING the token the seats waited one round for (the party rule, below)
 -- KEYS[26] wlnews  LIST what happened to offers, for the webhooks and e-mails: "offered|expired token seats expiry"
 -- KEYS[27] keep    SET the tokens that left an e-mail address: never abandoned while they wait
+-- KEYS[28] avail   STRING the seats available as the database last counted them (reopen.lua), less those
+--                  offers took: what lapsed offers give back never exceeds it less the offers still out
 -- ARGV[1] now, Unix ms. An admission's clock never runs back: a caller whose now is older than the latest
 --         admission's (a tick that took its now before a slow lock, while a refill on another instance
 --         admitted) admits at the latest admission's now, and its expiry moves with it. So a user admitted
@@ -127,8 +129,18 @@ if wl then
       redis.call('RPUSH', KEYS[26], 'expired ' .. out[i] .. ' ' .. out[i + 1] .. ' ' .. (until_ or '0'))
     end
   end
-  if back > 0 and redis.call('EXISTS', KEYS[4]) == 0 then
-    redis.call('INCRBY', KEYS[22], back)
+  -- Not while sold out or all held: no seat is available then (one another buyer took meanwhile).
+  if back > 0 and redis.call('EXISTS', KEYS[4]) == 0 and redis.call('EXISTS', KEYS[18]) == 0 then
+    local n = tonumber(redis.call('GET', KEYS[22]) or '0') + back
+    local avail = redis.call('GET', KEYS[28])
+    if avail then
+      local promised = 0
+      for _, seats in ipairs(redis.call('HVALS', KEYS[23])) do
+        promised = promised + tonumber(seats)
+      end
+      n = math.min(n, math.max(0, tonumber(avail) - promised))
+    end
+    redis.call('SET', KEYS[22], n)
   end
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)

@@ -14,6 +14,7 @@
 -- KEYS[9] wl       STRING present while the line is a waitlist (queue/waitlist.go): set by a sell-out that keeps it
 -- KEYS[10] offerable STRING seats that came back and are not offered yet (admit.lua)
 -- KEYS[11] allheld  STRING present while every seat is held or sold, some only held: a closed line is not
+-- KEYS[12] avail    STRING the seats available as last counted (reopen.lua): none once sold out
 -- ARGV[1] why: 'sold_out' (every seat sold: a release may reopen it) or 'closed' (by the operator: for good)
 -- ARGV[2] now, Unix ms
 -- ARGV[3] '1' when the admission log is kept: a closing that changes the line is logged
@@ -48,6 +49,7 @@ if keep then
   -- Every seat is sold: nothing is left to offer until seats come back (reopen.lua).
   redis.call('SET', KEYS[9], '1')
   redis.call('DEL', KEYS[10])
+  redis.call('SET', KEYS[12], '0')
   return {n, epoch, why, 1}
 end
 redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[9])

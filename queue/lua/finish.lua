@@ -9,6 +9,7 @@
 -- ARGV[3] pass id
 -- KEYS[4] offers    HASH token -> seats offered (admit.lua's waitlist); KEYS[5] offerable, KEYS[6] wlnews,
 -- KEYS[7] stats: when given, an offer taken is recorded
+-- KEYS[8] avail: the seats available as last counted, less those the order took
 -- ARGV[4] how many seats the order took
 --
 -- Returns 1 when the slot was freed, 0 when it was already gone.
@@ -22,6 +23,12 @@ if KEYS[4] then
       redis.call('INCRBY', KEYS[5], back)
     end
     redis.call('HINCRBY', KEYS[7], 'offers_taken', 1)
+    if KEYS[8] and redis.call('EXISTS', KEYS[8]) == 1 then
+      -- The seats the order took are no longer available (reopen.lua counted them).
+      if redis.call('DECRBY', KEYS[8], ARGV[4]) < 0 then
+        redis.call('SET', KEYS[8], '0')
+      end
+    end
     redis.call('RPUSH', KEYS[6], 'taken ' .. ARGV[1] .. ' ' .. offered .. ' ' .. ARGV[2] .. ' ' .. ARGV[4])
   end
 end

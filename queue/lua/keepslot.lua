@@ -11,6 +11,7 @@
 -- ARGV[4] the hold's expiry, Unix ms
 -- KEYS[3] offers    HASH token -> seats offered (admit.lua's waitlist); KEYS[4] offerable, KEYS[5] wlnews,
 -- KEYS[6] stats: when given, an offer taken is recorded
+-- KEYS[7] avail: the seats available as last counted, less those the order took
 -- ARGV[5] how many seats the order took
 --
 -- Returns 1 when the slot now lasts until the hold's expiry, 0 when it was already gone.
@@ -24,6 +25,12 @@ if KEYS[3] then
       redis.call('INCRBY', KEYS[4], back)
     end
     redis.call('HINCRBY', KEYS[6], 'offers_taken', 1)
+    if KEYS[7] and redis.call('EXISTS', KEYS[7]) == 1 then
+      -- The seats the order took are no longer available (reopen.lua counted them).
+      if redis.call('DECRBY', KEYS[7], ARGV[5]) < 0 then
+        redis.call('SET', KEYS[7], '0')
+      end
+    end
     redis.call('RPUSH', KEYS[5], 'taken ' .. ARGV[1] .. ' ' .. offered .. ' ' .. ARGV[2] .. ' ' .. ARGV[5])
   end
 end

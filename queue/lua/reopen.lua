@@ -14,8 +14,13 @@
 -- ARGV[3] now, Unix ms
 -- ARGV[4] '1' when the admission log is kept: a closed line reopened is logged
 -- ARGV[5] how many seats came back
+-- ARGV[6] how many seats are available now, as the database counts them after the release (-1: not known):
+--         the seats to offer never exceed those available less those the offers out promise, so a seat
+--         another buyer (one admitted before the sell-out) took meanwhile is not offered again
 -- KEYS[7] wl        STRING present while the line is a waitlist: the seats are added to those to offer
 -- KEYS[8] offerable STRING seats that came back and are not offered yet (admit.lua)
+-- KEYS[9] offers    HASH token -> seats offered, for every offer out
+-- KEYS[10] avail    STRING the seats available as the database last counted them, less those offers took
 --
 -- Returns {1 when the line reopened (or left all_held), the epoch, 1 when seats were added to offer}; {0,
 -- epoch, added} when it was open.
@@ -31,7 +36,19 @@ end
 redis.call('INCR', KEYS[4])
 local added = 0
 if redis.call('EXISTS', KEYS[7]) == 1 and (not closed or closed ~= 'closed') and tonumber(ARGV[5] or '0') > 0 then
-  redis.call('INCRBY', KEYS[8], ARGV[5])
+  local n = tonumber(redis.call('GET', KEYS[8]) or '0') + tonumber(ARGV[5])
+  local available = tonumber(ARGV[6] or '-1')
+  if available >= 0 then
+    redis.call('SET', KEYS[10], available)
+    local promised = 0
+    for _, seats in ipairs(redis.call('HVALS', KEYS[9])) do
+      promised = promised + tonumber(seats)
+    end
+    n = math.min(n, math.max(0, available - promised))
+  else
+    redis.call('DEL', KEYS[10]) -- not counted: what lapsed offers give back is not bound either
+  end
+  redis.call('SET', KEYS[8], n)
   added = 1
 end
 if was == 0 then
