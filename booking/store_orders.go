@@ -83,8 +83,21 @@ func (s *Store) lineEvent(ctx context.Context, tx *tx, o Order, t transition, to
 		if t.release {
 			return total-live == len(o.Seats), nil // none were available before this release
 		}
-		if live < total || !final {
-			return live >= total, nil
+		if live < total {
+			return false, nil
+		}
+		if !final {
+			// Every seat is taken. Only the moves in flight now (each holds one of the pool's connections)
+			// can be confirming the held orders this one sees: with more held orders than that, one stays
+			// held whatever they do, and the screening's row is not locked (every confirmation of a sale's
+			// paying phase would wait on it).
+			bound := s.db.Stats().MaxOpenConnections
+			if bound == 0 {
+				return true, nil
+			}
+			var heldOrders int
+			err = tx.GetContext(ctx, &heldOrders, tx.Rebind(`SELECT COUNT(*) FROM reservations WHERE screening_id = ? AND status = 'held'`), o.Screening)
+			return heldOrders <= bound, err
 		}
 		var held int
 		err = tx.GetContext(ctx, &held, tx.Rebind(`SELECT COUNT(*) FROM reservation_seats r JOIN reservations o ON o.id = r.reservation_id
