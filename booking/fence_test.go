@@ -83,18 +83,6 @@ func pauseFirstAfterFence(t *testing.T, b *booking.Booking) (paused <-chan struc
 	return p, release
 }
 
-// waitFor polls cond until it holds, failing the test after limit.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", limit, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // fences returns a seat's fence and, if it is sold, the fence its reservation_seats row recorded (else -1).
 func fences(t *testing.T, env *testenv.Env, screening, seat string) (seatFence, soldFence int64) {
 	t.Helper()
@@ -163,11 +151,11 @@ func TestStaleHolderLosesToNewerHolder(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("A did not reach its fence within 5s")
 			}
-			waitFor(t, 5*time.Second, "A's lock on A1 to lapse", func() bool { return !f.seatLocked(t, id, "A1") })
+			testenv.WaitFor(t, 5*time.Second, "A's lock on A1 to lapse", func() bool { return !f.seatLocked(t, id, "A1") })
 			b := running.reserve(f.book, id, users[1].Pass, "A1")
-			waitFor(t, 5*time.Second, "B to lock A1", func() bool { return f.seatLocked(t, id, "A1") })
+			testenv.WaitFor(t, 5*time.Second, "B to lock A1", func() bool { return f.seatLocked(t, id, "A1") })
 			if env.Kind == testenv.Real {
-				waitFor(t, 5*time.Second, "B to wait for A's row lock", func() bool { return rowLockWaiters(t, env) > 0 })
+				testenv.WaitFor(t, 5*time.Second, "B to wait for A's row lock", func() bool { return rowLockWaiters(t, env) > 0 })
 			}
 			release()
 			ra := await(t, "A (the stale holder)", a, 10*time.Second)
@@ -224,8 +212,8 @@ func TestStaleHolderLosesToNewerHolder(t *testing.T) {
 			}
 
 			a := running.reserve(f.book, id, users[0].Pass, "A1", "A2")
-			waitFor(t, 5*time.Second, "A to wait for the row lock on A1 (its fencing number taken)", func() bool { return waitersOn(t, hold) == 1 })
-			waitFor(t, 5*time.Second, "A's locks to lapse", func() bool { return !f.seatLocked(t, id, "A1") && !f.seatLocked(t, id, "A2") })
+			testenv.WaitFor(t, 5*time.Second, "A to wait for the row lock on A1 (its fencing number taken)", func() bool { return waitersOn(t, hold) == 1 })
+			testenv.WaitFor(t, 5*time.Second, "A's locks to lapse", func() bool { return !f.seatLocked(t, id, "A1") && !f.seatLocked(t, id, "A2") })
 			rb := await(t, "B (the newer holder of A2)", running.reserve(f.book, id, users[1].Pass, "A2"), 10*time.Second)
 			if rb.err != nil {
 				t.Fatalf("newer holder's Reserve(A2) = %v, want nil", rb.err)
@@ -271,11 +259,11 @@ func TestStaleHolderFirstToFenceStillSellsTheSeatOnce(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("A did not reach its fence within 5s")
 		}
-		waitFor(t, 5*time.Second, "A's lock on A1 to lapse", func() bool { return !f.seatLocked(t, "s1", "A1") })
+		testenv.WaitFor(t, 5*time.Second, "A's lock on A1 to lapse", func() bool { return !f.seatLocked(t, "s1", "A1") })
 		b := running.reserve(f.book, "s1", users[1].Pass, "A1")
-		waitFor(t, 5*time.Second, "B to lock A1", func() bool { return f.seatLocked(t, "s1", "A1") })
+		testenv.WaitFor(t, 5*time.Second, "B to lock A1", func() bool { return f.seatLocked(t, "s1", "A1") })
 		if env.Kind == testenv.Real {
-			waitFor(t, 5*time.Second, "B to wait for A's row lock", func() bool { return rowLockWaiters(t, env) > 0 })
+			testenv.WaitFor(t, 5*time.Second, "B to wait for A's row lock", func() bool { return rowLockWaiters(t, env) > 0 })
 		}
 		release()
 		ra := await(t, "A (the stale holder)", a, 10*time.Second)
@@ -323,7 +311,7 @@ func TestSeatSoldPastTheLocksIsNamedByTheConstraint(t *testing.T) {
 	}
 
 	c := running.reserve(f.book, id, users[0].Pass, "A1", "A2")
-	waitFor(t, 5*time.Second, "the reservation's insert to wait for the other sale of A2", func() bool { return waitersOn(t, sell) == 1 })
+	testenv.WaitFor(t, 5*time.Second, "the reservation's insert to wait for the other sale of A2", func() bool { return waitersOn(t, sell) == 1 })
 	if err := sell.Commit(); err != nil {
 		t.Fatal(err)
 	}

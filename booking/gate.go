@@ -51,7 +51,7 @@ func (s *Store) GateRoom(ctx context.Context, id string) (GateRoom, error) {
 	if err != nil {
 		return GateRoom{}, fmt.Errorf("booking: gate room %q: %w", truncate(id, 64), err)
 	}
-	return GateRoom{ID: row.ID, SaleOpensAt: row.SaleOpensAt, Admission: row.settings(), GateMode: row.GateMode}, nil
+	return GateRoom{ID: row.ID, SaleOpensAt: row.SaleOpensAt, Admission: row.settings(s.waitlistDefault), GateMode: row.GateMode}, nil
 }
 
 // SetGateMode sets the screening's own gate mode (GateAuto, GateQueueAll or GatePassthrough; empty: back

@@ -176,7 +176,7 @@ func (s *Store) SetAdmission(ctx context.Context, id string, a queue.Settings) (
 	if err := s.db.GetContext(ctx, &row, s.db.Rebind(saleSQL+` WHERE id = ?`), id); err != nil {
 		return queue.Settings{}, fmt.Errorf("booking: admission of %s: %w", id, err)
 	}
-	return row.settings(), nil
+	return row.settings(s.waitlistDefault), nil
 }
 
 // CloseSale records that the operator closed the screening's sale: its scheduler stops. (The line itself is
@@ -209,20 +209,18 @@ type saleRow struct {
 	Waitlist    sql.NullBool  `db:"waitlist"`
 }
 
-func (r saleRow) settings() queue.Settings {
-	return queue.Settings{
+// settings are the screening's own admission settings, and whether it keeps a waitlist: its own setting, else
+// waitlistDefault (the server's).
+func (r saleRow) settings(waitlistDefault bool) queue.Settings {
+	s := queue.Settings{
 		Interval: time.Duration(r.IntervalMs.Int64) * time.Millisecond, BatchSize: int(r.BatchSize.Int64),
 		MaxActive: int(r.MaxActive.Int64), ActiveTTL: time.Duration(r.ActiveTTLMs.Int64) * time.Millisecond,
-		Waitlist: r.Waitlist.Valid && r.Waitlist.Bool,
+		Waitlist: waitlistDefault,
 	}
-}
-
-// waitlistOr is the screening's waitlist setting, or def when it has none of its own.
-func (r saleRow) waitlistOr(def bool) bool {
 	if r.Waitlist.Valid {
-		return r.Waitlist.Bool
+		s.Waitlist = r.Waitlist.Bool
 	}
-	return def
+	return s
 }
 
 // Sales returns the screenings whose sale opens at or before until, with their own admission settings:
@@ -249,14 +247,13 @@ func (s *Store) Sales(ctx context.Context, until time.Time) ([]queue.Sale, error
 	}
 	out := make([]queue.Sale, len(rows))
 	for i, r := range rows {
-		out[i] = queue.Sale{ID: r.ID, OpensAt: r.SaleOpensAt, Settings: r.settings(), Ended: r.Ended, Closed: r.Closed, Paused: r.Paused}
-		out[i].Settings.Waitlist = r.waitlistOr(s.waitlistDefault)
+		out[i] = queue.Sale{ID: r.ID, OpensAt: r.SaleOpensAt, Settings: r.settings(s.waitlistDefault), Ended: r.Ended, Closed: r.Closed, Paused: r.Paused}
 	}
 	return out, nil
 }
 
 // Managed is a screening as its operator sees it: its summary and its own admission settings (zero
-// fields: the server's defaults).
+// fields: the server's defaults; Waitlist the one in force).
 type Managed struct {
 	Summary
 	Admission queue.Settings
@@ -278,7 +275,7 @@ func (s *Store) Managed(ctx context.Context) ([]Managed, error) {
 	}
 	out := make([]Managed, len(sums))
 	for i, sum := range sums {
-		out[i] = Managed{Summary: sum, Admission: byID[sum.ID].settings()}
+		out[i] = Managed{Summary: sum, Admission: byID[sum.ID].settings(s.waitlistDefault)}
 	}
 	return out, nil
 }
@@ -330,7 +327,6 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool, at time.T
 	return nil
 }
 
-// closedByOperator reports whether the operator closed the screening's sale.
 // waitlist reports whether the screening keeps its line as a waitlist when it sells out: its own setting,
 // else def (the server's).
 func (s *Store) waitlist(ctx context.Context, id string, def bool) (bool, error) {
@@ -361,10 +357,19 @@ func (s *Store) SetWaitlist(ctx context.Context, id string, on *bool) error {
 	return nil
 }
 
-func (s *Store) closedByOperator(ctx context.Context, id string) (bool, error) {
-	var closed bool
-	if err := s.db.GetContext(ctx, &closed, s.db.Rebind(`SELECT closed_at IS NOT NULL FROM screenings WHERE id = ?`), id); err != nil {
-		return false, fmt.Errorf("booking: closed %s: %w", id, err)
+// saleState reports, in one read, whether the operator closed the screening's sale and whether it keeps a
+// waitlist (its own setting, else def): what a release asks before it reopens the line.
+func (s *Store) saleState(ctx context.Context, id string, def bool) (closed, waitlist bool, err error) {
+	var row struct {
+		Closed   bool         `db:"closed"`
+		Waitlist sql.NullBool `db:"waitlist"`
 	}
-	return closed, nil
+	err = s.db.GetContext(ctx, &row, s.db.Rebind(`SELECT closed_at IS NOT NULL AS closed, waitlist FROM screenings WHERE id = ?`), id)
+	if err != nil {
+		return false, false, fmt.Errorf("booking: sale of %s: %w", id, err)
+	}
+	if row.Waitlist.Valid {
+		def = row.Waitlist.Bool
+	}
+	return row.Closed, def, nil
 }

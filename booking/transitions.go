@@ -200,16 +200,19 @@ func (b *Booking) afterMove(ctx context.Context, o, done Order, t transition) er
 // the sale); a confirmation that left no seat available nor held closes it.
 func (b *Booking) lineAfter(ctx context.Context, screening string, t transition, seats int) error {
 	if t.release {
-		closed, err := b.store.closedByOperator(ctx, screening)
+		closed, waitlist, err := b.store.saleState(ctx, screening, b.settings.Waitlist)
 		if err != nil {
 			return err
 		}
 		// Its screening.reopened webhook, if it reopened the sale, was written with the move (lineEvent). The
-		// seats available now bound what a waitlist offers (-1 when they cannot be counted).
+		// seats available now bound what a waitlist offers (-1 when they cannot be counted, or no waitlist
+		// asks: a screening without one is not counted for).
 		available := -1
-		if cat, err := b.catalog(ctx, screening); err == nil {
-			if left, err := b.store.seatsTaken(ctx, screening, len(cat.seats)); err == nil {
-				available = left.available
+		if waitlist && !closed {
+			if cat, err := b.catalog(ctx, screening); err == nil {
+				if left, err := b.store.seatsTaken(ctx, screening, len(cat.seats)); err == nil {
+					available = left.available
+				}
 			}
 		}
 		_, err = b.admissions.Reopen(ctx, screening, !closed, seats, available)

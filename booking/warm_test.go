@@ -70,7 +70,7 @@ func TestKeepWarmWarmsAtOnceAndStops(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- booking.NewStore(env.DB).KeepWarm(ctx, 3, slog.New(slog.DiscardHandler)) }()
 		want := min(3, env.DB.Stats().MaxOpenConnections)
-		waitFor(t, 5*time.Second, "KeepWarm(3) to open its connections", func() bool { return env.DB.Stats().OpenConnections >= want })
+		testenv.WaitFor(t, 5*time.Second, "KeepWarm(3) to open its connections", func() bool { return env.DB.Stats().OpenConnections >= want })
 		if got := env.DB.Stats().OpenConnections; got != want {
 			t.Errorf("KeepWarm(3): %d open within 5s, want %d", got, want)
 		}

@@ -103,14 +103,7 @@ func (h *Hub) Dispatch(ctx context.Context, line *queue.Line, ev queue.Event) {
 	clients := h.clients(ev.Screening)
 	switch ev.Kind {
 	case queue.EventSoldOut:
-		if ev.Waitlist {
-			msg := SoldOutWaitlistMessage()
-			for _, c := range clients {
-				c.send(msg) // they stay: the line goes on as the waitlist
-			}
-			break
-		}
-		soldOut(clients, ev.Reason)
+		soldOut(clients, ev.Reason, ev.Waitlist)
 	case queue.EventAllHeld, queue.EventReopened, queue.EventSeats:
 		h.dispatchSale(ctx, line, ev, clients)
 	case queue.EventPaused, queue.EventResumed:
@@ -186,10 +179,18 @@ func (h *Hub) dispatchSale(ctx context.Context, line *queue.Line, ev queue.Event
 	}
 }
 
-// soldOut tells the clients the screening sold out (or closed: reason), and closes them. A sale the
-// operator reset (queue.ReasonReset) is not over: its sockets are closed with 1012, as by a draining
-// instance, and come back with their tokens into the fresh line.
-func soldOut(clients []*client, reason string) {
+// soldOut tells the clients the screening sold out (or closed: reason), and closes them, unless its line
+// stays as the waitlist (waitlist): then they are told so and stay. A sale the operator reset
+// (queue.ReasonReset) is not over: its sockets are closed with 1012, as by a draining instance, and come
+// back with their tokens into the fresh line.
+func soldOut(clients []*client, reason string, waitlist bool) {
+	if waitlist {
+		msg := SoldOutWaitlistMessage()
+		for _, c := range clients {
+			c.send(msg)
+		}
+		return
+	}
 	if reason == queue.ReasonReset {
 		for _, c := range clients {
 			c.close(CloseServiceRestart, "sale reset")

@@ -31,7 +31,7 @@ func (h *Hub) resync(ctx context.Context, screening string, line *queue.Line, ha
 		// Sold out while this instance did not hear it (the message lost, or the subscription down).
 		*line = fresh
 		f.setSeen(line.Epoch)
-		soldOut(h.clients(screening), "")
+		soldOut(h.clients(screening), "", false)
 		return
 	}
 	if f != nil {

@@ -24,7 +24,7 @@ var (
 	//go:embed lua/reopen.lua
 	reopenLua string
 
-	keepSlotScript = redis.NewScript(keepSlotLua)
+	keepSlotScript = redis.NewScript(offerTakenLua + keepSlotLua)
 	freeSlotScript = redis.NewScript(freeSlotLua)
 	reopenScript   = redis.NewScript(reopenLua)
 )

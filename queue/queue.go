@@ -40,6 +40,9 @@
 //   - metrics.go: the scheduler's Prometheus metrics
 //   - decoys.go: the infinite queue's decoy places, in no line (NewDecoy)
 //   - reset.go: a sale's line emptied, as if no one had ever come (Reset)
+//   - waitlist.go: a sold-out line kept as its waitlist: parties (SetParty), the offers' news
+//     (TakeOfferNews) and figures (Waitlist), the tokens kept for an e-mail and those with a socket open
+//     (Keep, Kept, Connected, Holds); the offer rounds are admit.lua's, an offer taken offertaken.lua's
 //   - keys.go: the Ed25519 keys that sign passes (PassKey, ParsePassKey, GeneratePassKey)
 //   - log.go: the admission log's records in Redis, on their way to the database (SetLog, LogRecords,
 //     TrimLog); the scripts that change the line append them (docs/admission-log.md)

@@ -18,7 +18,7 @@ var (
 	//go:embed lua/finish.lua
 	finishLua string
 
-	finishScript = redis.NewScript(finishLua)
+	finishScript = redis.NewScript(offerTakenLua + finishLua)
 )
 
 var (

@@ -7,6 +7,7 @@ package queue
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,6 +16,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
+
+// offerTakenLua is the function finish.lua and keepslot.lua share (an order takes its offer), prepended
+// to each.
+//
+//go:embed lua/offertaken.lua
+var offerTakenLua string
 
 // offerScan is how many waiting entries an offer round looks at, at most: past that many parties that do
 // not fit, the round ends (the script's work stays bounded).

@@ -232,3 +232,39 @@ func TestTheSeatsToOfferAreBoundByThoseAvailable(t *testing.T) {
 		}
 	})
 }
+
+// A token that left an e-mail address (Keep) is not dropped as abandoned while its page is closed: it is told
+// by e-mail. One that did not is dropped at the grace, as before; Keep(false) undoes it.
+func TestATokenKeptForAnEmailIsNotAbandoned(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, env *testenv.Env) {
+		q := queue.New(env.Redis, env.Prefix)
+		t0 := time.Now().Truncate(time.Second)
+		newClock(q, t0)
+		tokens := registerN(t, q, screening, 3)
+		ctx := t.Context()
+		if err := q.Keep(ctx, screening, tokens[1], true); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Keep(ctx, screening, "not a token", true); !errors.Is(err, queue.ErrBadToken) {
+			t.Fatalf("Keep of a malformed token = %v, want ErrBadToken", err)
+		}
+		for _, tok := range tokens {
+			if err := q.Disconnected(ctx, screening, tok); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := withGrace(settings(1, 1), grace)
+		st.ActiveTTL = time.Hour
+		r, err := q.Admit(ctx, screening, t0.Add(grace), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Abandoned != 2 || !slices.Equal(r.Admitted, tokens[1:2]) {
+			t.Fatalf("tick at the grace dropped %d and admitted %v, want 2 dropped (all but the one kept) and the kept one admitted", r.Abandoned, r.Admitted)
+		}
+		kept, err := q.Kept(ctx, screening, tokens)
+		if err != nil || !slices.Equal(kept, []bool{false, true, false}) {
+			t.Fatalf("Kept = %v, %v", kept, err)
+		}
+	})
+}

@@ -228,9 +228,7 @@ func (s *Server) adminScreenings(ctx context.Context, only string) ([]adminScree
 			return nil, err
 		}
 		out[i].Line = &f
-		if out[i].Waitlist, err = s.Booking.Waitlist(ctx, m.ID); err != nil {
-			return nil, err
-		}
+		out[i].Waitlist = m.Admission.Waitlist
 		out[i].Admission.Waitlist = &out[i].Waitlist
 		if out[i].Waitlist {
 			wf, err := s.Queue.Waitlist(ctx, m.ID)

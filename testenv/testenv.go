@@ -2,7 +2,10 @@
 // SQLite in a temp dir), and the real pair (Redis at 127.0.0.1:6379, PostgreSQL database `test`) when they
 // answer. Under CI (the CI variable set) a real service that does not answer fails the test instead of
 // skipping it. Every Env has its own Redis key prefix and its own PostgreSQL schema, dropped afterwards, so
-// tests share the machine's services with each other and with other runs.
+// tests share the machine's services with each other and with other runs. Beside them: fault proxies
+// (proxy.go), Redis hooks (hooks.go), a Redis or Redis Cluster of the test's own (redisserver.go,
+// cluster.go), a Mailpit (mailpit.go), sockets and their messages (socket.go, message.go), admissions
+// (admit.go), and a bounded wait for a condition only polling can see (wait.go).
 package testenv
 
 import (

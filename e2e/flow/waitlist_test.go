@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app/apptest"
+	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/testenv"
 )
 
@@ -101,14 +102,7 @@ func (h *hooks) of(typ string) int {
 type waitlistFigures struct {
 	Waitlist bool `json:"waitlist"`
 	Line     struct {
-		Waitlist *struct {
-			Length    int64 `json:"length"`
-			OffersOut int64 `json:"offers_out"`
-			Offered   int64 `json:"offers_total"`
-			Taken     int64 `json:"offers_taken"`
-			Expired   int64 `json:"offers_expired"`
-			Offerable int64 `json:"seats_offerable"`
-		} `json:"waitlist"`
+		Waitlist *queue.WaitlistFigures `json:"waitlist"`
 	} `json:"line"`
 }
 
@@ -188,7 +182,7 @@ func TestTheWaitlistOffersWhatComesBackInLineOrderAcrossInstances(t *testing.T) 
 			t.Fatalf("confirm %s = %d %v", code, st, out)
 		}
 	}
-	waitFor(t, 20*time.Second, "40 offers after 40 holds lapsed", func() bool { _, n := log.offered(); return n >= 40 })
+	testenv.WaitFor(t, 20*time.Second, "40 offers after 40 holds lapsed", func() bool { _, n := log.offered(); return n >= 40 })
 	// A newcomer after the sell-out joins the end: it is offered nothing while the waitlist is ahead.
 	late := b.Dial(t, "wl", "")
 	if m, _ := late.Until(t, "queued", 5*time.Second); m.Rank != waiting-40+1 {
@@ -203,14 +197,14 @@ func TestTheWaitlistOffersWhatComesBackInLineOrderAcrossInstances(t *testing.T) 
 		}
 	}
 	var fig waitlistFigures
-	waitFor(t, 10*time.Second, "50 offers", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "50 offers", func() bool {
 		a.Admin(t, http.MethodGet, "/screenings/wl", nil, &fig)
 		return fig.Line.Waitlist != nil && fig.Line.Waitlist.Offered >= 50
 	})
 	if w := fig.Line.Waitlist; !fig.Waitlist || w.Offered != 50 || w.Offerable != 0 || w.OffersOut != 50 {
 		t.Fatalf("the operator's view after 40 lapses and 10 refunds = %+v %+v; want exactly 50 offers out, none left to offer", fig, *w)
 	}
-	waitFor(t, 10*time.Second, "50 offers on the sockets", func() bool { _, n := log.offered(); return n >= 50 })
+	testenv.WaitFor(t, 10*time.Second, "50 offers on the sockets", func() bool { _, n := log.offered(); return n >= 50 })
 	places, n := log.offered()
 	if n != 50 || !slices.Equal(places, seqTo(0, 50)) {
 		t.Fatalf("offers went to places %v (%d offers); want exactly one to each of the first 50", places, n)
@@ -221,7 +215,7 @@ func TestTheWaitlistOffersWhatComesBackInLineOrderAcrossInstances(t *testing.T) 
 		}
 	}
 	// Nobody takes them: when they lapse, the next fifty are offered, and still nobody past them.
-	waitFor(t, 20*time.Second, "the next 50 offers", func() bool { _, n := log.offered(); return n >= 100 })
+	testenv.WaitFor(t, 20*time.Second, "the next 50 offers", func() bool { _, n := log.offered(); return n >= 100 })
 	places, n = log.offered()
 	if n != 100 || !slices.Equal(places, seqTo(0, 100)) {
 		t.Fatalf("after the first offers lapsed, offers went to %v (%d offers); want the first 100 places, once each", places, n)
@@ -234,7 +228,7 @@ func TestTheWaitlistOffersWhatComesBackInLineOrderAcrossInstances(t *testing.T) 
 	if code, o := a.ReserveCount(t, "wl", m.Pass, 1); code != http.StatusCreated || o["status"] != "held" {
 		t.Fatalf("an offer taken = %d %v, want a held order", code, o)
 	}
-	waitFor(t, 20*time.Second, "the webhooks", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the webhooks", func() bool {
 		return h.of("waitlist.offered") == 100 && h.of("waitlist.expired") >= 50 && h.of("waitlist.taken") == 1
 	})
 }
@@ -311,7 +305,7 @@ func TestAPartyOfThreeIsOfferedThreeAdjacentSeatsAndWaitsOneRoundAtMost(t *testi
 	if st := a.Admin(t, http.MethodPost, "/orders/"+o1["code"].(string)+"/cancel", nil, &out); st != http.StatusOK {
 		t.Fatalf("cancel = %d %v", st, out)
 	}
-	waitFor(t, 10*time.Second, "two offers", func() bool { _, n := log.offered(); return n >= 2 })
+	testenv.WaitFor(t, 10*time.Second, "two offers", func() bool { _, n := log.offered(); return n >= 2 })
 	if places, n := log.offered(); n != 2 || !slices.Equal(places, []int{1, 2}) {
 		t.Fatalf("two seats back for a party of 3 first: offers to %v; want the two of one behind it", places)
 	}
@@ -319,7 +313,7 @@ func TestAPartyOfThreeIsOfferedThreeAdjacentSeatsAndWaitsOneRoundAtMost(t *testi
 	if st := b.Admin(t, http.MethodPost, "/orders/"+o2["code"].(string)+"/cancel", nil, &out); st != http.StatusOK {
 		t.Fatalf("cancel = %d %v", st, out)
 	}
-	waitFor(t, 10*time.Second, "the party's offer", func() bool { _, n := log.offered(); return n >= 4 })
+	testenv.WaitFor(t, 10*time.Second, "the party's offer", func() bool { _, n := log.offered(); return n >= 4 })
 	// The sockets are on two instances, so their messages arrive in any order: an offer's round is told by
 	// its expiry (one per round).
 	log.mu.Lock()
@@ -337,18 +331,6 @@ func TestAPartyOfThreeIsOfferedThreeAdjacentSeatsAndWaitsOneRoundAtMost(t *testi
 	}
 	if got := fmt.Sprint(o["seats"]); !adjacent(o["seats"]) {
 		t.Fatalf("the party's seats = %s, want three adjacent seats of row A", got)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -174,7 +174,7 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, 15*time.Second, "the first admission", func() bool { return admittedSoFar() > 0 })
+	testenv.WaitFor(t, 15*time.Second, "the first admission", func() bool { return admittedSoFar() > 0 })
 	// The line opened: every user of the pre-queue holds a number now (the shuffle is checked in queue's tests).
 	for _, u := range users {
 		seq, err := env.Redis.ZScore(ctx, waitingKey, u.token).Result()
@@ -209,12 +209,12 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 		}
 	}
 	for _, u := range leavers {
-		waitFor(t, 5*time.Second, fmt.Sprintf("user %d to leave", u.n), func() bool { return u.over() == "left" })
+		testenv.WaitFor(t, 5*time.Second, fmt.Sprintf("user %d to leave", u.n), func() bool { return u.over() == "left" })
 		if err := env.Redis.ZScore(ctx, waitingKey, u.token).Err(); !errors.Is(err, redis.Nil) {
 			t.Fatalf("user %d left but is still waiting (ZSCORE: %v)", u.n, err)
 		}
 	}
-	waitFor(t, 10*time.Second, "8 admissions", func() bool { return admittedSoFar() >= 8 })
+	testenv.WaitFor(t, 10*time.Second, "8 admissions", func() bool { return admittedSoFar() >= 8 })
 
 	// Between two ticks, count what each instance admitted, then kill instance 0.
 	midInterval()
@@ -245,7 +245,7 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 			orphans = append(orphans, u)
 		}
 	}
-	waitFor(t, 10*time.Second, "instance 0's users to reconnect", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "instance 0's users to reconnect", func() bool {
 		for _, u := range orphans {
 			if u.over() == "" && u.at() == 0 {
 				return false
@@ -253,7 +253,7 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 		}
 		return true
 	})
-	waitFor(t, 10*time.Second, "an admission after the kill", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "an admission after the kill", func() bool {
 		for _, ev := range events.snapshot() {
 			if ev.at.After(killAt) && len(ev.Admitted) > 0 {
 				return true
@@ -282,7 +282,7 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 	if drained > app.ShutdownGrace {
 		t.Errorf("instance 1 took %v to drain, want at most app.ShutdownGrace %v", drained, app.ShutdownGrace)
 	}
-	waitFor(t, 10*time.Second, "instance 1's users to reconnect", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "instance 1's users to reconnect", func() bool {
 		for _, u := range users {
 			if u.over() == "" && u.at() != 2 {
 				return false
@@ -294,7 +294,7 @@ func TestInstancesShareOneLineAcrossKillAndDrain(t *testing.T) {
 	// Phase 2: admitted users reserve, through the last instance, until the sale sells out.
 	gateAt := time.Now()
 	close(c.gate)
-	waitFor(t, time.Until(deadline), "every user to reserve or be told sold out", func() bool {
+	testenv.WaitFor(t, time.Until(deadline), "every user to reserve or be told sold out", func() bool {
 		for _, u := range users {
 			if u.over() == "" {
 				return false

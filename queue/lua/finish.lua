@@ -7,31 +7,11 @@
 -- ARGV[1] token
 -- ARGV[2] pass expiry, Unix ms (the admission the pass belongs to)
 -- ARGV[3] pass id
--- KEYS[4] offers    HASH token -> seats offered (admit.lua's waitlist); KEYS[5] offerable, KEYS[6] wlnews,
--- KEYS[7] stats: when given, an offer taken is recorded
--- KEYS[8] avail: the seats available as last counted, less those the order took
+-- KEYS[4] to KEYS[8] offers, offerable, wlnews, stats, avail: the waitlist's (offertaken.lua)
 -- ARGV[4] how many seats the order took
 --
 -- Returns 1 when the slot was freed, 0 when it was already gone.
--- An offer taken (admit.lua's waitlist): the seats it did not use go back to the next offer round.
-if KEYS[4] then
-  local offered = redis.call('HGET', KEYS[4], ARGV[1])
-  if offered then
-    redis.call('HDEL', KEYS[4], ARGV[1])
-    local back = tonumber(offered) - tonumber(ARGV[4])
-    if back > 0 then
-      redis.call('INCRBY', KEYS[5], back)
-    end
-    redis.call('HINCRBY', KEYS[7], 'offers_taken', 1)
-    if KEYS[8] and redis.call('EXISTS', KEYS[8]) == 1 then
-      -- The seats the order took are no longer available (reopen.lua counted them).
-      if redis.call('DECRBY', KEYS[8], ARGV[4]) < 0 then
-        redis.call('SET', KEYS[8], '0')
-      end
-    end
-    redis.call('RPUSH', KEYS[6], 'taken ' .. ARGV[1] .. ' ' .. offered .. ' ' .. ARGV[2] .. ' ' .. ARGV[4])
-  end
-end
+takeOffer(4, ARGV[1], ARGV[2], ARGV[4]) -- an order made with a waitlist's offer takes it (offertaken.lua)
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if held and tonumber(held) == tonumber(ARGV[2]) then
